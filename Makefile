@@ -1,0 +1,92 @@
+# kplan's build. `make demo` runs kplan's main job on a fresh machine;
+# `make test` runs every test (lint, unit, fuzz seeds, integration against
+# real Kafka brokers). Both fetch what they need themselves.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+# The one place the Kafka version is pinned (build/kafka/pom.xml takes it).
+KAFKA_VERSION := 4.3.1
+GOLANGCI_LINT_VERSION := v2.15.0
+
+CACHE := $(CURDIR)/.cache
+BIN := $(CURDIR)/bin
+KAFKA_JARS := $(CACHE)/kafka-$(KAFKA_VERSION)/libs
+GOLANGCI_LINT := $(CACHE)/bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
+KPLAN := $(BIN)/kplan
+LDFLAGS := -X github.com/kplan-dev/kplan/internal/app.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+export KPLAN_KAFKA_JARS := $(KAFKA_JARS)
+
+.PHONY: all build test unit integration lint vet fmt kafka tools demo bench fuzz clean
+
+all: build
+
+build:
+	go build -ldflags '$(LDFLAGS)' -o $(KPLAN) ./cmd/kplan
+
+## test: everything CI runs. Fails (never skips) when Java, Maven or the jars are missing.
+test: lint unit integration
+
+## unit: fast in-process tests with the race detector.
+unit:
+	go test -race -count=1 ./...
+
+## integration: tests against real KRaft brokers started from Kafka's own jars.
+integration: kafka
+	go test -race -count=1 -p 1 -tags integration -timeout 40m ./...
+
+vet:
+	go vet ./...
+	go vet -tags integration ./...
+
+lint: vet $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags integration ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+tools: $(GOLANGCI_LINT)
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(CACHE)/bin
+	GOBIN=$(CACHE)/bin.tmp go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(CACHE)/bin.tmp/golangci-lint $@ && rmdir $(CACHE)/bin.tmp
+
+## kafka: Apache Kafka's broker and tool jars from Maven Central into .cache/.
+kafka: $(KAFKA_JARS)/.complete
+
+$(KAFKA_JARS)/.complete: build/kafka/pom.xml
+	@command -v java >/dev/null || { echo "make kafka: java is required (Java 17 or later) and was not found" >&2; exit 1; }
+	@command -v mvn >/dev/null || { echo "make kafka: mvn (Maven) is required to fetch Kafka's jars and was not found" >&2; exit 1; }
+	rm -rf $(KAFKA_JARS).tmp
+	cd build/kafka && mvn -B -q -Dkafka.version=$(KAFKA_VERSION) \
+	  org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+	  -DincludeScope=runtime -DoutputDirectory=$(KAFKA_JARS).tmp
+	rm -rf $(KAFKA_JARS) && mv $(KAFKA_JARS).tmp $(KAFKA_JARS)
+	touch $@
+
+## demo: kplan's main job on a fresh machine.
+demo: build
+	@echo '$$ kplan size --plan plans/raptis-prototype.yaml'
+	@$(KPLAN) size --plan plans/raptis-prototype.yaml
+	@echo
+	@echo '$$ kplan size --plan plans/raptis-prototype.yaml --replication-factor 5 --strategy bromax -o json'
+	@$(KPLAN) size --plan plans/raptis-prototype.yaml --replication-factor 5 --strategy bromax -o json
+
+## bench: the performance targets of docs/BENCHMARKS.md.
+bench:
+	go test -run '^$$' -bench . -benchmem ./...
+
+## fuzz: each fuzz target for FUZZTIME (default 20s).
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$(go list ./...); do \
+	  for f in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+clean:
+	rm -rf $(BIN)

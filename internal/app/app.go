@@ -1,0 +1,131 @@
+// Package app builds kplan's root command, runs it, and turns errors into
+// exit codes. It is the only place the process's exit status is decided.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/iostreams"
+)
+
+// version is set at link time: -ldflags "-X github.com/kplan-dev/kplan/internal/app.version=v1.2.3".
+var version = ""
+
+// Version returns kplan's version: the link-time value, else the module
+// version from the build info, else "dev".
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Main runs kplan with the process's arguments and streams and returns the
+// exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := &cmdutil.Factory{IOStreams: iostreams.System(), Version: Version(), Now: time.Now}
+	return Run(ctx, f, os.Args[1:])
+}
+
+// Run executes kplan with args and returns the exit code; errors are printed
+// to f.IOStreams.ErrOut as one line.
+func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return cmdutil.ExitOK
+	}
+	if !errors.Is(err, cmdutil.ErrSilent) {
+		fmt.Fprintf(f.IOStreams.ErrOut, "kplan: %s\n", oneLine(err.Error()))
+	}
+	code := cmdutil.ExitCode(err)
+	if code == cmdutil.ExitRuntime && isCobraUsageError(err) {
+		code = cmdutil.ExitUsage
+	}
+	return code
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// isCobraUsageError recognises cobra's own argument errors, which it returns
+// as plain errors.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// NewRootCmd returns the kplan command tree.
+func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kplan <command> [flags]",
+		Short: "Size, audit, rebalance and fault-test Apache Kafka clusters",
+		Long: `kplan sizes topics from first principles, audits where a layout skews broker
+load, plans the fewest replica moves that fix it, and measures what really
+happens when a leader broker dies.
+
+` + cmdutil.ExitCodesHelp,
+		Example: `  $ kplan size --plan plans/raptis-prototype.yaml
+  $ kplan size --throughput 100MB/s --consumers 40 --replication-factor 3 --max-brokers 16 -o json`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       f.Version,
+	}
+	root.SetIn(f.IOStreams.In)
+	root.SetOut(f.IOStreams.Out)
+	root.SetErr(f.IOStreams.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return cmdutil.Usage(err)
+	})
+	root.SetVersionTemplate("kplan {{.Version}}\n")
+
+	for _, c := range verbs(f) {
+		root.AddCommand(c)
+	}
+	root.AddCommand(newVersionCmd(f))
+	return root
+}
+
+func newVersionCmd(f *cmdutil.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print kplan's version and the versions it was built with",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			out := f.IOStreams.Out
+			fmt.Fprintf(out, "kplan %s\n", f.Version)
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				fmt.Fprintf(out, "go %s\n", strings.TrimPrefix(bi.GoVersion, "go"))
+				for _, d := range bi.Deps {
+					if d.Path == "github.com/twmb/franz-go" {
+						fmt.Fprintf(out, "franz-go %s\n", d.Version)
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
