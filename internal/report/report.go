@@ -96,7 +96,7 @@ func WriteYAML(w io.Writer, v any) error {
 	if err := yaml.Unmarshal(b, &node); err != nil {
 		return fmt.Errorf("encoding yaml: %w", err)
 	}
-	// JSON flow style would survive the round trip; force block style.
+	// JSON's flow and quoted styles would survive the round trip; reset them.
 	setBlock(&node)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
@@ -109,7 +109,7 @@ func WriteYAML(w io.Writer, v any) error {
 }
 
 func setBlock(n *yaml.Node) {
-	n.Style &^= yaml.FlowStyle
+	n.Style = 0 // let the encoder pick plain, quoted or block style
 	for _, c := range n.Content {
 		setBlock(c)
 	}
