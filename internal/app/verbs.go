@@ -3,11 +3,14 @@ package app
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kplan-dev/kplan/internal/cli/size"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 )
 
 // verbs returns kplan's top-level commands in help order. A verb appears
 // here only once it works.
 func verbs(f *cmdutil.Factory) []*cobra.Command {
-	return []*cobra.Command{}
+	return []*cobra.Command{
+		size.NewCmdSize(f, nil),
+	}
 }

@@ -52,5 +52,9 @@ func (o *OutputFlag) Format() (report.Format, error) {
 	return f, nil
 }
 
+// Raw returns the value as given, before validation (for verbs that accept
+// an extra format such as csv).
+func (o *OutputFlag) Raw() string { return o.raw }
+
 // Set sets the raw value, for tests and plan files.
 func (o *OutputFlag) Set(s string) { o.raw = s }
