@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kplan-dev/kplan/internal/cli/lab"
 	"github.com/kplan-dev/kplan/internal/cli/size"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 )
@@ -12,5 +13,6 @@ import (
 func verbs(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		size.NewCmdSize(f, nil),
+		lab.NewCmdLab(f),
 	}
 }

@@ -1,0 +1,166 @@
+// Package kafka is kplan's one franz-go client: connection options, a live
+// snapshot of a cluster into the topology model, and the admin calls the lab
+// and the verbs need.
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// ConnOptions are the connection flags shared by every verb.
+type ConnOptions struct {
+	// BootstrapServers is a comma-separated host:port list.
+	BootstrapServers string
+	// Timeout bounds each request and the initial connection; 0 means 10s.
+	Timeout time.Duration
+}
+
+// NewClient builds a franz-go client with ClientID "kplan/"+version.
+func NewClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client, error) {
+	var seeds []string
+	for s := range strings.SplitSeq(opts.BootstrapServers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			seeds = append(seeds, s)
+		}
+	}
+	if len(seeds) == 0 {
+		return nil, errors.New("--bootstrap-server: no address given")
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	base := []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.ClientID("kplan/" + version),
+		kgo.DialTimeout(timeout),
+		kgo.RequestTimeoutOverhead(timeout),
+		kgo.RetryTimeout(timeout),
+		kgo.MetadataMinAge(100 * time.Millisecond),
+	}
+	cl, err := kgo.NewClient(append(base, extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	return cl, nil
+}
+
+// WaitBrokers returns nil once every broker in want answers metadata and
+// is listed as a live broker; it makes one attempt per call.
+func WaitBrokers(ctx context.Context, bootstrap []string, want []int32) error {
+	cl, err := NewClient(ConnOptions{BootstrapServers: strings.Join(bootstrap, ","), Timeout: 2 * time.Second}, "lab")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	bs, err := adm.ListBrokers(ctx)
+	if err != nil {
+		return err
+	}
+	have := bs.NodeIDs()
+	for _, id := range want {
+		if !slices.Contains(have, id) {
+			return fmt.Errorf("broker %d not registered yet (have %v)", id, have)
+		}
+	}
+	// Every listed broker must answer on its own address too.
+	for _, id := range want {
+		req := cl.Broker(int(id))
+		if _, err := req.RetriableRequest(ctx, kmsgApiVersions()); err != nil {
+			return fmt.Errorf("broker %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Snapshot reads brokers (with racks), leaders, replicas in assignment
+// order, ISR and offline replicas of every topic the filter accepts
+// (nil: all but Kafka's internal topics).
+func Snapshot(ctx context.Context, cl *kgo.Client, topicFilter func(string) bool) (*topology.Cluster, error) {
+	adm := kadm.NewClient(cl)
+	md, err := adm.Metadata(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	c := &topology.Cluster{Live: true}
+	for _, b := range md.Brokers {
+		rack := ""
+		if b.Rack != nil {
+			rack = *b.Rack
+		}
+		c.Brokers = append(c.Brokers, topology.Broker{ID: b.NodeID, Rack: rack})
+	}
+	for _, t := range md.Topics {
+		if t.Err != nil {
+			return nil, fmt.Errorf("topic %s: %w", t.Topic, t.Err)
+		}
+		if t.IsInternal || (topicFilter != nil && !topicFilter(t.Topic)) || (topicFilter == nil && strings.HasPrefix(t.Topic, "__")) {
+			continue
+		}
+		for _, p := range t.Partitions {
+			c.Partitions = append(c.Partitions, topology.Partition{
+				Topic: t.Topic, Partition: p.Partition, Leader: p.Leader,
+				Replicas: slices.Clone(p.Replicas), ISR: nonNil(p.ISR), Offline: slices.Clone(p.OfflineReplicas), SizeBytes: -1,
+			})
+		}
+	}
+	c.Normalize()
+	return c, nil
+}
+
+func nonNil(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return slices.Clone(s)
+}
+
+// CreateTopic creates topic with an explicit replica assignment
+// (assignment[p] is partition p's replicas, preferred leader first).
+func CreateTopic(ctx context.Context, cl *kgo.Client, topic string, assignment [][]int32, configs map[string]*string) error {
+	req := kmsgCreateTopic(topic, assignment, configs)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("create topic %s: %d topics in the answer", topic, len(resp.Topics))
+	}
+	if err := kerrErr(resp.Topics[0].ErrorCode); err != nil {
+		msg := ""
+		if resp.Topics[0].ErrorMessage != nil {
+			msg = ": " + *resp.Topics[0].ErrorMessage
+		}
+		return fmt.Errorf("create topic %s: %w%s", topic, err, msg)
+	}
+	return nil
+}
+
+// ElectPreferred runs a preferred leader election for every partition.
+func ElectPreferred(ctx context.Context, cl *kgo.Client) (int, error) {
+	adm := kadm.NewClient(cl)
+	res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, nil)
+	if err != nil {
+		return 0, fmt.Errorf("preferred election: %w", err)
+	}
+	moved := 0
+	for _, ps := range res {
+		for _, r := range ps {
+			if r.Err == nil {
+				moved++
+			}
+		}
+	}
+	return moved, nil
+}

@@ -1,0 +1,119 @@
+// Package labtest starts one real Kafka lab per test binary and shares it
+// across that binary's integration tests. A missing Java or missing jars
+// fail the test with one clear line; nothing is skipped.
+//
+// Use it from a test binary's TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
+//
+// and call labtest.Shared(t) in each test that needs brokers.
+package labtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/localkafka"
+)
+
+// Lab is the shared cluster.
+type Lab struct {
+	State     *localkafka.State
+	Bootstrap string
+}
+
+var (
+	once   sync.Once
+	shared *Lab
+	err    error
+	dir    string
+)
+
+// Brokers is the size of the shared lab.
+const Brokers = 3
+
+// Shared returns the binary's lab, starting it on first use.
+func Shared(t testing.TB) *Lab {
+	t.Helper()
+	once.Do(func() { shared, err = start() })
+	if err != nil {
+		t.Fatalf("labtest: cannot start a real Kafka lab: %v", err)
+	}
+	return shared
+}
+
+func start() (*Lab, error) {
+	jars, ferr := localkafka.FindJars("")
+	if ferr != nil {
+		return nil, ferr
+	}
+	d, derr := os.MkdirTemp("", "kplan-labtest-")
+	if derr != nil {
+		return nil, derr
+	}
+	dir = d
+	base, perr := freeBase(Brokers)
+	if perr != nil {
+		return nil, perr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, uerr := localkafka.Up(ctx, localkafka.Config{Brokers: Brokers, JarsDir: jars, Dir: d, BasePort: base, FastFailover: true}, kafka.WaitBrokers)
+	if uerr != nil {
+		return nil, uerr
+	}
+	l := &Lab{State: s}
+	for i, b := range s.Bootstrap() {
+		if i > 0 {
+			l.Bootstrap += ","
+		}
+		l.Bootstrap += b
+	}
+	return l, nil
+}
+
+// freeBase finds a base port whose lab ports are all free.
+func freeBase(n int) (int, error) {
+	for base := 21092 + (os.Getpid()%50)*200; base < 60000; base += 200 {
+		ok := true
+		for i := 0; i < (n+3)*10 && ok; i++ {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i)))
+			if err != nil {
+				ok = false
+				continue
+			}
+			_ = l.Close()
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port range for a %d-broker lab", n)
+}
+
+// Main runs the tests and then stops the lab, even when tests failed, and
+// fails the run if any lab JVM is left.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared != nil {
+		if derr := shared.State.Down(15 * time.Second); derr != nil {
+			fmt.Fprintf(os.Stderr, "labtest: stopping the lab: %v\n", derr)
+			code = 1
+		}
+		if shared.State.AnyAlive() {
+			fmt.Fprintln(os.Stderr, "labtest: lab JVMs are still running after down")
+			code = 1
+		}
+		if code == 0 {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	return code
+}

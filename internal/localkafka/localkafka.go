@@ -1,0 +1,583 @@
+// Package localkafka runs a real Apache Kafka KRaft cluster on this machine
+// from Kafka's own jars: it writes node configs, formats storage, starts one
+// JVM per node on loopback, and keeps the lab's state (pids, ports, dirs,
+// cluster id) in a JSON file in the lab directory so later processes can
+// inspect, kill, restart and stop it. It talks to no broker itself: callers
+// pass a readiness check (internal/kafka holds the client).
+package localkafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// MaxCombined is the largest lab whose nodes are all broker+controller;
+// bigger labs get three dedicated controllers.
+const MaxCombined = 5
+
+// controllerIDBase numbers dedicated controllers (9001..9003) so that
+// broker ids stay 1..N everywhere.
+const controllerIDBase = 9000
+
+// Config describes a lab to start.
+type Config struct {
+	Brokers      int
+	JarsDir      string
+	Dir          string
+	BasePort     int
+	FastFailover bool
+	// HeapMB is each JVM's heap; 0 means 384.
+	HeapMB int
+	// Java is the java binary; empty means "java" on PATH.
+	Java string
+}
+
+// Node is one JVM of the lab.
+type Node struct {
+	ID             int32  `json:"id"`
+	Broker         bool   `json:"broker"`
+	Controller     bool   `json:"controller"`
+	Rack           string `json:"rack,omitempty"`
+	Port           int    `json:"port,omitempty"`
+	ControllerPort int    `json:"controller_port,omitempty"`
+	Dir            string `json:"dir"`
+	Config         string `json:"config"`
+	Log            string `json:"log"`
+	PID            int    `json:"pid"`
+}
+
+// State is what lab.json holds.
+type State struct {
+	Version   int       `json:"version"`
+	ClusterID string    `json:"cluster_id"`
+	Dir       string    `json:"dir"`
+	JarsDir   string    `json:"jars_dir"`
+	Java      string    `json:"java"`
+	HeapMB    int       `json:"heap_mb"`
+	Started   time.Time `json:"started"`
+	Nodes     []Node    `json:"nodes"`
+}
+
+// Errors callers map to exit codes.
+var (
+	// ErrUsage marks a problem with the request or the machine (missing jars,
+	// port in use, a lab already up, an unknown broker): exit 2.
+	ErrUsage = errors.New("usage")
+	// ErrNoLab means the directory holds no lab.
+	ErrNoLab = errors.New("no lab")
+)
+
+func usagef(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, a...))
+}
+
+// DefaultDir is the lab directory when --dir is omitted.
+func DefaultDir() string {
+	if d := os.Getenv("KPLAN_LAB_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("kplan-lab-%d", os.Getuid()))
+}
+
+// FindJars returns the jars directory: explicit, else $KPLAN_KAFKA_JARS,
+// else ./.cache/kafka-*/libs. It checks the broker's main class is there.
+func FindJars(explicit string) (string, error) {
+	cands := []string{explicit}
+	if explicit == "" {
+		cands = []string{os.Getenv("KPLAN_KAFKA_JARS")}
+		if m, _ := filepath.Glob(filepath.Join(".cache", "kafka-*", "libs")); len(m) > 0 {
+			slices.Sort(m)
+			cands = append(cands, m[len(m)-1])
+		}
+	}
+	for _, d := range cands {
+		if d == "" {
+			continue
+		}
+		if m, _ := filepath.Glob(filepath.Join(d, "kafka_2.13-*.jar")); len(m) > 0 {
+			return filepath.Abs(d)
+		}
+		if explicit != "" {
+			return "", usagef("--kafka-jars %s holds no kafka_2.13 jar (run `make kafka`)", d)
+		}
+	}
+	return "", usagef("Kafka's jars not found: run `make kafka` or pass --kafka-jars DIR (or set KPLAN_KAFKA_JARS)")
+}
+
+// newClusterID returns a random Kafka Uuid in its base64url form.
+func newClusterID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+func statePath(dir string) string { return filepath.Join(dir, "lab.json") }
+
+// Load reads the lab state in dir.
+func Load(dir string) (*State, error) {
+	b, err := os.ReadFile(statePath(dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w in %s (start one with `kplan lab up --dir %s`)", ErrNoLab, dir, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", statePath(dir), err)
+	}
+	return &s, nil
+}
+
+func (s *State) save() error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := statePath(s.Dir) + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, statePath(s.Dir))
+}
+
+// Brokers returns the broker nodes in id order.
+func (s *State) Brokers() []Node {
+	var out []Node
+	for _, n := range s.Nodes {
+		if n.Broker {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Bootstrap returns the brokers' client addresses.
+func (s *State) Bootstrap() []string {
+	var out []string
+	for _, n := range s.Brokers() {
+		out = append(out, net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Port)))
+	}
+	return out
+}
+
+// Alive reports whether the node's JVM runs (the pid exists and is still
+// this node's java, not a reused pid).
+func (n Node) Alive() bool {
+	if n.PID <= 0 {
+		return false
+	}
+	if syscall.Kill(n.PID, 0) != nil {
+		return false
+	}
+	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n.PID))
+	if err != nil {
+		return false
+	}
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.PID)); err == nil {
+		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
+			return false // a zombie waiting for its parent is dead
+		}
+	}
+	return strings.Contains(string(cmd), n.Config)
+}
+
+// AnyAlive reports whether any node of the lab runs.
+func (s *State) AnyAlive() bool {
+	for _, n := range s.Nodes {
+		if n.Alive() {
+			return true
+		}
+	}
+	return false
+}
+
+// Node returns the broker with id.
+func (s *State) Node(id int32) (*Node, error) {
+	for i := range s.Nodes {
+		if s.Nodes[i].ID == id && s.Nodes[i].Broker {
+			return &s.Nodes[i], nil
+		}
+	}
+	return nil, usagef("no broker-%d in this %d-broker lab", id, len(s.Brokers()))
+}
+
+// ParseBroker parses "broker-3" (or "3").
+func ParseBroker(s string) (int32, error) {
+	t := strings.TrimPrefix(s, "broker-")
+	id, err := strconv.ParseInt(t, 10, 32)
+	if err != nil || id < 0 {
+		return 0, usagef("%q is not a broker (want broker-N)", s)
+	}
+	return int32(id), nil
+}
+
+// plan lays out the nodes of cfg.
+func plan(cfg Config) []Node {
+	var nodes []Node
+	racks := []string{"rack-a", "rack-b", "rack-c"}
+	combined := cfg.Brokers <= MaxCombined
+	for i := 1; i <= cfg.Brokers; i++ {
+		n := Node{ID: int32(i), Broker: true, Controller: combined, Rack: racks[(i-1)%len(racks)], Port: cfg.BasePort + (i-1)*10}
+		if combined {
+			n.ControllerPort = n.Port + 1
+		}
+		nodes = append(nodes, n)
+	}
+	if !combined {
+		for i := 1; i <= 3; i++ {
+			nodes = append(nodes, Node{ID: int32(controllerIDBase + i), Controller: true, ControllerPort: cfg.BasePort + (cfg.Brokers+i-1)*10 + 1})
+		}
+	}
+	for i := range nodes {
+		nodes[i].Dir = filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", nodes[i].ID))
+		nodes[i].Config = filepath.Join(nodes[i].Dir, "server.properties")
+		nodes[i].Log = filepath.Join(nodes[i].Dir, "server.log")
+	}
+	return nodes
+}
+
+func properties(cfg Config, nodes []Node, n Node) string {
+	var voters []string
+	for _, v := range nodes {
+		if v.Controller {
+			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", v.ID, v.ControllerPort))
+		}
+	}
+	var roles, listeners []string
+	if n.Broker {
+		roles = append(roles, "broker")
+		listeners = append(listeners, fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.Port))
+	}
+	if n.Controller {
+		roles = append(roles, "controller")
+		listeners = append(listeners, fmt.Sprintf("CONTROLLER://127.0.0.1:%d", n.ControllerPort))
+	}
+	rf := min(3, cfg.Brokers)
+	lines := []string{
+		"# written by kplan lab",
+		"process.roles=" + strings.Join(roles, ","),
+		fmt.Sprintf("node.id=%d", n.ID),
+		"controller.quorum.voters=" + strings.Join(voters, ","),
+		"listeners=" + strings.Join(listeners, ","),
+		"controller.listener.names=CONTROLLER",
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"log.dirs=" + filepath.Join(n.Dir, "data"),
+		"num.partitions=1",
+		fmt.Sprintf("offsets.topic.replication.factor=%d", rf),
+		fmt.Sprintf("transaction.state.log.replication.factor=%d", rf),
+		fmt.Sprintf("transaction.state.log.min.isr=%d", min(2, rf)),
+		"group.initial.rebalance.delay.ms=0",
+		"auto.create.topics.enable=false",
+		"log.segment.bytes=16777216",
+		"num.network.threads=2",
+		"num.io.threads=2",
+		"background.threads=2",
+	}
+	if n.Broker {
+		lines = append(lines,
+			"inter.broker.listener.name=PLAINTEXT",
+			fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", n.Port),
+			"broker.rack="+n.Rack)
+	}
+	if cfg.FastFailover {
+		lines = append(lines, "broker.heartbeat.interval.ms=500", "broker.session.timeout.ms=3000")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+const log4j2 = `# written by kplan lab: Kafka logs to stdout, which the lab sends to server.log
+status = warn
+appender.out.type = Console
+appender.out.name = STDOUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = STDOUT
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+`
+
+func portFree(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return usagef("port %d on 127.0.0.1 is in use (pick another --base-port)", port)
+	}
+	return l.Close()
+}
+
+// Ready checks that brokers answer; Up and Restart call it until it returns
+// nil or ctx ends.
+type Ready func(ctx context.Context, bootstrap []string, brokers []int32) error
+
+// Up writes configs, formats storage and starts every node, then waits for
+// ready. On any failure it stops what it started and removes nothing else.
+func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
+	if cfg.Brokers < 1 || cfg.Brokers > 64 {
+		return nil, usagef("--brokers %d: want 1 to 64", cfg.Brokers)
+	}
+	if cfg.BasePort < 1024 || cfg.BasePort+(cfg.Brokers+3)*10 > 65535 {
+		return nil, usagef("--base-port %d: want 1024 to %d", cfg.BasePort, 65535-(cfg.Brokers+3)*10)
+	}
+	if cfg.HeapMB == 0 {
+		cfg.HeapMB = 384
+	}
+	if cfg.Java == "" {
+		cfg.Java = "java"
+	}
+	if _, err := exec.LookPath(cfg.Java); err != nil {
+		return nil, usagef("java not found on PATH: the lab needs Java 17 or later")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Dir = dir
+	if old, err := Load(dir); err == nil && old.AnyAlive() {
+		return nil, usagef("a lab is already up in %s (kplan lab down --dir %s)", dir, dir)
+	}
+	nodes := plan(cfg)
+	for _, n := range nodes {
+		for _, p := range []int{n.Port, n.ControllerPort} {
+			if p != 0 {
+				if err := portFree(p); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	id, err := newClusterID()
+	if err != nil {
+		return nil, err
+	}
+	s := &State{Version: 1, ClusterID: id, Dir: dir, JarsDir: cfg.JarsDir, Java: cfg.Java, HeapMB: cfg.HeapMB, Started: time.Now().UTC(), Nodes: nodes}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "log4j2.properties"), []byte(log4j2), 0o644); err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(n.Config, []byte(properties(cfg, nodes, n)), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.format(ctx); err != nil {
+		return nil, err
+	}
+	for i := range s.Nodes {
+		if err := s.start(&s.Nodes[i]); err != nil {
+			s.Down(5 * time.Second) //nolint:errcheck // the start error is the one to report
+			return nil, err
+		}
+	}
+	if err := s.save(); err != nil {
+		s.Down(5 * time.Second) //nolint:errcheck // the save error is the one to report
+		return nil, err
+	}
+	if err := s.waitReady(ctx, ready, nil); err != nil {
+		s.Down(5 * time.Second) //nolint:errcheck // the readiness error is the one to report
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *State) jvmArgs(extra ...string) []string {
+	args := []string{
+		fmt.Sprintf("-Xms%dm", s.HeapMB), fmt.Sprintf("-Xmx%dm", s.HeapMB),
+		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+		"-Djava.awt.headless=true",
+		"-Dlog4j2.configurationFile=" + filepath.Join(s.Dir, "log4j2.properties"),
+		"-cp", filepath.Join(s.JarsDir, "*"),
+	}
+	return append(args, extra...)
+}
+
+// format runs Kafka's StorageTool for every node, in parallel.
+func (s *State) format(ctx context.Context) error {
+	errs := make(chan error, len(s.Nodes))
+	for _, n := range s.Nodes {
+		go func() {
+			cmd := exec.CommandContext(ctx, s.Java, s.jvmArgs("kafka.tools.StorageTool", "format", "-t", s.ClusterID, "-c", n.Config)...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				errs <- fmt.Errorf("formatting node-%d storage: %w: %s", n.ID, err, lastLines(string(out), 3))
+				return
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range s.Nodes {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// start launches a node's JVM in its own session, so it outlives this
+// process (later `kplan lab` calls manage it) and a terminal's Ctrl-C does
+// not reach it; Up and the test helper stop it on failure.
+func (s *State) start(n *Node) error {
+	logf, err := os.OpenFile(n.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close() //nolint:errcheck // the child holds its own descriptor
+	cmd := exec.Command(s.Java, s.jvmArgs("-Dkafka.logs.dir="+n.Dir, "kafka.Kafka", n.Config)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting node-%d: %w", n.ID, err)
+	}
+	n.PID = cmd.Process.Pid
+	// Reap the child when it exits so a killed broker does not linger as a
+	// zombie of a long-lived process (the test binary).
+	go cmd.Wait() //nolint:errcheck // exit status is read from the log
+	return nil
+}
+
+func (s *State) waitReady(ctx context.Context, ready Ready, want []int32) error {
+	if want == nil {
+		for _, b := range s.Brokers() {
+			want = append(want, b.ID)
+		}
+	}
+	for {
+		for _, n := range s.Nodes {
+			if !n.Alive() {
+				return fmt.Errorf("node-%d died while starting; the end of %s:\n%s", n.ID, n.Log, tail(n.Log, 15))
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := ready(rctx, s.Bootstrap(), want)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("brokers not ready: %w (last check: %v)", ctx.Err(), err)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// Kill sends SIGKILL to broker id's JVM.
+func (s *State) Kill(id int32) error {
+	n, err := s.Node(id)
+	if err != nil {
+		return err
+	}
+	if !n.Alive() {
+		return usagef("broker-%d is already dead", id)
+	}
+	if err := syscall.Kill(n.PID, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing broker-%d (pid %d): %w", id, n.PID, err)
+	}
+	for i := 0; i < 100 && n.Alive(); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// Restart starts broker id again and waits until it answers.
+func (s *State) Restart(ctx context.Context, id int32, ready Ready) error {
+	n, err := s.Node(id)
+	if err != nil {
+		return err
+	}
+	if n.Alive() {
+		return usagef("broker-%d is running (kill it first)", id)
+	}
+	if err := s.start(n); err != nil {
+		return err
+	}
+	if err := s.save(); err != nil {
+		return err
+	}
+	return s.waitReady(ctx, ready, nil)
+}
+
+// Down stops every node: SIGTERM, then SIGKILL after grace. The lab
+// directory stays for post-mortems; the next Up clears it.
+func (s *State) Down(grace time.Duration) error {
+	var alive []Node
+	for _, n := range s.Nodes {
+		if n.Alive() {
+			_ = syscall.Kill(n.PID, syscall.SIGTERM)
+			alive = append(alive, n)
+		}
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		left := 0
+		for _, n := range alive {
+			if n.Alive() {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var errs []error
+	for _, n := range alive {
+		if n.Alive() {
+			if err := syscall.Kill(n.PID, syscall.SIGKILL); err != nil {
+				errs = append(errs, fmt.Errorf("killing node-%d: %w", n.ID, err))
+			}
+		}
+	}
+	for i := 0; i < 100; i++ {
+		if !s.AnyAlive() {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s.AnyAlive() {
+		errs = append(errs, errors.New("some lab JVMs are still running"))
+	}
+	return errors.Join(errs...)
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	return lastLines(string(b), n)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
