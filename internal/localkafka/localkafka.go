@@ -481,7 +481,7 @@ func (s *State) waitReady(ctx context.Context, ready Ready, want []int32) error 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("brokers not ready: %w (last check: %v)", ctx.Err(), err)
+			return fmt.Errorf("brokers not ready: %w (last check: %w)", ctx.Err(), err)
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
