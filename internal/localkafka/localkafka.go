@@ -43,6 +43,9 @@ type Config struct {
 	HeapMB int
 	// Java is the java binary; empty means "java" on PATH.
 	Java string
+	// BandwidthBps, when positive, runs every node in its own network
+	// namespace with a tbf limit of this many bytes/s on each broker's link.
+	BandwidthBps int64
 }
 
 // Node is one JVM of the lab.
@@ -57,6 +60,10 @@ type Node struct {
 	Config         string `json:"config"`
 	Log            string `json:"log"`
 	PID            int    `json:"pid"`
+	// Addr is the node's IP: 127.0.0.1, or its namespace's address.
+	Addr string `json:"addr"`
+	// Netns is the network namespace it runs in, when bandwidth is limited.
+	Netns string `json:"netns,omitempty"`
 }
 
 // State is what lab.json holds.
@@ -69,6 +76,7 @@ type State struct {
 	HeapMB    int       `json:"heap_mb"`
 	Started   time.Time `json:"started"`
 	Nodes     []Node    `json:"nodes"`
+	Net       *Net      `json:"net,omitempty"`
 }
 
 // Errors callers map to exit codes.
@@ -171,7 +179,7 @@ func (s *State) Brokers() []Node {
 func (s *State) Bootstrap() []string {
 	var out []string
 	for _, n := range s.Brokers() {
-		out = append(out, net.JoinHostPort("127.0.0.1", strconv.Itoa(n.Port)))
+		out = append(out, net.JoinHostPort(n.Addr, strconv.Itoa(n.Port)))
 	}
 	return out
 }
@@ -245,6 +253,10 @@ func plan(cfg Config) []Node {
 		}
 	}
 	for i := range nodes {
+		nodes[i].Addr = "127.0.0.1"
+		if cfg.BandwidthBps > 0 {
+			nodes[i].Addr = fmt.Sprintf("10.213.%d.%d", subnetFor(cfg.Dir), 10+i)
+		}
 		nodes[i].Dir = filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", nodes[i].ID))
 		nodes[i].Config = filepath.Join(nodes[i].Dir, "server.properties")
 		nodes[i].Log = filepath.Join(nodes[i].Dir, "server.log")
@@ -256,17 +268,17 @@ func properties(cfg Config, nodes []Node, n Node) string {
 	var voters []string
 	for _, v := range nodes {
 		if v.Controller {
-			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", v.ID, v.ControllerPort))
+			voters = append(voters, fmt.Sprintf("%d@%s:%d", v.ID, v.Addr, v.ControllerPort))
 		}
 	}
 	var roles, listeners []string
 	if n.Broker {
 		roles = append(roles, "broker")
-		listeners = append(listeners, fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.Port))
+		listeners = append(listeners, fmt.Sprintf("PLAINTEXT://%s:%d", n.Addr, n.Port))
 	}
 	if n.Controller {
 		roles = append(roles, "controller")
-		listeners = append(listeners, fmt.Sprintf("CONTROLLER://127.0.0.1:%d", n.ControllerPort))
+		listeners = append(listeners, fmt.Sprintf("CONTROLLER://%s:%d", n.Addr, n.ControllerPort))
 	}
 	rf := min(3, cfg.Brokers)
 	lines := []string{
@@ -292,7 +304,7 @@ func properties(cfg Config, nodes []Node, n Node) string {
 	if n.Broker {
 		lines = append(lines,
 			"inter.broker.listener.name=PLAINTEXT",
-			fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", n.Port),
+			fmt.Sprintf("advertised.listeners=PLAINTEXT://%s:%d", n.Addr, n.Port),
 			"broker.rack="+n.Rack)
 	}
 	if cfg.FastFailover {
@@ -350,11 +362,19 @@ func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
 		return nil, err
 	}
 	cfg.Dir = dir
-	if old, err := Load(dir); err == nil && old.AnyAlive() {
+	if old, err := Load(dir); err == nil && (old.AnyAlive() || old.Net != nil) {
 		return nil, usagef("a lab is already up in %s (kplan lab down --dir %s)", dir, dir)
+	}
+	if cfg.BandwidthBps > 0 {
+		if err := CheckNetPrivileges(); err != nil {
+			return nil, err
+		}
 	}
 	nodes := plan(cfg)
 	for _, n := range nodes {
+		if cfg.BandwidthBps > 0 {
+			break // fresh namespaces have every port free
+		}
 		for _, p := range []int{n.Port, n.ControllerPort} {
 			if p != 0 {
 				if err := portFree(p); err != nil {
@@ -385,7 +405,17 @@ func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
 			return nil, err
 		}
 	}
+	if cfg.BandwidthBps > 0 {
+		if err := s.setupNet(cfg.BandwidthBps); err != nil {
+			return nil, err
+		}
+		if err := s.save(); err != nil {
+			s.teardownNet() //nolint:errcheck // the save error is the one to report
+			return nil, err
+		}
+	}
 	if err := s.format(ctx); err != nil {
+		s.teardownNet() //nolint:errcheck // the format error is the one to report
 		return nil, err
 	}
 	for i := range s.Nodes {
@@ -448,7 +478,12 @@ func (s *State) start(n *Node) error {
 		return err
 	}
 	defer logf.Close() //nolint:errcheck // the child holds its own descriptor
-	cmd := exec.Command(s.Java, s.jvmArgs("-Dkafka.logs.dir="+n.Dir, "kafka.Kafka", n.Config)...)
+	args := append([]string{s.Java}, s.jvmArgs("-Dkafka.logs.dir="+n.Dir, "kafka.Kafka", n.Config)...)
+	if n.Netns != "" {
+		// ip netns exec execs java in place, so the pid is the JVM's.
+		args = append([]string{"ip", "netns", "exec", n.Netns}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -562,6 +597,13 @@ func (s *State) Down(grace time.Duration) error {
 	}
 	if s.AnyAlive() {
 		errs = append(errs, errors.New("some lab JVMs are still running"))
+	} else if err := s.teardownNet(); err != nil {
+		errs = append(errs, err)
+	} else if s.Net != nil {
+		s.Net = nil
+		if err := s.save(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

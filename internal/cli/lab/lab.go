@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/localkafka"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/topology"
+	"github.com/kplan-dev/kplan/internal/units"
 )
 
 // mapErr gives localkafka's errors their exit codes.
@@ -65,7 +67,7 @@ type UpOptions struct {
 
 func newCmdUp(f *cmdutil.Factory, dir *string) *cobra.Command {
 	var o UpOptions
-	var jars string
+	var jars, bandwidth string
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a lab cluster and wait until every broker answers",
@@ -79,6 +81,16 @@ func newCmdUp(f *cmdutil.Factory, dir *string) *cobra.Command {
 				return mapErr(err)
 			}
 			o.Config.JarsDir, o.Config.Dir = j, *dir
+			if bandwidth != "" {
+				bps, err := units.ParseRate(bandwidth)
+				if err != nil {
+					return cmdutil.UsageErrorf("--broker-bandwidth: %w", err)
+				}
+				if err := localkafka.CheckNetPrivileges(); err != nil {
+					return mapErr(err)
+				}
+				o.Config.BandwidthBps = bps
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.Timeout)
 			defer cancel()
 			start := f.Now()
@@ -95,6 +107,7 @@ func newCmdUp(f *cmdutil.Factory, dir *string) *cobra.Command {
 	cmd.Flags().StringVar(&jars, "kafka-jars", "", "directory of Kafka's jars (default: $KPLAN_KAFKA_JARS, then ./.cache/kafka-*/libs)")
 	cmd.Flags().IntVar(&o.Config.BasePort, "base-port", 19092, "client port of broker-1; broker-N listens on base+10*(N-1), its controller on the next port")
 	cmd.Flags().BoolVar(&o.Config.FastFailover, "fast-failover", true, "broker.session.timeout.ms=3000 and heartbeat 500ms, so a killed broker is fenced in about 3s")
+	cmd.Flags().StringVar(&bandwidth, "broker-bandwidth", "", "limit each broker's link to this rate (e.g. 5MB/s): every broker runs in its own network namespace with a tc tbf limit; needs root and iproute2")
 	cmd.Flags().IntVar(&o.Config.HeapMB, "heap-mb", 384, "heap of each broker JVM in MiB")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 120*time.Second, "give up when brokers are not ready within this time")
 	return cmd
@@ -124,9 +137,10 @@ func newCmdStatus(f *cmdutil.Factory, dir *string) *cobra.Command {
 			var live []string
 			for _, n := range s.Brokers() {
 				alive := n.Alive()
-				st.Brokers = append(st.Brokers, BrokerStatus{ID: n.ID, Rack: n.Rack, Port: n.Port, PID: n.PID, Alive: alive})
+				addr := net.JoinHostPort(n.Addr, strconv.Itoa(n.Port))
+				st.Brokers = append(st.Brokers, BrokerStatus{ID: n.ID, Rack: n.Rack, Address: addr, PID: n.PID, Alive: alive})
 				if alive {
-					live = append(live, fmt.Sprintf("127.0.0.1:%d", n.Port))
+					live = append(live, addr)
 				}
 			}
 			if len(live) > 0 {
@@ -166,7 +180,7 @@ type Status struct {
 type BrokerStatus struct {
 	ID       int32  `json:"id"`
 	Rack     string `json:"rack"`
-	Port     int    `json:"port"`
+	Address  string `json:"address"`
 	PID      int    `json:"pid"`
 	Alive    bool   `json:"alive"`
 	Leaders  int    `json:"leaders"`
@@ -205,7 +219,7 @@ func (st Status) doc() report.Document {
 		if !b.Alive {
 			state = "DEAD"
 		}
-		brokers.Rows = append(brokers.Rows, []string{fmt.Sprintf("broker-%d", b.ID), b.Rack, "127.0.0.1:" + strconv.Itoa(b.Port), strconv.Itoa(b.PID), state, strconv.Itoa(b.Leaders), strconv.Itoa(b.Replicas)})
+		brokers.Rows = append(brokers.Rows, []string{fmt.Sprintf("broker-%d", b.ID), b.Rack, b.Address, strconv.Itoa(b.PID), state, strconv.Itoa(b.Leaders), strconv.Itoa(b.Replicas)})
 	}
 	brokers.Notes = []string{
 		fmt.Sprintf("%d topics, %d partitions; under-replicated: %s; offline: %s", st.Topics, st.Partitions, list(st.UnderReplicated), list(st.Offline)),

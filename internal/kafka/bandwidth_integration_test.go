@@ -1,0 +1,88 @@
+//go:build integration
+
+package kafka_test
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/localkafka"
+)
+
+// throughput produces 10 kB random records without compression for d to the
+// given partitions (acks=1; the topic has RF 1, so no replication traffic)
+// and returns the acknowledged MB/s.
+func throughput(t *testing.T, bootstrap, topic string, partitions []int32, d time.Duration) float64 {
+	t.Helper()
+	var next atomic.Uint64
+	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: bootstrap}, "test",
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
+			return func(*kgo.Record, int) int { return int(partitions[next.Add(1)%uint64(len(partitions))]) }
+		})),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(2000),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	require.NoError(t, err)
+	defer cl.Close()
+	var acked atomic.Int64
+	value := make([]byte, 10_000)
+	_, _ = rand.Read(value) // incompressible, and no compression either
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	start := time.Now()
+	for ctx.Err() == nil {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value}, func(r *kgo.Record, err error) {
+			if err == nil {
+				acked.Add(int64(len(r.Value)))
+			}
+		})
+	}
+	elapsed := time.Since(start)
+	return float64(acked.Load()) / elapsed.Seconds() / 1e6
+}
+
+// TestBrokerBandwidth is issue 3's per-broker capacity check: with a 5MB/s
+// link per broker, writing to one broker stays near 5MB/s while writing to
+// all three goes well above it.
+func TestBrokerBandwidth(t *testing.T) {
+	if err := localkafka.CheckNetPrivileges(); err != nil {
+		t.Fatalf("this machine cannot run the bandwidth lab: %v", err)
+	}
+	jars, err := localkafka.FindJars("")
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "bwlab")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := localkafka.Up(ctx, localkafka.Config{Brokers: 3, JarsDir: jars, Dir: dir, BasePort: 19092, FastFailover: true, BandwidthBps: 5_000_000}, kafka.WaitBrokers)
+	require.NoError(t, err)
+	defer func() {
+		require.NoError(t, s.Down(15*time.Second))
+		for _, ns := range s.Nodes {
+			_, err := os.Stat("/run/netns/" + ns.Netns)
+			assert.True(t, os.IsNotExist(err), "namespace %s left behind", ns.Netns)
+		}
+	}()
+	bootstrap := strings.Join(s.Bootstrap(), ",")
+	admin, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: bootstrap}, "test")
+	require.NoError(t, err)
+	defer admin.Close()
+	require.NoError(t, kafka.CreateTopic(ctx, admin, "bw", [][]int32{{1}, {2}, {3}}, nil))
+
+	throughput(t, bootstrap, "bw", []int32{0, 1, 2}, time.Second) // warm up connections and metadata
+	one := throughput(t, bootstrap, "bw", []int32{0}, 4*time.Second)
+	all := throughput(t, bootstrap, "bw", []int32{0, 1, 2}, 4*time.Second)
+	t.Logf("one broker: %.2f MB/s; three brokers: %.2f MB/s (limit 5 MB/s per broker)", one, all)
+	assert.InDelta(t, 5.0, one, 1.5, "one broker's link caps the producer near 5MB/s")
+	assert.Greater(t, all, 2*one, "three links carry well over one")
+}

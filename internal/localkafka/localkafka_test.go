@@ -1,0 +1,86 @@
+package localkafka
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPlanCombinedUpToFive(t *testing.T) {
+	nodes := plan(Config{Brokers: 5, Dir: "/lab", BasePort: 19092})
+	require.Len(t, nodes, 5)
+	for i, n := range nodes {
+		assert.Equal(t, int32(i+1), n.ID)
+		assert.True(t, n.Broker && n.Controller)
+		assert.Equal(t, 19092+10*i, n.Port)
+	}
+	props := properties(Config{Brokers: 5, FastFailover: true}, nodes, nodes[2])
+	assert.Contains(t, props, "process.roles=broker,controller\n")
+	assert.Contains(t, props, "controller.quorum.voters=1@127.0.0.1:19093,2@127.0.0.1:19103,3@127.0.0.1:19113,4@127.0.0.1:19123,5@127.0.0.1:19133\n")
+	assert.Contains(t, props, "broker.rack=rack-c\n")
+	assert.Contains(t, props, "broker.session.timeout.ms=3000\n")
+	assert.Contains(t, props, "offsets.topic.replication.factor=3\n")
+}
+
+func TestPlanDedicatedControllersAboveFive(t *testing.T) {
+	nodes := plan(Config{Brokers: 6, Dir: "/lab", BasePort: 19092})
+	require.Len(t, nodes, 9)
+	assert.False(t, nodes[0].Controller)
+	assert.Equal(t, int32(9001), nodes[6].ID)
+	assert.False(t, nodes[6].Broker)
+	props := properties(Config{Brokers: 6}, nodes, nodes[0])
+	assert.Contains(t, props, "process.roles=broker\n")
+	assert.Contains(t, props, "controller.quorum.voters=9001@")
+	assert.NotContains(t, props, "broker.session.timeout.ms")
+	ctl := properties(Config{Brokers: 6}, nodes, nodes[7])
+	assert.Contains(t, ctl, "process.roles=controller\n")
+	assert.NotContains(t, ctl, "advertised.listeners")
+	ports := map[int]bool{}
+	for _, n := range nodes {
+		for _, p := range []int{n.Port, n.ControllerPort} {
+			if p != 0 {
+				assert.False(t, ports[p], "port %d used twice", p)
+				ports[p] = true
+			}
+		}
+	}
+}
+
+func TestParseBrokerAndNode(t *testing.T) {
+	id, err := ParseBroker("broker-3")
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), id)
+	_, err = ParseBroker("broker-x")
+	assert.ErrorIs(t, err, ErrUsage)
+	s := &State{Nodes: plan(Config{Brokers: 3, Dir: "/lab", BasePort: 19092})}
+	_, err = s.Node(9)
+	assert.ErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "no broker-9 in this 3-broker lab")
+	assert.Equal(t, []string{"127.0.0.1:19092", "127.0.0.1:19102", "127.0.0.1:19112"}, s.Bootstrap())
+	assert.False(t, s.AnyAlive())
+}
+
+func TestFindJarsAndLoad(t *testing.T) {
+	dir := t.TempDir()
+	_, err := FindJars(dir)
+	assert.ErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "make kafka")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kafka_2.13-4.3.1.jar"), nil, 0o644))
+	got, err := FindJars(dir)
+	require.NoError(t, err)
+	assert.Equal(t, dir, got)
+
+	_, err = Load(filepath.Join(dir, "none"))
+	assert.ErrorIs(t, err, ErrNoLab)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.json"), []byte("{"), 0o644))
+	_, err = Load(dir)
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), filepath.Join(dir, "lab.json")))
+	id, err := newClusterID()
+	require.NoError(t, err)
+	assert.Len(t, id, 22)
+}
