@@ -67,13 +67,23 @@ $(KAFKA_JARS)/.complete: build/kafka/pom.xml
 	rm -rf $(KAFKA_JARS) && mv $(KAFKA_JARS).tmp $(KAFKA_JARS)
 	touch $@
 
+DEMO_LAB := $(CACHE)/demo-lab
+
 ## demo: kplan's main job on a fresh machine.
-demo: build
+demo: build kafka
 	@echo '$$ kplan size --plan plans/raptis-prototype.yaml'
 	@$(KPLAN) size --plan plans/raptis-prototype.yaml
 	@echo
 	@echo '$$ kplan size --plan plans/raptis-prototype.yaml --replication-factor 5 --strategy bromax -o json'
 	@$(KPLAN) size --plan plans/raptis-prototype.yaml --replication-factor 5 --strategy bromax -o json
+	@echo
+	@echo '$$ kplan lab up --brokers 3'
+	@trap '$(KPLAN) lab down --dir $(DEMO_LAB)' EXIT; \
+	  $(KPLAN) lab up --brokers 3 --dir $(DEMO_LAB) && \
+	  echo && echo '$$ kplan lab kill broker-3 && kplan lab status' && \
+	  $(KPLAN) lab kill broker-3 --dir $(DEMO_LAB) && sleep 4 && \
+	  $(KPLAN) lab status --dir $(DEMO_LAB) && \
+	  echo && echo '$$ kplan lab down'
 
 ## bench: the performance targets of docs/BENCHMARKS.md.
 bench:

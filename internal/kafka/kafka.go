@@ -19,14 +19,30 @@ import (
 
 // ConnOptions are the connection flags shared by every verb.
 type ConnOptions struct {
-	// BootstrapServers is a comma-separated host:port list.
+	// BootstrapServers is a comma-separated host:port list; when empty, the
+	// command config's bootstrap.servers is used.
 	BootstrapServers string
+	// CommandConfig is a Kafka client properties file (--command-config).
+	CommandConfig string
 	// Timeout bounds each request and the initial connection; 0 means 10s.
 	Timeout time.Duration
 }
 
 // NewClient builds a franz-go client with ClientID "kplan/"+version.
 func NewClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client, error) {
+	var security []kgo.Opt
+	if opts.CommandConfig != "" {
+		props, err := LoadClientProperties(opts.CommandConfig)
+		if err != nil {
+			return nil, err
+		}
+		if opts.BootstrapServers == "" {
+			opts.BootstrapServers = props.BootstrapServers
+		}
+		if security, err = props.Opts(); err != nil {
+			return nil, err
+		}
+	}
 	var seeds []string
 	for s := range strings.SplitSeq(opts.BootstrapServers, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -34,7 +50,7 @@ func NewClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client,
 		}
 	}
 	if len(seeds) == 0 {
-		return nil, errors.New("--bootstrap-server: no address given")
+		return nil, errors.New("--bootstrap-server: no address given (or bootstrap.servers in --command-config)")
 	}
 	timeout := opts.Timeout
 	if timeout == 0 {
@@ -48,6 +64,7 @@ func NewClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client,
 		kgo.RetryTimeout(timeout),
 		kgo.MetadataMinAge(100 * time.Millisecond),
 	}
+	base = append(base, security...)
 	cl, err := kgo.NewClient(append(base, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)

@@ -1,10 +1,13 @@
 package localkafka
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,4 +86,32 @@ func TestFindJarsAndLoad(t *testing.T) {
 	id, err := newClusterID()
 	require.NoError(t, err)
 	assert.Len(t, id, 22)
+}
+
+// TestBrokerDyingWhileStartingShowsItsLog runs Up with a stand-in for java
+// that formats fine but whose broker exits at once, as a broker does on a
+// bad config: Up must name the node, print its log's tail, and leave
+// nothing running.
+func TestBrokerDyingWhileStartingShowsItsLog(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "fake-java")
+	require.NoError(t, os.WriteFile(fake, []byte(`#!/bin/sh
+for a in "$@"; do
+  if [ "$a" = kafka.Kafka ]; then echo "ERROR Exiting Kafka due to fatal exception: boom"; exit 1; fi
+done
+exit 0
+`), 0o755))
+	jars := filepath.Join(dir, "jars")
+	require.NoError(t, os.MkdirAll(jars, 0o755))
+	cfg := Config{Brokers: 2, JarsDir: jars, Dir: filepath.Join(dir, "lab"), BasePort: 24092 + os.Getpid()%500*10, Java: fake}
+	notReady := func(context.Context, []string, []int32) error { return errors.New("not yet") }
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := Up(ctx, cfg, notReady)
+	require.Error(t, err)
+	assert.Regexp(t, `node-\d died while starting`, err.Error())
+	assert.Contains(t, err.Error(), "boom")
+	s, lerr := Load(cfg.Dir)
+	require.NoError(t, lerr)
+	assert.False(t, s.AnyAlive())
 }

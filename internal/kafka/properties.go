@@ -1,0 +1,214 @@
+package kafka
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Properties are the Kafka client settings kplan understands from a
+// --command-config file, the same file kafka-topics.sh and friends take.
+type Properties struct {
+	BootstrapServers string
+	SecurityProtocol string // PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+	SASLMechanism    string // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+	Username         string
+	Password         string
+	// PEM material: files (ssl.*.location with type PEM) or inline values.
+	TrustPEM []byte
+	CertPEM  []byte
+	KeyPEM   []byte
+	// NoHostnameCheck is ssl.endpoint.identification.algorithm set empty:
+	// the chain is still verified, the broker's name is not (as in Kafka).
+	NoHostnameCheck bool
+}
+
+var jaasField = regexp.MustCompile(`(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"`)
+
+// ParseProperties parses Kafka client properties. name labels errors as
+// name:line: key. Keys kplan does not use (they tune the Java client) are
+// accepted and ignored, so operators can reuse the file they already have.
+func ParseProperties(data []byte, name string) (Properties, error) {
+	vals := map[string]string{}
+	lines := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	ln := 0
+	var cont string
+	contLine := 0
+	for sc.Scan() {
+		ln++
+		line := strings.TrimSpace(sc.Text())
+		if cont != "" {
+			line = cont + line
+		} else {
+			contLine = ln
+		}
+		if strings.HasSuffix(line, `\`) && !strings.HasSuffix(line, `\\`) {
+			cont = strings.TrimSuffix(line, `\`)
+			continue
+		}
+		cont = ""
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		i := strings.IndexAny(line, "=:")
+		if i <= 0 {
+			return Properties{}, fmt.Errorf("%s:%d: want key=value", name, contLine)
+		}
+		k, v := strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:])
+		vals[k], lines[k] = v, contLine
+	}
+	if err := sc.Err(); err != nil {
+		return Properties{}, fmt.Errorf("%s: %w", name, err)
+	}
+	where := func(k string) string { return fmt.Sprintf("%s:%d: %s", name, lines[k], k) }
+	p := Properties{BootstrapServers: vals["bootstrap.servers"], SecurityProtocol: strings.ToUpper(vals["security.protocol"])}
+	switch p.SecurityProtocol {
+	case "":
+		p.SecurityProtocol = "PLAINTEXT"
+	case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+	default:
+		return p, fmt.Errorf("%s: unknown protocol %q (want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)", where("security.protocol"), vals["security.protocol"])
+	}
+	if strings.HasPrefix(p.SecurityProtocol, "SASL") {
+		p.SASLMechanism = strings.ToUpper(vals["sasl.mechanism"])
+		if p.SASLMechanism == "" {
+			p.SASLMechanism = "GSSAPI" // Kafka's default, which kplan cannot do
+		}
+		switch p.SASLMechanism {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		default:
+			return p, fmt.Errorf("%s: mechanism %q is not supported (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", where("sasl.mechanism"), p.SASLMechanism)
+		}
+		jaas, ok := vals["sasl.jaas.config"]
+		if !ok {
+			return p, fmt.Errorf("%s:%d: sasl.jaas.config is required for %s", name, ln, p.SecurityProtocol)
+		}
+		for _, m := range jaasField.FindAllStringSubmatch(jaas, -1) {
+			v := strings.ReplaceAll(strings.ReplaceAll(m[2], `\"`, `"`), `\\`, `\`)
+			if m[1] == "username" {
+				p.Username = v
+			} else {
+				p.Password = v
+			}
+		}
+		if p.Username == "" {
+			return p, fmt.Errorf("%s: no username=\"...\" found", where("sasl.jaas.config"))
+		}
+	}
+	if strings.HasSuffix(p.SecurityProtocol, "SSL") {
+		var err error
+		if p.TrustPEM, err = pemSetting(vals, "ssl.truststore", "ssl.truststore.certificates", where); err != nil {
+			return p, err
+		}
+		if p.CertPEM, err = pemSetting(vals, "ssl.keystore", "ssl.keystore.certificate.chain", where); err != nil {
+			return p, err
+		}
+		if k := vals["ssl.keystore.key"]; k != "" {
+			p.KeyPEM = []byte(k)
+		} else if p.CertPEM != nil && vals["ssl.keystore.location"] != "" {
+			p.KeyPEM = p.CertPEM // a PEM keystore file holds the key and the chain
+		}
+		p.NoHostnameCheck = vals["ssl.endpoint.identification.algorithm"] == "" && lines["ssl.endpoint.identification.algorithm"] > 0
+	}
+	return p, nil
+}
+
+// pemSetting reads PEM from an inline key or from prefix.location when
+// prefix.type is PEM; JKS and PKCS12 stores are refused with the reason.
+func pemSetting(vals map[string]string, prefix, inline string, where func(string) string) ([]byte, error) {
+	if v := vals[inline]; v != "" {
+		return []byte(v), nil
+	}
+	loc := vals[prefix+".location"]
+	if loc == "" {
+		return nil, nil
+	}
+	if t := strings.ToUpper(vals[prefix+".type"]); t != "PEM" {
+		if t == "" {
+			t = "JKS"
+		}
+		return nil, fmt.Errorf("%s: %s stores are not readable by kplan; convert to PEM and set %s.type=PEM", where(prefix+".location"), t, prefix)
+	}
+	b, err := os.ReadFile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where(prefix+".location"), err)
+	}
+	return b, nil
+}
+
+// LoadClientProperties reads a --command-config file.
+func LoadClientProperties(path string) (Properties, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Properties{}, fmt.Errorf("--command-config: %w", err)
+	}
+	return ParseProperties(b, path)
+}
+
+// Opts turns the properties into franz-go options (TLS and SASL).
+func (p Properties) Opts() ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	if strings.HasSuffix(p.SecurityProtocol, "SSL") {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if p.TrustPEM != nil {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(p.TrustPEM) {
+				return nil, fmt.Errorf("--command-config: truststore holds no PEM certificate")
+			}
+			cfg.RootCAs = pool
+		}
+		if p.NoHostnameCheck {
+			// Verify the chain ourselves, without the name, as Kafka's
+			// client does when the algorithm is set empty.
+			cfg.InsecureSkipVerify = true
+			roots := cfg.RootCAs
+			cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
+				certs := make([]*x509.Certificate, len(raw))
+				for i, r := range raw {
+					c, err := x509.ParseCertificate(r)
+					if err != nil {
+						return err
+					}
+					certs[i] = c
+				}
+				if len(certs) == 0 {
+					return fmt.Errorf("broker sent no certificate")
+				}
+				inter := x509.NewCertPool()
+				for _, c := range certs[1:] {
+					inter.AddCert(c)
+				}
+				_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
+				return err
+			}
+		}
+		if p.CertPEM != nil {
+			cert, err := tls.X509KeyPair(p.CertPEM, p.KeyPEM)
+			if err != nil {
+				return nil, fmt.Errorf("--command-config: keystore: %w", err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		opts = append(opts, kgo.DialTLSConfig(cfg))
+	}
+	switch p.SASLMechanism {
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: p.Username, Pass: p.Password}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: p.Username, Pass: p.Password}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: p.Username, Pass: p.Password}.AsSha512Mechanism()))
+	}
+	return opts, nil
+}
