@@ -1,0 +1,369 @@
+package topology
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// LoadError locates a fault in an input file: file:line[:col]: field: msg.
+type LoadError struct {
+	File  string
+	Line  int
+	Col   int
+	Field string
+	Msg   string
+}
+
+func (e *LoadError) Error() string {
+	loc := fmt.Sprintf("%s:%d", e.File, e.Line)
+	if e.Col > 0 {
+		loc += fmt.Sprintf(":%d", e.Col)
+	}
+	if e.Field != "" {
+		return loc + ": " + e.Field + ": " + e.Msg
+	}
+	return loc + ": " + e.Msg
+}
+
+// position turns a byte offset into a 1-based line and column.
+func position(data []byte, off int64) (int, int) {
+	off = min(max(off, 0), int64(len(data)))
+	line := 1 + bytes.Count(data[:off], []byte{'\n'})
+	col := int(off) - bytes.LastIndexByte(data[:off], '\n')
+	return line, col
+}
+
+// Load reads a layout from r, detecting its format: Kafka's reassignment
+// JSON (as kafka-reassign-partitions writes it, plus optional per-partition
+// "leader" and "isr"), or the text of kafka-topics.sh --describe (Kafka 2.x
+// to 4.x). name labels errors.
+func Load(r io.Reader, name string) (*Cluster, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	switch {
+	case len(trimmed) == 0:
+		return nil, &LoadError{File: name, Line: 1, Msg: "empty input"}
+	case trimmed[0] == '{':
+		return LoadJSON(data, name)
+	case bytes.Contains(data, []byte("Partition:")) || bytes.HasPrefix(trimmed, []byte("Topic:")):
+		return LoadDescribe(data, name)
+	default:
+		line, col := position(data, int64(len(data)-len(trimmed)))
+		return nil, &LoadError{File: name, Line: line, Col: col, Msg: "unknown format (want Kafka's reassignment JSON or kafka-topics.sh --describe output)"}
+	}
+}
+
+// jsonPartition is one entry of the reassignment JSON.
+type jsonPartition struct {
+	Topic     *string  `json:"topic"`
+	Partition *int64   `json:"partition"`
+	Replicas  []int64  `json:"replicas"`
+	LogDirs   []string `json:"log_dirs"`
+	Leader    *int64   `json:"leader"`
+	ISR       []int64  `json:"isr"`
+	Offline   []int64  `json:"offline_replicas"`
+}
+
+// LoadJSON reads Kafka's version-1 reassignment JSON. It streams the
+// partitions array, so a two-million-partition file costs one pass.
+func LoadJSON(data []byte, name string) (*Cluster, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	fail := func(field, format string, a ...any) error {
+		line, col := position(data, dec.InputOffset())
+		return &LoadError{File: name, Line: line, Col: col, Field: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	syntax := func(err error) error {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			line, col := position(data, se.Offset)
+			return &LoadError{File: name, Line: line, Col: col, Msg: "malformed JSON: " + se.Error()}
+		case errors.As(err, &te):
+			line, col := position(data, te.Offset)
+			return &LoadError{File: name, Line: line, Col: col, Field: te.Field, Msg: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+			line, col := position(data, int64(len(data)))
+			return &LoadError{File: name, Line: line, Col: col, Msg: "malformed JSON: unexpected end of input"}
+		}
+		return fail("", "%v", err)
+	}
+	if t, err := dec.Token(); err != nil {
+		return nil, syntax(err)
+	} else if d, ok := t.(json.Delim); !ok || d != '{' {
+		return nil, fail("", "want a JSON object")
+	}
+	c := &Cluster{}
+	seen := map[Key]bool{}
+	topics := map[string]string{} // interned topic names
+	sawVersion, sawPartitions := false, false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, syntax(err)
+		}
+		key, _ := t.(string)
+		switch key {
+		case "version":
+			var v int
+			if err := dec.Decode(&v); err != nil {
+				return nil, syntax(err)
+			}
+			if v != 1 {
+				return nil, fail("version", "unsupported version %d (want 1)", v)
+			}
+			sawVersion = true
+		case "partitions":
+			sawPartitions = true
+			if t, err := dec.Token(); err != nil {
+				return nil, syntax(err)
+			} else if d, ok := t.(json.Delim); !ok || d != '[' {
+				return nil, fail("partitions", "want an array")
+			}
+			for dec.More() {
+				var jp jsonPartition
+				start := dec.InputOffset()
+				if err := dec.Decode(&jp); err != nil {
+					return nil, syntax(err)
+				}
+				p, field, msg := jp.partition(topics)
+				if msg == "" && seen[p.Key()] {
+					field, msg = "partition", fmt.Sprintf("duplicate topic-partition %s", p.Key())
+				}
+				if msg != "" {
+					line, col := position(data, skipSpace(data, start))
+					return nil, &LoadError{File: name, Line: line, Col: col, Field: field, Msg: msg}
+				}
+				seen[p.Key()] = true
+				c.Partitions = append(c.Partitions, p)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, syntax(err)
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, syntax(err)
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, syntax(err)
+	}
+	if !sawPartitions {
+		return nil, fail("partitions", "missing")
+	}
+	_ = sawVersion // Kafka's own tool accepts a missing version as 1
+	c.Normalize()
+	return c, nil
+}
+
+func skipSpace(data []byte, off int64) int64 {
+	for off < int64(len(data)) && (data[off] == ' ' || data[off] == '\n' || data[off] == '\t' || data[off] == '\r' || data[off] == ',') {
+		off++
+	}
+	return off
+}
+
+func brokerIDs(field string, in []int64) ([]int32, string, string) {
+	out := make([]int32, len(in))
+	for i, v := range in {
+		if v < 0 || v > 1<<31-1 {
+			return nil, field, fmt.Sprintf("broker id %d is out of range", v)
+		}
+		out[i] = int32(v)
+	}
+	return out, "", ""
+}
+
+// partition validates an entry; it returns the field and message of the
+// first fault, or an empty message.
+func (jp jsonPartition) partition(topics map[string]string) (Partition, string, string) {
+	var p Partition
+	if jp.Topic == nil || *jp.Topic == "" {
+		return p, "topic", "missing or empty"
+	}
+	t, ok := topics[*jp.Topic]
+	if !ok {
+		t = *jp.Topic
+		topics[t] = t
+	}
+	p.Topic = t
+	if jp.Partition == nil {
+		return p, "partition", "missing"
+	}
+	if *jp.Partition < 0 || *jp.Partition > 1<<31-1 {
+		return p, "partition", fmt.Sprintf("%d is out of range", *jp.Partition)
+	}
+	p.Partition = int32(*jp.Partition)
+	if len(jp.Replicas) == 0 {
+		return p, "replicas", fmt.Sprintf("%s has no replicas", p.Key())
+	}
+	var field, msg string
+	if p.Replicas, field, msg = brokerIDs("replicas", jp.Replicas); msg != "" {
+		return p, field, msg
+	}
+	for i, r := range p.Replicas {
+		if slices.Contains(p.Replicas[:i], r) {
+			return p, "replicas", fmt.Sprintf("%s names broker %d twice", p.Key(), r)
+		}
+	}
+	p.Leader = p.Replicas[0]
+	if jp.Leader != nil {
+		p.Leader = int32(*jp.Leader)
+		if *jp.Leader != -1 && !slices.Contains(p.Replicas, p.Leader) {
+			return p, "leader", fmt.Sprintf("%s: leader %d is not among replicas %v", p.Key(), *jp.Leader, p.Replicas)
+		}
+	}
+	if jp.ISR != nil {
+		if p.ISR, field, msg = brokerIDs("isr", jp.ISR); msg != "" {
+			return p, field, msg
+		}
+		for _, r := range p.ISR {
+			if !slices.Contains(p.Replicas, r) {
+				return p, "isr", fmt.Sprintf("%s: in-sync replica %d is not among replicas %v", p.Key(), r, p.Replicas)
+			}
+		}
+	}
+	if jp.Offline != nil {
+		if p.Offline, field, msg = brokerIDs("offline_replicas", jp.Offline); msg != "" {
+			return p, field, msg
+		}
+	}
+	if len(jp.LogDirs) > 0 {
+		if len(jp.LogDirs) != len(p.Replicas) {
+			return p, "log_dirs", fmt.Sprintf("%s: %d log dirs for %d replicas", p.Key(), len(jp.LogDirs), len(p.Replicas))
+		}
+		p.LogDirs = jp.LogDirs
+	}
+	p.SizeBytes = -1
+	return p, "", ""
+}
+
+// LoadDescribe reads the text of kafka-topics.sh --describe, Kafka 2.x to
+// 4.x: partition lines hold "Topic: t  Partition: 0  Leader: 1  Replicas:
+// 1,2  Isr: 1,2" (tab separated, with optional Elr, LastKnownElr and
+// Offline fields and "Leader: none"); topic header lines are skipped.
+func LoadDescribe(data []byte, name string) (*Cluster, error) {
+	c := &Cluster{}
+	seen := map[Key]bool{}
+	topics := map[string]string{}
+	for i, raw := range strings.Split(string(data), "\n") {
+		line := strings.TrimSpace(raw)
+		if line == "" || !strings.Contains(line, "Partition:") {
+			continue
+		}
+		fields := describeFields(line)
+		fail := func(field, format string, a ...any) error {
+			return &LoadError{File: name, Line: i + 1, Field: field, Msg: fmt.Sprintf(format, a...)}
+		}
+		topic := fields["Topic"]
+		if topic == "" {
+			return nil, fail("Topic", "missing")
+		}
+		if t, ok := topics[topic]; ok {
+			topic = t
+		} else {
+			topics[topic] = topic
+		}
+		pn, err := strconv.ParseInt(fields["Partition"], 10, 32)
+		if err != nil || pn < 0 {
+			return nil, fail("Partition", "%q is not a partition number", fields["Partition"])
+		}
+		p := Partition{Topic: topic, Partition: int32(pn), SizeBytes: -1}
+		if p.Replicas, err = idList(fields["Replicas"]); err != nil || len(p.Replicas) == 0 {
+			return nil, fail("Replicas", "%q is not a list of broker ids", fields["Replicas"])
+		}
+		for j, r := range p.Replicas {
+			if slices.Contains(p.Replicas[:j], r) {
+				return nil, fail("Replicas", "broker %d named twice", r)
+			}
+		}
+		switch l := fields["Leader"]; l {
+		case "none", "-1":
+			p.Leader = NoLeader
+		default:
+			id, err := strconv.ParseInt(l, 10, 32)
+			if err != nil || !slices.Contains(p.Replicas, int32(id)) {
+				return nil, fail("Leader", "%q is not one of the replicas %v", l, p.Replicas)
+			}
+			p.Leader = int32(id)
+		}
+		if isr, ok := fields["Isr"]; ok {
+			if p.ISR, err = idList(isr); err != nil {
+				return nil, fail("Isr", "%q is not a list of broker ids", isr)
+			}
+			if p.ISR == nil {
+				p.ISR = []int32{}
+			}
+		}
+		if off, ok := fields["Offline"]; ok && off != "" {
+			if p.Offline, err = idList(off); err != nil {
+				return nil, fail("Offline", "%q is not a list of broker ids", off)
+			}
+		}
+		if seen[p.Key()] {
+			return nil, fail("Partition", "duplicate topic-partition %s", p.Key())
+		}
+		seen[p.Key()] = true
+		c.Partitions = append(c.Partitions, p)
+	}
+	if len(c.Partitions) == 0 {
+		return nil, &LoadError{File: name, Line: 1, Msg: "no partition lines found"}
+	}
+	c.Live = true // describe output is a cluster's live state: leaders and ISR are facts
+	c.Normalize()
+	return c, nil
+}
+
+// describeFields splits "Key: value" pairs separated by tabs (or runs of
+// spaces before a capitalised key, as some terminals render them).
+func describeFields(line string) map[string]string {
+	out := map[string]string{}
+	parts := strings.Split(line, "\t")
+	if len(parts) == 1 {
+		parts = strings.Fields(line)
+		var merged []string
+		for _, p := range parts {
+			if strings.HasSuffix(p, ":") || len(merged) == 0 {
+				merged = append(merged, p)
+			} else {
+				merged[len(merged)-1] += " " + p
+			}
+		}
+		parts = merged
+	}
+	for _, p := range parts {
+		k, v, ok := strings.Cut(p, ":")
+		if !ok {
+			continue
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out
+}
+
+func idList(s string) ([]int32, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	var out []int32
+	for f := range strings.SplitSeq(s, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("bad id %q", f)
+		}
+		out = append(out, int32(v))
+	}
+	return out, nil
+}

@@ -1,0 +1,188 @@
+package topology
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLoadKafkaKitProductionMap(t *testing.T) {
+	f, err := os.Open("../../../shared/data/kafkakit-optimize-input.json")
+	require.NoError(t, err)
+	defer f.Close()
+	c, err := Load(f, "kafkakit-optimize-input.json")
+	require.NoError(t, err)
+	assert.Len(t, c.Partitions, 256)
+	assert.Len(t, c.Brokers, 23)
+	assert.Equal(t, int32(1737), c.Brokers[0].ID)
+	assert.Equal(t, int32(1962), c.Brokers[len(c.Brokers)-1].ID)
+	replicas, leaders := map[int32]int{}, map[int32]int{}
+	for _, p := range c.Partitions {
+		require.Len(t, p.Replicas, 2)
+		assert.Equal(t, p.Replicas[0], p.Leader, "no leader field: the first replica leads")
+		leaders[p.Leader]++
+		for _, r := range p.Replicas {
+			replicas[r]++
+		}
+	}
+	// The map's skew as its README states it: 6-45 replicas and 2-26 leaders per broker.
+	minMax := func(m map[int32]int) (int, int) {
+		lo, hi := 1<<30, 0
+		for _, v := range m {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		return lo, hi
+	}
+	lo, hi := minMax(replicas)
+	assert.Equal(t, [2]int{6, 45}, [2]int{lo, hi})
+	lo, hi = minMax(leaders)
+	assert.Equal(t, [2]int{2, 26}, [2]int{lo, hi})
+}
+
+func TestLoadJSONLeaderAndISR(t *testing.T) {
+	c, err := Load(strings.NewReader(`{"version":1,"partitions":[
+ {"topic":"b","partition":0,"replicas":[3,1],"leader":1,"isr":[1]},
+ {"topic":"a","partition":1,"replicas":[2,3],"log_dirs":["any","any"]},
+ {"topic":"a","partition":0,"replicas":[1,2],"leader":-1,"isr":[]}]}`), "x.json")
+	require.NoError(t, err)
+	require.Len(t, c.Partitions, 3)
+	assert.Equal(t, Key{"a", 0}, c.Partitions[0].Key())
+	assert.Equal(t, NoLeader, c.Partitions[0].Leader)
+	assert.Equal(t, []int32{}, c.Partitions[0].ISR)
+	assert.Nil(t, c.Partitions[1].ISR, "absent isr means unknown")
+	assert.Equal(t, int32(1), c.Partitions[2].Leader)
+	assert.False(t, c.Partitions[2].InSync(3))
+}
+
+func TestLoadJSONErrors(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"malformed", "{\"version\":1,\n\"partitions\":[{\"topic\":\"a\",}]}", "x.json:2:"},
+		{"truncated", `{"version":1,"partitions":[`, "unexpected end"},
+		{"not object", `[1]`, "unknown format"},
+		{"version", `{"version":2,"partitions":[]}`, "x.json:1:13: version: unsupported version 2"},
+		{"missing partitions", `{"version":1}`, "partitions: missing"},
+		{"duplicate", "{\"partitions\":[\n{\"topic\":\"a\",\"partition\":0,\"replicas\":[1]},\n{\"topic\":\"a\",\"partition\":0,\"replicas\":[2]}]}", "x.json:3:1: partition: duplicate topic-partition a-0"},
+		{"empty replicas", "{\"partitions\":[\n  {\"topic\":\"a\",\"partition\":0,\"replicas\":[]}]}", "x.json:2:3: replicas: a-0 has no replicas"},
+		{"dup replicas", `{"partitions":[{"topic":"a","partition":0,"replicas":[1,1]}]}`, "replicas: a-0 names broker 1 twice"},
+		{"negative id", `{"partitions":[{"topic":"a","partition":0,"replicas":[1,-2]}]}`, "replicas: broker id -2 is out of range"},
+		{"negative partition", `{"partitions":[{"topic":"a","partition":-1,"replicas":[1]}]}`, "partition: -1 is out of range"},
+		{"leader outside", `{"partitions":[{"topic":"a","partition":0,"replicas":[1,2],"leader":3}]}`, "leader: a-0: leader 3 is not among replicas [1 2]"},
+		{"isr outside", `{"partitions":[{"topic":"a","partition":0,"replicas":[1,2],"isr":[4]}]}`, "isr: a-0: in-sync replica 4"},
+		{"no topic", `{"partitions":[{"partition":0,"replicas":[1]}]}`, "topic: missing or empty"},
+		{"wrong type", `{"partitions":[{"topic":"a","partition":"0","replicas":[1]}]}`, "want int64, got JSON string"},
+		{"log dirs", `{"partitions":[{"topic":"a","partition":0,"replicas":[1,2],"log_dirs":["any"]}]}`, "log_dirs: a-0: 1 log dirs for 2 replicas"},
+		{"empty", "  \n", "x.json:1: empty input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(tt.body), "x.json")
+			require.Error(t, err)
+			var le *LoadError
+			require.True(t, errors.As(err, &le), "%T %v", err, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+}
+
+const describe2x = `Topic:orders	PartitionCount:3	ReplicationFactor:2	Configs:
+	Topic: orders	Partition: 0	Leader: 1	Replicas: 1,2	Isr: 1,2
+	Topic: orders	Partition: 1	Leader: 2	Replicas: 2,3	Isr: 2
+	Topic: orders	Partition: 2	Leader: -1	Replicas: 3,1	Isr:
+`
+
+const describe4x = `Topic: pay	TopicId: 5qS2Vb4qQ9uJqf3pUxW5Zg	PartitionCount: 2	ReplicationFactor: 3	Configs: min.insync.replicas=2
+	Topic: pay	Partition: 0	Leader: 3	Replicas: 3,1,2	Isr: 3,1,2	Elr: 	LastKnownElr: 
+	Topic: pay	Partition: 1	Leader: none	Replicas: 1,2,3	Isr: 	Elr: 	LastKnownElr: 	Offline: 1,2,3
+`
+
+func TestLoadDescribe(t *testing.T) {
+	c, err := Load(strings.NewReader(describe2x), "d.txt")
+	require.NoError(t, err)
+	require.Len(t, c.Partitions, 3)
+	assert.True(t, c.Live)
+	assert.Equal(t, []int32{2}, c.Partitions[1].ISR)
+	assert.Equal(t, NoLeader, c.Partitions[2].Leader)
+	assert.Equal(t, []int32{}, c.Partitions[2].ISR)
+
+	c, err = Load(strings.NewReader(describe4x), "d.txt")
+	require.NoError(t, err)
+	require.Len(t, c.Partitions, 2)
+	assert.Equal(t, []int32{3, 1, 2}, c.Partitions[0].Replicas)
+	assert.Equal(t, NoLeader, c.Partitions[1].Leader)
+	assert.Equal(t, []int32{1, 2, 3}, c.Partitions[1].Offline)
+	assert.Len(t, c.Brokers, 3)
+
+	// Spaces instead of tabs (a copy from a terminal).
+	c, err = Load(strings.NewReader("Topic: x  Partition: 0  Leader: 2  Replicas: 2,1  Isr: 2,1\n"), "d.txt")
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), c.Partitions[0].Leader)
+}
+
+func TestLoadDescribeErrors(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"Topic: a\tPartition: x\tLeader: 1\tReplicas: 1\tIsr: 1\n", "d.txt:1: Partition: \"x\" is not a partition number"},
+		{"\n\tTopic: a\tPartition: 0\tLeader: 9\tReplicas: 1,2\tIsr: 1\n", "d.txt:2: Leader: \"9\" is not one of the replicas [1 2]"},
+		{"Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1,1\tIsr: 1\n", "Replicas: broker 1 named twice"},
+		{"Topic: a\tPartition: 0\tLeader: 1\tReplicas: \tIsr: 1\n", "Replicas: \"\" is not a list"},
+		{"Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\nTopic: a\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\n", "d.txt:2: Partition: duplicate topic-partition a-0"},
+		{"Topic: a\tPartitionCount: 1\n", "no partition lines"},
+	}
+	for _, tt := range tests {
+		_, err := Load(strings.NewReader(tt.body), "d.txt")
+		require.Error(t, err, tt.body)
+		assert.Contains(t, err.Error(), tt.want)
+	}
+}
+
+func FuzzLoadJSON(f *testing.F) {
+	f.Add(`{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[1,2]}]}`)
+	f.Add(`{"version":1,"partitions":[{"topic":"b","partition":0,"replicas":[3,1],"leader":1,"isr":[1]}]}`)
+	f.Add(`{"partitions":[{"topic":"a","partition":0,"replicas":[1,1]}]}`)
+	f.Add(`{"version":1,"partitions":[`)
+	if b, err := os.ReadFile("../../../shared/data/kafkakit-optimize-input.json"); err == nil {
+		f.Add(string(b[:2000]))
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		checkLoaded(t, body)
+	})
+}
+
+func FuzzLoadDescribe(f *testing.F) {
+	f.Add(describe2x)
+	f.Add(describe4x)
+	f.Add("Topic: x  Partition: 0  Leader: 2  Replicas: 2,1  Isr: 2,1\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		checkLoaded(t, body)
+	})
+}
+
+// checkLoaded asserts what any successful load guarantees.
+func checkLoaded(t *testing.T, body string) {
+	c, err := Load(strings.NewReader(body), "f")
+	if err != nil {
+		var le *LoadError
+		if errors.As(err, &le) && strings.Contains(err.Error(), "\n") {
+			t.Fatalf("multi-line error: %q", err)
+		}
+		return
+	}
+	seen := map[Key]bool{}
+	for _, p := range c.Partitions {
+		if seen[p.Key()] || len(p.Replicas) == 0 || p.Topic == "" || p.Partition < 0 {
+			t.Fatalf("invalid partition accepted: %+v", p)
+		}
+		seen[p.Key()] = true
+		if p.Leader != NoLeader {
+			if _, ok := c.Broker(p.Leader); !ok {
+				t.Fatalf("leader %d is not a broker", p.Leader)
+			}
+		}
+	}
+}
