@@ -13,7 +13,7 @@ import (
 func TestLoadKafkaKitProductionMap(t *testing.T) {
 	f, err := os.Open("../../../shared/data/kafkakit-optimize-input.json")
 	require.NoError(t, err)
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read-only file
 	c, err := Load(f, "kafkakit-optimize-input.json")
 	require.NoError(t, err)
 	assert.Len(t, c.Partitions, 256)
