@@ -383,6 +383,12 @@ func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
 			}
 		}
 	}
+	// Clear a previous lab's files, but never a directory kplan did not make.
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		if _, err := os.Stat(statePath(dir)); err != nil {
+			return nil, usagef("--dir %s is not empty and holds no lab: refusing to use it", dir)
+		}
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}

@@ -115,3 +115,14 @@ exit 0
 	require.NoError(t, lerr)
 	assert.False(t, s.AnyAlive())
 }
+
+func TestUpRefusesForeignDirectory(t *testing.T) {
+	dir := t.TempDir()
+	precious := filepath.Join(dir, "precious.txt")
+	require.NoError(t, os.WriteFile(precious, []byte("keep"), 0o644))
+	_, err := Up(context.Background(), Config{Brokers: 1, JarsDir: dir, Dir: dir, BasePort: 25092, Java: "/bin/true"}, nil)
+	require.ErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "not empty and holds no lab")
+	_, err = os.Stat(precious)
+	assert.NoError(t, err, "nothing deleted")
+}

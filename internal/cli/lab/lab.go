@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -241,29 +240,35 @@ func newCmdKill(f *cmdutil.Factory, dir *string) *cobra.Command {
 		Example: "  $ kplan lab kill broker-3",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			id, err := localkafka.ParseBroker(args[0])
-			if err != nil {
-				return mapErr(err)
-			}
-			s, err := loadLab(*dir)
+			s, n, err := labBroker(*dir, args[0])
 			if err != nil {
 				return err
 			}
-			if err := s.Kill(id); err != nil {
+			if err := s.Kill(n.ID); err != nil {
 				return mapErr(err)
 			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "killed broker-%d (pid %d)\n", id, mustNode(s, id).PID)
+			fmt.Fprintf(f.IOStreams.ErrOut, "killed broker-%d (pid %d)\n", n.ID, n.PID)
 			return nil
 		},
 	}
 }
 
-func mustNode(s *localkafka.State, id int32) localkafka.Node {
-	n, _ := s.Node(id)
-	if n == nil {
-		return localkafka.Node{}
+// labBroker loads the lab in dir and finds the broker an argument such as
+// "broker-3" names.
+func labBroker(dir, arg string) (*localkafka.State, *localkafka.Node, error) {
+	id, err := localkafka.ParseBroker(arg)
+	if err != nil {
+		return nil, nil, mapErr(err)
 	}
-	return *n
+	s, err := loadLab(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := s.Node(id)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	return s, n, nil
 }
 
 func newCmdRestart(f *cmdutil.Factory, dir *string) *cobra.Command {
@@ -274,20 +279,16 @@ func newCmdRestart(f *cmdutil.Factory, dir *string) *cobra.Command {
 		Example: "  $ kplan lab restart broker-3",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := localkafka.ParseBroker(args[0])
-			if err != nil {
-				return mapErr(err)
-			}
-			s, err := loadLab(*dir)
+			s, n, err := labBroker(*dir, args[0])
 			if err != nil {
 				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			if err := s.Restart(ctx, id, kafka.WaitBrokers); err != nil {
+			if err := s.Restart(ctx, n.ID, kafka.WaitBrokers); err != nil {
 				return mapErr(err)
 			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "broker-%d is back (pid %d)\n", id, mustNode(s, id).PID)
+			fmt.Fprintf(f.IOStreams.ErrOut, "broker-%d is back (pid %d)\n", n.ID, n.PID)
 			return nil
 		},
 	}
@@ -338,7 +339,6 @@ func newCmdDown(f *cmdutil.Factory, dir *string) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(f.IOStreams.ErrOut, "lab down in %.1fs (files kept in %s)\n", f.Now().Sub(start).Seconds(), s.Dir)
-			_ = os.Remove(s.Dir + "/lab.json.tmp")
 			return nil
 		},
 	}
