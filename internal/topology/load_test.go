@@ -11,7 +11,7 @@ import (
 )
 
 func TestLoadKafkaKitProductionMap(t *testing.T) {
-	f, err := os.Open("../../../shared/data/kafkakit-optimize-input.json")
+	f, err := os.Open("../../testdata/layouts/kafkakit-optimize-input.json")
 	require.NoError(t, err)
 	defer f.Close() //nolint:errcheck // read-only file
 	c, err := Load(f, "kafkakit-optimize-input.json")
@@ -146,7 +146,7 @@ func FuzzLoadJSON(f *testing.F) {
 	f.Add(`{"version":1,"partitions":[{"topic":"b","partition":0,"replicas":[3,1],"leader":1,"isr":[1]}]}`)
 	f.Add(`{"partitions":[{"topic":"a","partition":0,"replicas":[1,1]}]}`)
 	f.Add(`{"version":1,"partitions":[`)
-	if b, err := os.ReadFile("../../../shared/data/kafkakit-optimize-input.json"); err == nil {
+	if b, err := os.ReadFile("../../testdata/layouts/kafkakit-optimize-input.json"); err == nil {
 		f.Add(string(b[:2000]))
 	}
 	f.Fuzz(func(t *testing.T, body string) {
