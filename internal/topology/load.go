@@ -102,8 +102,13 @@ func LoadJSON(data []byte, name string) (*Cluster, error) {
 	} else if d, ok := t.(json.Delim); !ok || d != '{' {
 		return nil, fail("", "want a JSON object")
 	}
-	c := &Cluster{}
-	seen := map[Key]bool{}
+	// One partition per "replicas" key: a cheap scan sizes the slice once
+	// instead of growing a two-million-entry slice by copying.
+	c := &Cluster{Partitions: make([]Partition, 0, bytes.Count(data, []byte(`"replicas"`)))}
+	// Duplicates: inputs are usually sorted (Kafka's tools write them so),
+	// and while they stay strictly increasing no entry can repeat an earlier
+	// one; the map is built only once the input turns out unsorted.
+	var seen map[Key]bool
 	topics := map[string]string{} // interned topic names
 	sawVersion, sawPartitions := false, false
 	for dec.More() {
@@ -136,14 +141,22 @@ func LoadJSON(data []byte, name string) (*Cluster, error) {
 					return nil, syntax(err)
 				}
 				p, field, msg := jp.partition(topics)
-				if msg == "" && seen[p.Key()] {
+				if msg == "" && seen == nil && len(c.Partitions) > 0 && ComparePartitions(c.Partitions[len(c.Partitions)-1], p) >= 0 {
+					seen = make(map[Key]bool, cap(c.Partitions))
+					for i := range c.Partitions {
+						seen[c.Partitions[i].Key()] = true
+					}
+				}
+				if msg == "" && seen != nil && seen[p.Key()] {
 					field, msg = "partition", fmt.Sprintf("duplicate topic-partition %s", p.Key())
 				}
 				if msg != "" {
 					line, col := position(data, skipSpace(data, start))
 					return nil, &LoadError{File: name, Line: line, Col: col, Field: field, Msg: msg}
 				}
-				seen[p.Key()] = true
+				if seen != nil {
+					seen[p.Key()] = true
+				}
 				c.Partitions = append(c.Partitions, p)
 			}
 			if _, err := dec.Token(); err != nil {

@@ -186,3 +186,19 @@ func checkLoaded(t *testing.T, body string) {
 		}
 	}
 }
+
+func TestLoadJSONDuplicatesSortedOrNot(t *testing.T) {
+	for _, body := range []string{
+		// sorted until the duplicate
+		`{"partitions":[{"topic":"a","partition":0,"replicas":[1]},{"topic":"a","partition":1,"replicas":[1]},{"topic":"a","partition":1,"replicas":[2]}]}`,
+		// unsorted, the duplicate far from its twin
+		`{"partitions":[{"topic":"b","partition":0,"replicas":[1]},{"topic":"a","partition":1,"replicas":[1]},{"topic":"c","partition":0,"replicas":[1]},{"topic":"b","partition":0,"replicas":[2]}]}`,
+	} {
+		_, err := Load(strings.NewReader(body), "d.json")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "duplicate topic-partition")
+	}
+	c, err := Load(strings.NewReader(`{"partitions":[{"topic":"b","partition":0,"replicas":[1]},{"topic":"a","partition":1,"replicas":[1]},{"topic":"a","partition":0,"replicas":[1]}]}`), "d.json")
+	require.NoError(t, err)
+	assert.Len(t, c.Partitions, 3)
+}
