@@ -77,6 +77,12 @@ demo: build kafka
 	@echo '$$ kplan size --plan plans/raptis-prototype.yaml --replication-factor 5 --strategy bromax -o json'
 	@$(KPLAN) size --plan plans/raptis-prototype.yaml --replication-factor 5 --strategy bromax -o json
 	@echo
+	@echo '$$ kplan audit --from testdata/layouts/thesis-fig3.3.json'
+	@$(KPLAN) audit --from testdata/layouts/thesis-fig3.3.json
+	@echo
+	@echo '$$ kplan audit --from testdata/layouts/kafkakit-optimize-input.json   # a real production map'
+	@$(KPLAN) audit --from testdata/layouts/kafkakit-optimize-input.json | tail -6
+	@echo
 	@echo '$$ kplan lab up --brokers 3'
 	@trap '$(KPLAN) lab down --dir $(DEMO_LAB)' EXIT; \
 	  $(KPLAN) lab up --brokers 3 --dir $(DEMO_LAB) && \

@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kplan-dev/kplan/internal/cli/audit"
 	"github.com/kplan-dev/kplan/internal/cli/lab"
 	"github.com/kplan-dev/kplan/internal/cli/size"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
@@ -13,6 +14,7 @@ import (
 func verbs(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		size.NewCmdSize(f, nil),
+		audit.NewCmdAudit(f, nil),
 		lab.NewCmdLab(f),
 	}
 }

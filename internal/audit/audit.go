@@ -1,0 +1,256 @@
+package audit
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// Severity ranks a finding.
+type Severity string
+
+// Severities, from least to most severe.
+const (
+	Info    Severity = "info"
+	Warning Severity = "warning"
+	Error   Severity = "error"
+)
+
+// Rank orders severities: info 0, warning 1, error 2.
+func (s Severity) Rank() int {
+	switch s {
+	case Error:
+		return 2
+	case Warning:
+		return 1
+	}
+	return 0
+}
+
+// Finding is one problem the audit found.
+type Finding struct {
+	Rule     string   `json:"rule"`
+	Severity Severity `json:"severity"`
+	Subject  string   `json:"subject"`
+	Message  string   `json:"message"`
+}
+
+// GroupJSON is a max group in the report.
+type GroupJSON struct {
+	ID      int      `json:"id"`
+	Brokers []int32  `json:"brokers"`
+	Topics  []string `json:"topics"`
+}
+
+// OverlapJSON is an overlapping pair of groups.
+type OverlapJSON struct {
+	Groups        [2]int  `json:"groups"`
+	SharedBrokers []int32 `json:"shared_brokers"`
+}
+
+// BrokerGroupsJSON is a broker touched by more than one group.
+type BrokerGroupsJSON struct {
+	Broker int32 `json:"broker"`
+	Groups []int `json:"groups"`
+}
+
+// BrokerLoad is a broker's leader and replica counts.
+type BrokerLoad struct {
+	Broker   int32  `json:"broker"`
+	Rack     string `json:"rack,omitempty"`
+	Leaders  int    `json:"leaders"`
+	Replicas int    `json:"replicas"`
+}
+
+// Skew summarises counts over brokers.
+type Skew struct {
+	Min         int     `json:"min"`
+	Max         int     `json:"max"`
+	Mean        float64 `json:"mean"`
+	MaxOverMean float64 `json:"max_over_mean"`
+}
+
+// Report is the audit's result; its JSON is `kplan audit -o json`.
+type Report struct {
+	Schema       string             `json:"schema"`
+	By           string             `json:"by"`
+	Brokers      int                `json:"brokers"`
+	Topics       int                `json:"topics"`
+	Partitions   int                `json:"partitions"`
+	MaxGroups    []GroupJSON        `json:"max_groups"`
+	Overlaps     []OverlapJSON      `json:"overlaps"`
+	BrokerGroups []BrokerGroupsJSON `json:"broker_groups"`
+	Load         []BrokerLoad       `json:"load"`
+	LeaderSkew   Skew               `json:"leader_skew"`
+	ReplicaSkew  Skew               `json:"replica_skew"`
+	Findings     []Finding          `json:"findings"`
+}
+
+// SkewWarn is the max/mean above which leader or replica counts are a
+// warning.
+const SkewWarn = 1.2
+
+// Run audits c.
+func Run(c *topology.Cluster, by By) Report {
+	ix := topology.NewIndex(c.Brokers)
+	names, sets := TopicSets(c, ix, by)
+	groups := MaxGroups(names, sets)
+	overlaps := Overlaps(groups, ix.Len())
+	views := BrokerViews(groups, ix.Len())
+	r := Report{Schema: "kplan.audit/v1", By: map[By]string{ByLeaders: "leaders", ByReplicas: "replicas"}[by],
+		Brokers: len(c.Brokers), Topics: len(names), Partitions: len(c.Partitions),
+		MaxGroups: []GroupJSON{}, Overlaps: []OverlapJSON{}, BrokerGroups: []BrokerGroupsJSON{}, Findings: []Finding{}}
+	for _, g := range groups {
+		r.MaxGroups = append(r.MaxGroups, GroupJSON{ID: g.ID, Brokers: ix.IDs(g.Brokers), Topics: g.Topics})
+	}
+	for _, o := range overlaps {
+		shared := ix.IDs(o.Shared)
+		r.Overlaps = append(r.Overlaps, OverlapJSON{Groups: [2]int{o.A, o.B}, SharedBrokers: shared})
+		r.Findings = append(r.Findings, Finding{Rule: "partial-overlap", Severity: Warning, Subject: fmt.Sprintf("groups %d,%d", o.A, o.B),
+			Message: fmt.Sprintf("max groups %d %v and %d %v share brokers %v: their load there depends on the producers' relative rates",
+				o.A, groups[o.A-1].Topics, o.B, groups[o.B-1].Topics, shared)})
+	}
+	for _, v := range views {
+		r.BrokerGroups = append(r.BrokerGroups, BrokerGroupsJSON{Broker: ix.ID(v.Broker), Groups: v.Groups})
+	}
+	r.Load, r.LeaderSkew, r.ReplicaSkew = load(c, ix)
+	r.Findings = append(r.Findings, checks(c, r)...)
+	slices.SortFunc(r.Findings, func(a, b Finding) int {
+		if x := cmp.Compare(b.Severity.Rank(), a.Severity.Rank()); x != 0 {
+			return x
+		}
+		if x := cmp.Compare(a.Rule, b.Rule); x != 0 {
+			return x
+		}
+		return cmp.Compare(a.Subject, b.Subject)
+	})
+	return r
+}
+
+func load(c *topology.Cluster, ix *topology.Index) ([]BrokerLoad, Skew, Skew) {
+	out := make([]BrokerLoad, ix.Len())
+	for i, b := range c.Brokers {
+		out[i] = BrokerLoad{Broker: b.ID, Rack: b.Rack}
+	}
+	for _, p := range c.Partitions {
+		if i, ok := ix.Pos(p.Leader); ok {
+			out[i].Leaders++
+		}
+		for _, r := range p.Replicas {
+			if i, ok := ix.Pos(r); ok {
+				out[i].Replicas++
+			}
+		}
+	}
+	lead := make([]int, len(out))
+	reps := make([]int, len(out))
+	for i, l := range out {
+		lead[i], reps[i] = l.Leaders, l.Replicas
+	}
+	return out, skew(lead), skew(reps)
+}
+
+func skew(v []int) Skew {
+	if len(v) == 0 {
+		return Skew{}
+	}
+	s := Skew{Min: slices.Min(v), Max: slices.Max(v)}
+	sum := 0
+	for _, x := range v {
+		sum += x
+	}
+	s.Mean = round3(float64(sum) / float64(len(v)))
+	if sum > 0 {
+		s.MaxOverMean = round3(float64(s.Max) * float64(len(v)) / float64(sum))
+	}
+	return s
+}
+
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
+
+// checks are the spread and health rules of §3.5.4 and Fig 3.8.
+func checks(c *topology.Cluster, r Report) []Finding {
+	var out []Finding
+	add := func(rule string, sev Severity, subject, format string, a ...any) {
+		out = append(out, Finding{Rule: rule, Severity: sev, Subject: subject, Message: fmt.Sprintf(format, a...)})
+	}
+	for name, sk := range map[string]Skew{"leaders": r.LeaderSkew, "replicas": r.ReplicaSkew} {
+		if sk.MaxOverMean > SkewWarn {
+			add(name+"-skew", Warning, "cluster", "%s per broker range %d-%d, mean %.3g: the busiest broker carries %.2fx its share", name, sk.Min, sk.Max, sk.Mean, sk.MaxOverMean)
+		}
+	}
+	racks := map[string]bool{}
+	for _, b := range c.Brokers {
+		if b.Rack != "" {
+			racks[b.Rack] = true
+		}
+	}
+	rackOf := map[int32]string{}
+	for _, b := range c.Brokers {
+		rackOf[b.ID] = b.Rack
+	}
+	for _, t := range c.Topics() {
+		perBroker := map[int32]int{}
+		for _, p := range t.Partitions {
+			key := p.Key().String()
+			if p.Leader != topology.NoLeader {
+				perBroker[p.Leader]++
+			} else {
+				add("offline", Error, key, "%s has no leader: it takes no writes or reads", key)
+			}
+			if len(p.Replicas) > len(c.Brokers) {
+				add("rf-above-brokers", Error, key, "%s has %d replicas but the cluster has %d brokers", key, len(p.Replicas), len(c.Brokers))
+			}
+			if c.Live && p.ISR != nil && p.Leader != topology.NoLeader && len(p.ISR) < len(p.Replicas) {
+				add("under-replicated", Warning, key, "%s has %d of %d replicas in sync", key, len(p.ISR), len(p.Replicas))
+			}
+			if c.HasRacks() && len(racks) >= len(p.Replicas) {
+				seen := map[string]int32{}
+				for _, rep := range p.Replicas {
+					if other, ok := seen[rackOf[rep]]; ok {
+						add("rack-duplicate", Warning, key, "%s has replicas %d and %d in rack %s", key, other, rep, rackOf[rep])
+						break
+					}
+					seen[rackOf[rep]] = rep
+				}
+			}
+		}
+		if len(perBroker) == 0 {
+			continue
+		}
+		if len(perBroker) == 1 && len(t.Partitions) > 1 && len(c.Brokers) > 1 {
+			for b := range perBroker {
+				add("single-broker", Warning, t.Name, "all %d partitions of %s are led by broker %d", len(t.Partitions), t.Name, b)
+			}
+			continue
+		}
+		lo, hi, hiB := len(t.Partitions), 0, int32(0)
+		for b, n := range perBroker {
+			lo = min(lo, n)
+			if n > hi || n == hi && b < hiB {
+				hi, hiB = n, b
+			}
+		}
+		if hi > lo {
+			sev := Warning
+			if hi-lo == 1 && len(t.Partitions)%len(perBroker) != 0 {
+				sev = Info // the count cannot split evenly over these brokers
+			}
+			add("uneven-spread", sev, t.Name, "%s leads %d-%d partitions per broker over %d brokers: broker %d takes %d shares of its traffic",
+				t.Name, lo, hi, len(perBroker), hiB, hi)
+		}
+	}
+	return out
+}
+
+// AtLeast reports whether any finding is at or above sev.
+func (r Report) AtLeast(sev Severity) bool {
+	for _, f := range r.Findings {
+		if f.Severity.Rank() >= sev.Rank() {
+			return true
+		}
+	}
+	return false
+}

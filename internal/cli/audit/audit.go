@@ -1,0 +1,157 @@
+// Package audit implements `kplan audit`.
+package audit
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kplan-dev/kplan/internal/audit"
+	"github.com/kplan-dev/kplan/internal/cli/source"
+	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/report"
+)
+
+// Options are the parsed flags of `kplan audit`.
+type Options struct {
+	IO     *iostreams.IOStreams
+	Source source.Options
+	By     audit.By
+	FailOn audit.Severity
+	Format report.Format
+	f      *cmdutil.Factory
+}
+
+// NewCmdAudit returns `kplan audit`. runF replaces the run function in tests.
+func NewCmdAudit(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, f: f}
+	var out cmdutil.OutputFlag
+	var by, failOn string
+	cmd := &cobra.Command{
+		Use:   "audit (--from FILE | --bootstrap-server HOST:PORT) [flags]",
+		Short: "Find where a layout skews broker load: max groups, overlaps, spreads",
+		Long: `Audit a cluster layout for what skews broker load (Burato 2019, ch. 3):
+
+- node-topic max groups: topics grouped by the set of brokers that lead them;
+- partial overlaps between groups, where a broker's load depends on the
+  producers' relative rates, with the brokers each pair shares;
+- the brokers touched by more than one group;
+- leader and replica counts per broker and their skew (max/mean);
+- topics spread unevenly over their leader brokers (thesis Fig 3.8), topics
+  on one broker, offline and under-replicated partitions, racks holding two
+  replicas of a partition, replication factors above the broker count.
+
+The layout comes from a file (Kafka's reassignment JSON, with optional
+"leader" and "isr" per partition, or kafka-topics --describe output) or from
+a live cluster. --fail-on makes kplan exit 3 when a finding is at or above
+that severity. Not yet here (issue 4): what-if broker loss, predicted load
+per partitioner, the layout generator, and --save-snapshot.`,
+		Example: `  $ kplan audit --from testdata/layouts/thesis-fig3.3.json
+  $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
+  $ kafka-topics.sh --bootstrap-server k1:9092 --describe | kplan audit --from -
+  $ kplan audit --bootstrap-server 127.0.0.1:19092 --by replicas --fail-on warning`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if opts.Format, err = out.Format(); err != nil {
+				return err
+			}
+			switch by {
+			case "leaders":
+				opts.By = audit.ByLeaders
+			case "replicas":
+				opts.By = audit.ByReplicas
+			default:
+				return cmdutil.UsageErrorf("--by: want leaders or replicas, got %q", by)
+			}
+			switch failOn {
+			case "", "never":
+			case "info", "warning", "error":
+				opts.FailOn = audit.Severity(failOn)
+			default:
+				return cmdutil.UsageErrorf("--fail-on: want info, warning or error, got %q", failOn)
+			}
+			if err := opts.Source.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runAudit(cmd.Context(), opts)
+		},
+	}
+	source.AddFlags(cmd, &opts.Source)
+	cmd.Flags().StringVar(&by, "by", "leaders", "group topics by their leader brokers or by every replica's broker: leaders or replicas")
+	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
+	cmdutil.AddOutputFlag(cmd, &out)
+	return cmd
+}
+
+func runAudit(ctx context.Context, opts *Options) error {
+	c, err := opts.Source.Load(ctx, opts.f)
+	if err != nil {
+		return err
+	}
+	r := audit.Run(c, opts.By)
+	if err := report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) }); err != nil {
+		return err
+	}
+	if opts.FailOn != "" && r.AtLeast(opts.FailOn) {
+		return cmdutil.SilentExit(cmdutil.ExitFindings)
+	}
+	return nil
+}
+
+func ints[T ~int | ~int32](v []T) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(int(x))
+	}
+	return strings.Join(s, ",")
+}
+
+func doc(r audit.Report) report.Document {
+	d := report.Document{Title: fmt.Sprintf("kplan audit: %d brokers, %d topics, %d partitions; groups by %s", r.Brokers, r.Topics, r.Partitions, r.By)}
+	groups := report.Section{Title: fmt.Sprintf("Max groups (%d)", len(r.MaxGroups)), Header: []string{"GROUP", "BROKERS", "TOPICS"}}
+	for _, g := range r.MaxGroups {
+		groups.Rows = append(groups.Rows, []string{strconv.Itoa(g.ID), ints(g.Brokers), strings.Join(g.Topics, ",")})
+	}
+	d.Sections = append(d.Sections, groups)
+	ov := report.Section{Title: fmt.Sprintf("Partial overlaps (%d)", len(r.Overlaps)), Header: []string{"GROUPS", "SHARED BROKERS"}}
+	for _, o := range r.Overlaps {
+		ov.Rows = append(ov.Rows, []string{ints(o.Groups[:]), ints(o.SharedBrokers)})
+	}
+	if len(r.Overlaps) == 0 {
+		ov.Header, ov.Notes = nil, []string{"none: every pair of max groups is identical or disjoint"}
+	}
+	d.Sections = append(d.Sections, ov)
+	if len(r.BrokerGroups) > 0 {
+		bv := report.Section{Title: "Brokers in more than one group", Header: []string{"BROKER", "GROUPS"}}
+		for _, b := range r.BrokerGroups {
+			bv.Rows = append(bv.Rows, []string{strconv.Itoa(int(b.Broker)), ints(b.Groups)})
+		}
+		d.Sections = append(d.Sections, bv)
+	}
+	ld := report.Section{Title: "Load per broker", Header: []string{"BROKER", "RACK", "LEADERS", "REPLICAS"}}
+	for _, l := range r.Load {
+		ld.Rows = append(ld.Rows, []string{strconv.Itoa(int(l.Broker)), l.Rack, strconv.Itoa(l.Leaders), strconv.Itoa(l.Replicas)})
+	}
+	ld.Notes = []string{
+		fmt.Sprintf("leaders: %d-%d per broker, mean %g, max/mean %g", r.LeaderSkew.Min, r.LeaderSkew.Max, r.LeaderSkew.Mean, r.LeaderSkew.MaxOverMean),
+		fmt.Sprintf("replicas: %d-%d per broker, mean %g, max/mean %g", r.ReplicaSkew.Min, r.ReplicaSkew.Max, r.ReplicaSkew.Mean, r.ReplicaSkew.MaxOverMean),
+	}
+	d.Sections = append(d.Sections, ld)
+	fs := report.Section{Title: fmt.Sprintf("Findings (%d)", len(r.Findings)), Header: []string{"SEVERITY", "RULE", "SUBJECT", "MESSAGE"}}
+	for _, f := range r.Findings {
+		fs.Rows = append(fs.Rows, []string{string(f.Severity), f.Rule, f.Subject, f.Message})
+	}
+	if len(r.Findings) == 0 {
+		fs.Header, fs.Notes = nil, []string{"none"}
+	}
+	d.Sections = append(d.Sections, fs)
+	return d
+}

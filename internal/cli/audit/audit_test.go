@@ -1,0 +1,133 @@
+package audit_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kplan-dev/kplan/internal/app"
+	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/iostreams"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const layouts = "../../../testdata/layouts/"
+
+func run(stdin string, args ...string) (int, string, string) {
+	ios, in, out, errOut := iostreams.Test()
+	in.WriteString(stdin)
+	f := cmdutil.NewTestFactory()
+	f.IOStreams = ios
+	return app.Run(context.Background(), f, args), out.String(), errOut.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update")
+	assert.Equal(t, string(want), got)
+}
+
+type auditJSON struct {
+	MaxGroups []struct {
+		ID      int      `json:"id"`
+		Brokers []int32  `json:"brokers"`
+		Topics  []string `json:"topics"`
+	} `json:"max_groups"`
+	Overlaps []struct {
+		Groups        [2]int  `json:"groups"`
+		SharedBrokers []int32 `json:"shared_brokers"`
+	} `json:"overlaps"`
+	LeaderSkew  struct{ Min, Max int } `json:"leader_skew"`
+	ReplicaSkew struct{ Min, Max int } `json:"replica_skew"`
+	Findings    []struct{ Rule, Severity, Subject, Message string }
+}
+
+func TestFig33(t *testing.T) {
+	code, out, errOut := run("", "audit", "--from", layouts+"thesis-fig3.3.json", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var r auditJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	require.Len(t, r.MaxGroups, 3)
+	assert.Equal(t, []string{"B", "C"}, r.MaxGroups[1].Topics)
+	require.Len(t, r.Overlaps, 2)
+	assert.Equal(t, []int32{2, 3}, r.Overlaps[0].SharedBrokers)
+	assert.Equal(t, []int32{1}, r.Overlaps[1].SharedBrokers)
+	golden(t, "fig3.3.golden.json", out)
+	code, out, _ = run("", "audit", "--from", layouts+"thesis-fig3.3.json")
+	require.Equal(t, 0, code)
+	golden(t, "fig3.3.golden.txt", out)
+}
+
+func TestKafkaKitMapSkew(t *testing.T) {
+	code, out, errOut := run("", "audit", "--from", layouts+"kafkakit-optimize-input.json", "-o", "json", "--fail-on", "warning")
+	assert.Equal(t, cmdutil.ExitFindings, code, errOut)
+	var r auditJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	assert.Equal(t, 2, r.LeaderSkew.Min)
+	assert.Equal(t, 26, r.LeaderSkew.Max)
+	assert.Equal(t, 6, r.ReplicaSkew.Min)
+	assert.Equal(t, 45, r.ReplicaSkew.Max)
+	code, _, _ = run("", "audit", "--from", layouts+"kafkakit-optimize-input.json", "--fail-on", "error")
+	assert.Equal(t, 0, code, "skew is a warning, not an error")
+}
+
+func TestStdinDescribeAndTopicFilter(t *testing.T) {
+	describe := "Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\nTopic: b\tPartition: 0\tLeader: 2\tReplicas: 2,1\tIsr: 2\n"
+	code, out, errOut := run(describe, "audit", "--from", "-", "--topics", "^b$", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var r auditJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	require.Len(t, r.MaxGroups, 1)
+	assert.Equal(t, []string{"b"}, r.MaxGroups[0].Topics)
+	var rules []string
+	for _, f := range r.Findings {
+		rules = append(rules, f.Rule)
+	}
+	assert.Contains(t, rules, "under-replicated", "describe output is live state: ISR 2 of 2,1")
+}
+
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte("{\"partitions\":[\n {\"topic\":\"a\",\"partition\":0,\"replicas\":[1,1]}]}"), 0o644))
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"audit"}, "no layout"},
+		{[]string{"audit", "--from", bad, "--bootstrap-server", "x:1"}, "give one source"},
+		{[]string{"audit", "--from", bad}, bad + ":2:2: replicas: a-0 names broker 1 twice"},
+		{[]string{"audit", "--from", filepath.Join(dir, "none")}, "--from: open"},
+		{[]string{"audit", "--from", bad, "--topics", "("}, "--topics: "},
+		{[]string{"audit", "--from", bad, "--by", "racks"}, "--by: "},
+		{[]string{"audit", "--from", bad, "--fail-on", "fatal"}, "--fail-on: "},
+	}
+	for _, tt := range tests {
+		code, out, errOut := run("", tt.args...)
+		assert.Equal(t, cmdutil.ExitUsage, code, tt.args)
+		assert.Empty(t, out)
+		assert.Contains(t, errOut, tt.want)
+		assert.Equal(t, 1, strings.Count(errOut, "\n"))
+	}
+}
+
+func TestUnreachableClusterExits1(t *testing.T) {
+	code, out, errOut := run("", "audit", "--bootstrap-server", "127.0.0.1:1", "--timeout", "2s")
+	assert.Equal(t, cmdutil.ExitRuntime, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "reading the cluster at 127.0.0.1:1")
+}
