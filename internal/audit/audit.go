@@ -86,6 +86,33 @@ type Report struct {
 	LeaderSkew   Skew               `json:"leader_skew"`
 	ReplicaSkew  Skew               `json:"replica_skew"`
 	Findings     []Finding          `json:"findings"`
+	WhatIf       []WhatIf           `json:"what_if,omitempty"`
+}
+
+// AddWhatIf simulates losing each broker in lost (all when empty), stores
+// the results and raises a finding for every loss that would take
+// partitions offline.
+func (r *Report) AddWhatIf(c *topology.Cluster, by By, lost []int32) {
+	r.WhatIf = WhatIfLoss(c, by, lost)
+	for _, w := range r.WhatIf {
+		if n := len(w.OfflinePartitions); n > 0 {
+			r.Findings = append(r.Findings, Finding{Rule: "what-if-offline", Severity: Error, Subject: fmt.Sprintf("broker-%d", w.Broker),
+				Message: fmt.Sprintf("losing broker %d would leave %d partitions with no in-sync replica to elect (e.g. %s)", w.Broker, n, w.OfflinePartitions[0])})
+		}
+	}
+	sortFindings(r.Findings)
+}
+
+func sortFindings(fs []Finding) {
+	slices.SortFunc(fs, func(a, b Finding) int {
+		if x := cmp.Compare(b.Severity.Rank(), a.Severity.Rank()); x != 0 {
+			return x
+		}
+		if x := cmp.Compare(a.Rule, b.Rule); x != 0 {
+			return x
+		}
+		return cmp.Compare(a.Subject, b.Subject)
+	})
 }
 
 // SkewWarn is the max/mean above which leader or replica counts are a
@@ -117,15 +144,7 @@ func Run(c *topology.Cluster, by By) Report {
 	}
 	r.Load, r.LeaderSkew, r.ReplicaSkew = load(c, ix)
 	r.Findings = append(r.Findings, checks(c, r)...)
-	slices.SortFunc(r.Findings, func(a, b Finding) int {
-		if x := cmp.Compare(b.Severity.Rank(), a.Severity.Rank()); x != 0 {
-			return x
-		}
-		if x := cmp.Compare(a.Rule, b.Rule); x != 0 {
-			return x
-		}
-		return cmp.Compare(a.Subject, b.Subject)
-	})
+	sortFindings(r.Findings)
 	return r
 }
 

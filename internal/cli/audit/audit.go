@@ -23,7 +23,10 @@ type Options struct {
 	By     audit.By
 	FailOn audit.Severity
 	Format report.Format
-	f      *cmdutil.Factory
+	// WhatIf lists brokers to simulate losing; WhatIfAll every broker.
+	WhatIf    []int32
+	WhatIfAll bool
+	f         *cmdutil.Factory
 }
 
 // NewCmdAudit returns `kplan audit`. runF replaces the run function in tests.
@@ -31,6 +34,7 @@ func NewCmdAudit(f *cmdutil.Factory, runF func(context.Context, *Options) error)
 	opts := &Options{IO: f.IOStreams, f: f}
 	var out cmdutil.OutputFlag
 	var by, failOn string
+	var whatIf []string
 	cmd := &cobra.Command{
 		Use:   "audit (--from FILE | --bootstrap-server HOST:PORT) [flags]",
 		Short: "Find where a layout skews broker load: max groups, overlaps, spreads",
@@ -48,11 +52,14 @@ func NewCmdAudit(f *cmdutil.Factory, runF func(context.Context, *Options) error)
 The layout comes from a file (Kafka's reassignment JSON, with optional
 "leader" and "isr" per partition, or kafka-topics --describe output) or from
 a live cluster. --fail-on makes kplan exit 3 when a finding is at or above
-that severity. Not yet here (issue 4): what-if broker loss, predicted load
-per partitioner, the layout generator, and --save-snapshot.`,
+that severity. --what-if broker-3 (or all) simulates losing brokers: each
+partition a lost broker led elects its first replica in assignment order
+that is alive and in sync. Not yet here (issue 4): predicted load per
+partitioner, the layout generator, and --save-snapshot.`,
 		Example: `  $ kplan audit --from testdata/layouts/thesis-fig3.3.json
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
   $ kafka-topics.sh --bootstrap-server k1:9092 --describe | kplan audit --from -
+  $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json --what-if all
   $ kplan audit --bootstrap-server 127.0.0.1:19092 --by replicas --fail-on warning`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -75,6 +82,17 @@ per partitioner, the layout generator, and --save-snapshot.`,
 			default:
 				return cmdutil.UsageErrorf("--fail-on: want info, warning or error, got %q", failOn)
 			}
+			for _, w := range whatIf {
+				if w == "all" {
+					opts.WhatIfAll = true
+					continue
+				}
+				id, err := strconv.ParseInt(strings.TrimPrefix(w, "broker-"), 10, 32)
+				if err != nil || id < 0 {
+					return cmdutil.UsageErrorf("--what-if: %q is not broker-N or all", w)
+				}
+				opts.WhatIf = append(opts.WhatIf, int32(id))
+			}
 			if err := opts.Source.Validate(); err != nil {
 				return err
 			}
@@ -86,6 +104,7 @@ per partitioner, the layout generator, and --save-snapshot.`,
 	}
 	source.AddFlags(cmd, &opts.Source)
 	cmd.Flags().StringVar(&by, "by", "leaders", "group topics by their leader brokers or by every replica's broker: leaders or replicas")
+	cmd.Flags().StringSliceVar(&whatIf, "what-if", nil, "simulate losing brokers: broker-N (repeatable, comma list) or all")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
 	cmdutil.AddOutputFlag(cmd, &out)
 	return cmd
@@ -97,6 +116,18 @@ func runAudit(ctx context.Context, opts *Options) error {
 		return err
 	}
 	r := audit.Run(c, opts.By)
+	if opts.WhatIfAll || len(opts.WhatIf) > 0 {
+		for _, id := range opts.WhatIf {
+			if _, ok := c.Broker(id); !ok {
+				return cmdutil.UsageErrorf("--what-if: no broker-%d in this layout", id)
+			}
+		}
+		lost := opts.WhatIf
+		if opts.WhatIfAll {
+			lost = nil
+		}
+		r.AddWhatIf(c, opts.By, lost)
+	}
 	if err := report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) }); err != nil {
 		return err
 	}
@@ -145,6 +176,16 @@ func doc(r audit.Report) report.Document {
 		fmt.Sprintf("replicas: %d-%d per broker, mean %g, max/mean %g", r.ReplicaSkew.Min, r.ReplicaSkew.Max, r.ReplicaSkew.Mean, r.ReplicaSkew.MaxOverMean),
 	}
 	d.Sections = append(d.Sections, ld)
+	if len(r.WhatIf) > 0 {
+		wi := report.Section{Title: "What if a broker is lost", Header: []string{"LOST", "LEADERS MOVED", "OFFLINE", "ONE ISR LEFT", "BUSIEST", "LEADERS MAX/MEAN", "OVERLAPS", "NEW OVERLAPS"}}
+		for _, w := range r.WhatIf {
+			wi.Rows = append(wi.Rows, []string{fmt.Sprintf("broker-%d", w.Broker), strconv.Itoa(w.LeadersMoved), strconv.Itoa(len(w.OfflinePartitions)),
+				strconv.Itoa(len(w.SingleISR)), fmt.Sprintf("broker-%d (%d)", w.BusiestBroker, w.LeadersMax), strconv.FormatFloat(w.LeadersMaxOverMean, 'f', -1, 64),
+				strconv.Itoa(w.Overlaps), strconv.Itoa(w.NewOverlaps)})
+		}
+		wi.Notes = []string{"each partition the lost broker led elects its first replica in assignment order that is alive and in sync"}
+		d.Sections = append(d.Sections, wi)
+	}
 	fs := report.Section{Title: fmt.Sprintf("Findings (%d)", len(r.Findings)), Header: []string{"SEVERITY", "RULE", "SUBJECT", "MESSAGE"}}
 	for _, f := range r.Findings {
 		fs.Rows = append(fs.Rows, []string{string(f.Severity), f.Rule, f.Subject, f.Message})

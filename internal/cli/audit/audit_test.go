@@ -131,3 +131,37 @@ func TestUnreachableClusterExits1(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "reading the cluster at 127.0.0.1:1")
 }
+
+func TestWhatIf(t *testing.T) {
+	code, out, errOut := run("", "audit", "--from", layouts+"kafkakit-optimize-input.json", "--what-if", "broker-1760", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var r struct {
+		WhatIf []struct {
+			Broker             int32    `json:"broker"`
+			LeadersMoved       int      `json:"leaders_moved"`
+			OfflinePartitions  []string `json:"offline_partitions"`
+			SingleISR          []string `json:"single_isr_partitions"`
+			LeadersMaxOverMean float64  `json:"leaders_max_over_mean"`
+		} `json:"what_if"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	require.Len(t, r.WhatIf, 1)
+	w := r.WhatIf[0]
+	assert.Equal(t, int32(1760), w.Broker)
+	assert.Equal(t, 26, w.LeadersMoved, "broker 1760 leads 26 partitions in this map")
+	assert.Empty(t, w.OfflinePartitions, "RF 2: every partition has another replica")
+	assert.Len(t, w.SingleISR, 45, "and all 45 of its replicas' partitions are left with one")
+	assert.Greater(t, w.LeadersMaxOverMean, 1.0)
+
+	// RF 1 everywhere: losing any broker takes partitions offline, an error.
+	code, _, _ = run("", "audit", "--from", layouts+"thesis-fig3.3.json", "--what-if", "all", "--fail-on", "error")
+	assert.Equal(t, cmdutil.ExitFindings, code)
+
+	code, out, errOut = run("", "audit", "--from", layouts+"thesis-fig3.3.json", "--what-if", "broker-9")
+	assert.Equal(t, cmdutil.ExitUsage, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "kplan: --what-if: no broker-9 in this layout\n", errOut)
+	code, _, errOut = run("", "audit", "--from", layouts+"thesis-fig3.3.json", "--what-if", "brokr-1")
+	assert.Equal(t, cmdutil.ExitUsage, code)
+	assert.Contains(t, errOut, "--what-if: ")
+}
