@@ -74,19 +74,22 @@ type Skew struct {
 
 // Report is the audit's result; its JSON is `kplan audit -o json`.
 type Report struct {
-	Schema       string             `json:"schema"`
-	By           string             `json:"by"`
-	Brokers      int                `json:"brokers"`
-	Topics       int                `json:"topics"`
-	Partitions   int                `json:"partitions"`
-	MaxGroups    []GroupJSON        `json:"max_groups"`
-	Overlaps     []OverlapJSON      `json:"overlaps"`
-	BrokerGroups []BrokerGroupsJSON `json:"broker_groups"`
-	Load         []BrokerLoad       `json:"load"`
-	LeaderSkew   Skew               `json:"leader_skew"`
-	ReplicaSkew  Skew               `json:"replica_skew"`
-	Findings     []Finding          `json:"findings"`
-	WhatIf       []WhatIf           `json:"what_if,omitempty"`
+	Schema     string        `json:"schema"`
+	By         string        `json:"by"`
+	Brokers    int           `json:"brokers"`
+	Topics     int           `json:"topics"`
+	Partitions int           `json:"partitions"`
+	MaxGroups  []GroupJSON   `json:"max_groups"`
+	Overlaps   []OverlapJSON `json:"overlaps"`
+	// OverlapsTruncated is true when more than MaxOverlaps pairs overlap and
+	// only the first MaxOverlaps are listed.
+	OverlapsTruncated bool               `json:"overlaps_truncated,omitempty"`
+	BrokerGroups      []BrokerGroupsJSON `json:"broker_groups"`
+	Load              []BrokerLoad       `json:"load"`
+	LeaderSkew        Skew               `json:"leader_skew"`
+	ReplicaSkew       Skew               `json:"replica_skew"`
+	Findings          []Finding          `json:"findings"`
+	WhatIf            []WhatIf           `json:"what_if,omitempty"`
 }
 
 // AddWhatIf simulates losing each broker in lost (all when empty), stores
@@ -115,6 +118,14 @@ func sortFindings(fs []Finding) {
 	})
 }
 
+// MaxOverlaps bounds the overlapping pairs an audit lists; beyond it the
+// report says the list is truncated.
+const MaxOverlaps = 10_000
+
+// maxOverlapFindings bounds the per-pair findings; one more finding
+// summarises the rest.
+const maxOverlapFindings = 20
+
 // SkewWarn is the max/mean above which leader or replica counts are a
 // warning.
 const SkewWarn = 1.2
@@ -124,7 +135,7 @@ func Run(c *topology.Cluster, by By) Report {
 	ix := topology.NewIndex(c.Brokers)
 	names, sets := TopicSets(c, ix, by)
 	groups := MaxGroups(names, sets)
-	overlaps := Overlaps(groups, ix.Len())
+	overlaps, truncated := OverlapsUpTo(groups, ix.Len(), MaxOverlaps)
 	views := BrokerViews(groups, ix.Len())
 	r := Report{Schema: "kplan.audit/v1", By: map[By]string{ByLeaders: "leaders", ByReplicas: "replicas"}[by],
 		Brokers: len(c.Brokers), Topics: len(names), Partitions: len(c.Partitions),
@@ -132,12 +143,23 @@ func Run(c *topology.Cluster, by By) Report {
 	for _, g := range groups {
 		r.MaxGroups = append(r.MaxGroups, GroupJSON{ID: g.ID, Brokers: ix.IDs(g.Brokers), Topics: g.Topics})
 	}
-	for _, o := range overlaps {
+	r.OverlapsTruncated = truncated
+	for i, o := range overlaps {
 		shared := ix.IDs(o.Shared)
 		r.Overlaps = append(r.Overlaps, OverlapJSON{Groups: [2]int{o.A, o.B}, SharedBrokers: shared})
-		r.Findings = append(r.Findings, Finding{Rule: "partial-overlap", Severity: Warning, Subject: fmt.Sprintf("groups %d,%d", o.A, o.B),
-			Message: fmt.Sprintf("max groups %d %v and %d %v share brokers %v: their load there depends on the producers' relative rates",
-				o.A, groups[o.A-1].Topics, o.B, groups[o.B-1].Topics, shared)})
+		if i < maxOverlapFindings {
+			r.Findings = append(r.Findings, Finding{Rule: "partial-overlap", Severity: Warning, Subject: fmt.Sprintf("groups %d,%d", o.A, o.B),
+				Message: fmt.Sprintf("max groups %d %v and %d %v share brokers %v: their load there depends on the producers' relative rates",
+					o.A, groups[o.A-1].Topics, o.B, groups[o.B-1].Topics, shared)})
+		}
+	}
+	if more := len(overlaps) - maxOverlapFindings; more > 0 || truncated {
+		atLeast := ""
+		if truncated {
+			atLeast = "at least "
+		}
+		r.Findings = append(r.Findings, Finding{Rule: "partial-overlap", Severity: Warning, Subject: "more groups",
+			Message: fmt.Sprintf("%s%d more overlapping pairs of max groups (see overlaps)", atLeast, max(more, 0))})
 	}
 	for _, v := range views {
 		r.BrokerGroups = append(r.BrokerGroups, BrokerGroupsJSON{Broker: ix.ID(v.Broker), Groups: v.Groups})

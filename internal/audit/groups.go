@@ -108,14 +108,30 @@ type Overlap struct {
 // brokers) through a broker-to-groups index, so the cost follows the number
 // of overlaps rather than M². n is the number of brokers.
 func Overlaps(groups []Group, n int) []Overlap {
+	out, _ := OverlapsUpTo(groups, n, 0)
+	return out
+}
+
+// OverlapsUpTo is Overlaps stopping after limit pairs (0: no limit); it
+// reports whether it stopped early. A randomly placed cluster can overlap
+// in almost every pair of its groups (hundreds of millions of pairs on
+// 1,000 brokers), which no one can read and no machine should hold.
+func OverlapsUpTo(groups []Group, n, limit int) ([]Overlap, bool) {
 	var out []Overlap
-	for b, gs := range brokerGroups(groups, n) {
+	truncated := false
+	view := brokerGroups(groups, n)
+scan:
+	for b, gs := range view {
 		for i := 0; i < len(gs); i++ {
 			for j := i + 1; j < len(gs); j++ {
 				x, y := groups[gs[i]-1].Brokers, groups[gs[j]-1].Brokers
 				// Report each pair once: at the lowest broker it shares,
 				// found without allocating or remembering pairs.
 				if firstCommon(x, y) == b {
+					if limit > 0 && len(out) == limit {
+						truncated = true
+						break scan
+					}
 					out = append(out, Overlap{A: gs[i], B: gs[j], Shared: x.And(y)})
 				}
 			}
@@ -127,7 +143,7 @@ func Overlaps(groups []Group, n int) []Overlap {
 		}
 		return cmp.Compare(x.B, y.B)
 	})
-	return out
+	return out, truncated
 }
 
 // firstCommon returns the lowest index in both sets, or -1.

@@ -18,9 +18,12 @@ type WhatIf struct {
 	SingleISR          []string `json:"single_isr_partitions"`
 	LeadersMaxOverMean float64  `json:"leaders_max_over_mean"`
 	LeadersMax         int      `json:"leaders_max"`
-	Overlaps           int      `json:"overlaps"`
-	NewOverlaps        int      `json:"new_overlaps"`
-	BusiestBroker      int32    `json:"busiest_broker"`
+	// Overlaps and NewOverlaps count pairs up to MaxOverlaps; past it they
+	// are lower bounds (OverlapsTruncated).
+	Overlaps          int   `json:"overlaps"`
+	NewOverlaps       int   `json:"new_overlaps"`
+	OverlapsTruncated bool  `json:"overlaps_truncated,omitempty"`
+	BusiestBroker     int32 `json:"busiest_broker"`
 }
 
 // elect returns the leader Kafka would elect when lost is gone: the first
@@ -46,7 +49,7 @@ func WhatIfLoss(c *topology.Cluster, by By, lost []int32) []WhatIf {
 	}
 	names, baseSets := TopicSets(c, ix, by)
 	baseGroups := MaxGroups(names, baseSets)
-	baseOverlaps := overlapKeys(baseGroups, ix)
+	baseOverlaps, _ := overlapKeys(baseGroups, ix)
 	topicIdx := map[string]int{}
 	for i, n := range names {
 		topicIdx[n] = i
@@ -122,8 +125,8 @@ func WhatIfLoss(c *topology.Cluster, by By, lost []int32) []WhatIf {
 			}
 		}
 		groups := MaxGroups(names, sets)
-		keys := overlapKeys(groups, ix)
-		w.Overlaps = len(keys)
+		keys, truncated := overlapKeys(groups, ix)
+		w.Overlaps, w.OverlapsTruncated = len(keys), truncated
 		for k := range keys {
 			if !baseOverlaps[k] {
 				w.NewOverlaps++
@@ -165,12 +168,13 @@ func lostSet(c *topology.Cluster, ix *topology.Index, topic string, b int32, by 
 
 // overlapKeys identifies overlapping pairs by their groups' topic lists, so
 // overlaps before and after a loss can be compared although IDs shift.
-func overlapKeys(groups []Group, ix *topology.Index) map[string]bool {
+func overlapKeys(groups []Group, ix *topology.Index) (map[string]bool, bool) {
 	out := map[string]bool{}
-	for _, o := range Overlaps(groups, ix.Len()) {
+	ovs, truncated := OverlapsUpTo(groups, ix.Len(), MaxOverlaps)
+	for _, o := range ovs {
 		out[groupKey(groups[o.A-1])+"|"+groupKey(groups[o.B-1])] = true
 	}
-	return out
+	return out, truncated
 }
 
 func groupKey(g Group) string {
