@@ -127,6 +127,10 @@ func LoadJSON(data []byte, name string) (*Cluster, error) {
 				return nil, fail("version", "unsupported version %d (want 1)", v)
 			}
 			sawVersion = true
+		case "live":
+			if err := dec.Decode(&c.Live); err != nil {
+				return nil, syntax(err)
+			}
 		case "partitions":
 			sawPartitions = true
 			if t, err := dec.Token(); err != nil {

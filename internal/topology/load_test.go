@@ -202,3 +202,15 @@ func TestLoadJSONDuplicatesSortedOrNot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, c.Partitions, 3)
 }
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	c, err := Load(strings.NewReader(describe4x+describe2x), "d.txt")
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, WriteSnapshot(&b, c))
+	back, err := Load(strings.NewReader(b.String()), "snap.json")
+	require.NoError(t, err)
+	assert.Equal(t, c.Partitions, back.Partitions)
+	assert.True(t, back.Live, "describe output is live state, and the snapshot says so")
+	assert.Contains(t, b.String(), `"leader":-1,"isr":[],"offline_replicas":[1,2,3]`)
+}

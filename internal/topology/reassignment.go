@@ -15,24 +15,46 @@ import (
 // partition, replicas and log_dirs (when present) are written; Kafka's tool
 // rejects unknown fields in no version, but kplan keeps its files minimal.
 func WriteReassignment(w io.Writer, parts []Partition) error {
+	return writePartitions(w, parts, false, false)
+}
+
+// WriteSnapshot writes a layout in the same JSON form with each partition's
+// "leader", "isr" (when known) and "offline_replicas" (when any), and
+// "live": true for a live layout, so a live cluster can be audited offline
+// later; Load reads it back unchanged.
+func WriteSnapshot(w io.Writer, c *Cluster) error {
+	return writePartitions(w, c.Partitions, c.Live, true)
+}
+
+func writeInts(b *bytes.Buffer, v []int32) {
+	b.WriteByte('[')
+	for j, r := range v {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(int64(r), 10))
+	}
+	b.WriteByte(']')
+}
+
+func writePartitions(w io.Writer, parts []Partition, live, state bool) error {
 	sorted := slices.Clone(parts)
 	slices.SortFunc(sorted, ComparePartitions)
 	var b bytes.Buffer
-	b.WriteString("{\"version\":1,\"partitions\":[")
+	b.WriteString("{\"version\":1,")
+	if live {
+		// kplan's own key: the leaders and ISR are a running cluster's facts.
+		b.WriteString("\"live\":true,")
+	}
+	b.WriteString("\"partitions\":[")
 	for i, p := range sorted {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString("\n  {\"topic\":")
 		writeJSONString(&b, p.Topic)
-		fmt.Fprintf(&b, ",\"partition\":%d,\"replicas\":[", p.Partition)
-		for j, r := range p.Replicas {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(strconv.FormatInt(int64(r), 10))
-		}
-		b.WriteByte(']')
+		fmt.Fprintf(&b, ",\"partition\":%d,\"replicas\":", p.Partition)
+		writeInts(&b, p.Replicas)
 		if len(p.LogDirs) > 0 {
 			b.WriteString(",\"log_dirs\":[")
 			for j, d := range p.LogDirs {
@@ -42,6 +64,17 @@ func WriteReassignment(w io.Writer, parts []Partition) error {
 				writeJSONString(&b, d)
 			}
 			b.WriteByte(']')
+		}
+		if state {
+			fmt.Fprintf(&b, ",\"leader\":%d", p.Leader)
+			if p.ISR != nil {
+				b.WriteString(",\"isr\":")
+				writeInts(&b, p.ISR)
+			}
+			if len(p.Offline) > 0 {
+				b.WriteString(",\"offline_replicas\":")
+				writeInts(&b, p.Offline)
+			}
 		}
 		b.WriteByte('}')
 	}

@@ -2,6 +2,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/topology"
 )
 
 // Options are the parsed flags of `kplan audit`.
@@ -26,7 +28,9 @@ type Options struct {
 	// WhatIf lists brokers to simulate losing; WhatIfAll every broker.
 	WhatIf    []int32
 	WhatIfAll bool
-	f         *cmdutil.Factory
+	// SaveSnapshot, when set, receives the layout read (leaders, ISR) as JSON.
+	SaveSnapshot string
+	f            *cmdutil.Factory
 }
 
 // NewCmdAudit returns `kplan audit`. runF replaces the run function in tests.
@@ -55,7 +59,7 @@ a live cluster. --fail-on makes kplan exit 3 when a finding is at or above
 that severity. --what-if broker-3 (or all) simulates losing brokers: each
 partition a lost broker led elects its first replica in assignment order
 that is alive and in sync. Not yet here (issue 4): predicted load per
-partitioner, the layout generator, and --save-snapshot.`,
+partitioner and the layout generator.`,
 		Example: `  $ kplan audit --from testdata/layouts/thesis-fig3.3.json
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
   $ kafka-topics.sh --bootstrap-server k1:9092 --describe | kplan audit --from -
@@ -104,6 +108,7 @@ partitioner, the layout generator, and --save-snapshot.`,
 	}
 	source.AddFlags(cmd, &opts.Source)
 	cmd.Flags().StringVar(&by, "by", "leaders", "group topics by their leader brokers or by every replica's broker: leaders or replicas")
+	cmd.Flags().StringVar(&opts.SaveSnapshot, "save-snapshot", "", "also write the layout read (with leaders and ISR) to this JSON file, to audit offline later with --from")
 	cmd.Flags().StringSliceVar(&whatIf, "what-if", nil, "simulate losing brokers: broker-N (repeatable, comma list) or all")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
 	cmdutil.AddOutputFlag(cmd, &out)
@@ -114,6 +119,15 @@ func runAudit(ctx context.Context, opts *Options) error {
 	c, err := opts.Source.Load(ctx, opts.f)
 	if err != nil {
 		return err
+	}
+	if opts.SaveSnapshot != "" {
+		var b bytes.Buffer
+		if err := topology.WriteSnapshot(&b, c); err != nil {
+			return err
+		}
+		if err := report.WriteFileAtomic(opts.SaveSnapshot, b.Bytes()); err != nil {
+			return cmdutil.UsageErrorf("--save-snapshot: %w", err)
+		}
 	}
 	r := audit.Run(c, opts.By)
 	if opts.WhatIfAll || len(opts.WhatIf) > 0 {

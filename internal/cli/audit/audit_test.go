@@ -165,3 +165,20 @@ func TestWhatIf(t *testing.T) {
 	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Contains(t, errOut, "--what-if: ")
 }
+
+func TestSaveSnapshotRoundTrips(t *testing.T) {
+	describe := "Topic: a\tPartition: 0\tLeader: 2\tReplicas: 1,2\tIsr: 2\n"
+	snap := filepath.Join(t.TempDir(), "snap.json")
+	code, first, errOut := run(describe, "audit", "--from", "-", "--save-snapshot", snap, "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	b, err := os.ReadFile(snap)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"leader":2,"isr":[2]`)
+	code, second, errOut := run("", "audit", "--from", snap, "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, first, second, "the snapshot audits the same")
+
+	code, _, errOut = run(describe, "audit", "--from", "-", "--save-snapshot", filepath.Join(t.TempDir(), "no", "dir.json"))
+	assert.Equal(t, cmdutil.ExitUsage, code)
+	assert.Contains(t, errOut, "--save-snapshot: ")
+}
