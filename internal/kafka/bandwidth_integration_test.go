@@ -5,6 +5,7 @@ package kafka_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,12 +67,17 @@ func TestBrokerBandwidth(t *testing.T) {
 	defer cancel()
 	s, err := localkafka.Up(ctx, localkafka.Config{Brokers: 3, JarsDir: jars, Dir: dir, BasePort: 19092, FastFailover: true, BandwidthBps: 5_000_000}, kafka.WaitBrokers)
 	require.NoError(t, err)
+	require.NotNil(t, s.Net)
+	subnet := s.Net.Subnet
 	defer func() {
 		require.NoError(t, s.Down(15*time.Second))
 		for _, ns := range s.Nodes {
 			_, err := os.Stat("/run/netns/" + ns.Netns)
 			assert.True(t, os.IsNotExist(err), "namespace %s left behind", ns.Netns)
 		}
+		links, err := filepath.Glob(fmt.Sprintf("/sys/class/net/kpl%d*", subnet))
+		require.NoError(t, err)
+		assert.Empty(t, links, "links left behind right after down")
 	}()
 	bootstrap := strings.Join(s.Bootstrap(), ",")
 	admin, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: bootstrap}, "test")

@@ -193,16 +193,42 @@ func (n Node) Alive() bool {
 	if syscall.Kill(n.PID, 0) != nil {
 		return false
 	}
-	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", n.PID))
+	cmd, err := readCmdline(n.PID)
+	if err != nil || zombie(n.PID) {
+		return false // a zombie waiting for its parent is dead
+	}
+	return strings.Contains(string(cmd), n.Config)
+}
+
+// readCmdline reads a process's argv. While a process is inside execve
+// (`ip netns exec` and the java launcher exec again right after start) the
+// kernel shows an empty cmdline, so an empty answer is retried for up to a
+// second before it counts; kernel threads, whose cmdline stays empty, are
+// then reported as such.
+func readCmdline(pid int) ([]byte, error) {
+	path := fmt.Sprintf("/proc/%d/cmdline", pid)
+	for range 100 {
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) > 0 || zombie(pid) {
+			return b, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil, nil
+}
+
+// zombie reports whether pid has exited and waits for its parent.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
 	}
-	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.PID)); err == nil {
-		if f := strings.Fields(string(stat)); len(f) > 2 && f[2] == "Z" {
-			return false // a zombie waiting for its parent is dead
-		}
+	// The state follows the parenthesised command name, which may hold spaces.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 {
+		f := strings.Fields(string(stat[i+1:]))
+		return len(f) > 0 && f[0] == "Z"
 	}
-	return strings.Contains(string(cmd), n.Config)
+	return false
 }
 
 // AnyAlive reports whether any node of the lab runs.
@@ -426,19 +452,25 @@ func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
 	}
 	for i := range s.Nodes {
 		if err := s.start(&s.Nodes[i]); err != nil {
-			s.Down(5 * time.Second) //nolint:errcheck // the start error is the one to report
-			return nil, err
+			return nil, s.abort(err)
 		}
 	}
 	if err := s.save(); err != nil {
-		s.Down(5 * time.Second) //nolint:errcheck // the save error is the one to report
-		return nil, err
+		return nil, s.abort(err)
 	}
 	if err := s.waitReady(ctx, ready, nil); err != nil {
-		s.Down(5 * time.Second) //nolint:errcheck // the readiness error is the one to report
-		return nil, err
+		return nil, s.abort(err)
 	}
 	return s, nil
+}
+
+// abort stops what a failed Up started and returns cause, joined with any
+// cleanup failure so that a leftover process or namespace is never silent.
+func (s *State) abort(cause error) error {
+	if err := s.Down(5 * time.Second); err != nil {
+		return errors.Join(cause, fmt.Errorf("cleaning up the failed lab in %s: %w", s.Dir, err))
+	}
+	return cause
 }
 
 func (s *State) jvmArgs(extra ...string) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,4 +126,34 @@ func TestUpRefusesForeignDirectory(t *testing.T) {
 	assert.Contains(t, err.Error(), "not empty and holds no lab")
 	_, err = os.Stat(precious)
 	assert.NoError(t, err, "nothing deleted")
+}
+
+// TestAliveThroughExec: a node started through a chain of execs (as `ip
+// netns exec ... java` is) counts as alive at every instant; the kernel
+// shows an empty cmdline inside execve, which once made a healthy broker
+// look "died while starting".
+func TestAliveThroughExec(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/env"); err != nil {
+		t.Fatalf("this test needs /usr/bin/env: %v", err)
+	}
+	config := filepath.Join(t.TempDir(), "node-1", "server.properties")
+	for range 20 {
+		cmd := exec.Command("/usr/bin/env", "env", "env", "/bin/sh", "-c", "sleep 5; true", config)
+		require.NoError(t, cmd.Start())
+		n := Node{ID: 1, PID: cmd.Process.Pid, Config: config}
+		deadline := time.Now().Add(50 * time.Millisecond)
+		for time.Now().Before(deadline) {
+			if !assert.True(t, n.Alive(), "a starting node looked dead") {
+				break
+			}
+		}
+		require.NoError(t, cmd.Process.Kill())
+		for i := 0; i < 100 && !zombie(n.PID); i++ {
+			time.Sleep(5 * time.Millisecond)
+		}
+		assert.False(t, n.Alive(), "a killed, unreaped node (a zombie) looks alive")
+		_ = cmd.Wait()
+		assert.False(t, n.Alive(), "a killed and reaped node looks alive")
+	}
+	assert.False(t, Node{PID: os.Getpid(), Config: config}.Alive(), "another process is not the node")
 }

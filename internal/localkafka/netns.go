@@ -45,6 +45,9 @@ func subnetFor(dir string) int {
 	return int(h.Sum32()%249) + 1
 }
 
+// hostLink names the root-namespace end of node id's veth pair.
+func hostLink(subnet int, id int32) string { return fmt.Sprintf("kpl%dh%d", subnet, id) }
+
 func run(args ...string) error {
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
@@ -80,7 +83,7 @@ func (s *State) setupNet(rate int64) (err error) {
 	for i := range s.Nodes {
 		nd := &s.Nodes[i]
 		ns := fmt.Sprintf("kplan-%d-%d", x, nd.ID)
-		host, peer := fmt.Sprintf("kpl%dh%d", x, nd.ID), fmt.Sprintf("kpl%dn%d", x, nd.ID)
+		host, peer := hostLink(x, nd.ID), fmt.Sprintf("kpl%dn%d", x, nd.ID)
 		nd.Netns = ns
 		n.Namespaces = append(n.Namespaces, ns)
 		cmds := [][]string{
@@ -113,6 +116,17 @@ func (s *State) teardownNet() error {
 		return nil
 	}
 	var errs []error
+	// Delete the host ends first: that removes both ends at once, whereas a
+	// deleted namespace frees its veths later, in the kernel's own time, and
+	// an immediate `lab up` would find the names still taken.
+	for _, nd := range s.Nodes {
+		host := hostLink(s.Net.Subnet, nd.ID)
+		if _, err := os.Stat("/sys/class/net/" + host); err == nil {
+			if err := run("ip", "link", "del", host); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	for _, ns := range s.Net.Namespaces {
 		if _, err := os.Stat("/run/netns/" + ns); err == nil {
 			if err := run("ip", "netns", "del", ns); err != nil {

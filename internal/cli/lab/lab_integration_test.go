@@ -3,7 +3,6 @@
 package lab_test
 
 import (
-	"context"
 	"encoding/json"
 	"net"
 	"os"
@@ -14,18 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kplan-dev/kplan/internal/app"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
-	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 )
-
-func run(args ...string) (int, string, string) {
-	ios, _, out, errOut := iostreams.Test()
-	f := cmdutil.NewTestFactory()
-	f.IOStreams = ios
-	return app.Run(context.Background(), f, args), out.String(), errOut.String()
-}
 
 // TestLabLifecycle drives `kplan lab` as an operator would, from separate
 // command invocations sharing only the lab directory.

@@ -1,0 +1,225 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// ErrUnreachable and ErrAuth classify connection failures of Admin calls so
+// callers can tell "no broker answered" from "a broker refused us".
+var (
+	ErrUnreachable = errors.New("cluster unreachable")
+	ErrAuth        = errors.New("authentication failed")
+)
+
+// Admin is the lazily built admin client of one cluster: nothing connects
+// until the first call. It is safe for concurrent use.
+type Admin struct {
+	opts    ConnOptions
+	version string
+
+	once sync.Once
+	cl   *kgo.Client
+	err  error
+}
+
+// NewAdmin returns an Admin for opts; the client is built on first use.
+func NewAdmin(opts ConnOptions, version string) *Admin {
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	return &Admin{opts: opts, version: version}
+}
+
+// Client returns the underlying franz-go client, building it on first use.
+func (a *Admin) Client() (*kgo.Client, error) {
+	a.once.Do(func() { a.cl, a.err = NewClient(a.opts, a.version) })
+	return a.cl, a.err
+}
+
+// Close releases the client, if one was built.
+func (a *Admin) Close() {
+	if cl, err := a.Client(); err == nil && cl != nil {
+		cl.Close()
+	}
+}
+
+// bounded returns ctx limited by the connection timeout.
+func (a *Admin) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, a.opts.Timeout)
+}
+
+// Snapshot reads the live layout (see the package-level Snapshot) within
+// the connection timeout. An unreachable cluster wraps ErrUnreachable, a
+// refused login or TLS handshake wraps ErrAuth.
+func (a *Admin) Snapshot(ctx context.Context, topicFilter func(string) bool) (*topology.Cluster, error) {
+	cl, err := a.Client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
+	c, err := Snapshot(ctx, cl, topicFilter)
+	if err != nil {
+		return nil, a.classify(err)
+	}
+	return c, nil
+}
+
+// LogDirSizes returns the on-disk size of every partition of the topics the
+// filter accepts (nil: all but Kafka's internal topics), from
+// DescribeLogDirs on every broker: the largest replica's size, which is
+// what a reassignment copies at most. Partitions no live broker reports are
+// absent from the map.
+func (a *Admin) LogDirSizes(ctx context.Context, topicFilter func(string) bool) (map[topology.Key]int64, error) {
+	cl, err := a.Client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
+	all, err := kadm.NewClient(cl).DescribeAllLogDirs(ctx, nil)
+	if err != nil && len(all) == 0 {
+		return nil, a.classify(fmt.Errorf("describe log dirs: %w", err))
+	}
+	// A dead broker yields a shard error; the survivors' answers still count.
+	sizes := make(map[topology.Key]int64)
+	for _, dirs := range all {
+		for _, d := range dirs {
+			if d.Err != nil {
+				continue
+			}
+			d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+				if p.IsFuture || !accept(topicFilter, p.Topic) {
+					return
+				}
+				k := topology.Key{Topic: p.Topic, Partition: p.Partition}
+				if cur, ok := sizes[k]; !ok || p.Size > cur {
+					sizes[k] = p.Size
+				}
+			})
+		}
+	}
+	return sizes, nil
+}
+
+// ApplySizes sets SizeBytes of every partition of c found in sizes.
+func ApplySizes(c *topology.Cluster, sizes map[topology.Key]int64) {
+	for i := range c.Partitions {
+		if s, ok := sizes[c.Partitions[i].Key()]; ok {
+			c.Partitions[i].SizeBytes = s
+		}
+	}
+}
+
+// WaitBrokers polls until at least n brokers are registered and each answers
+// on its own address, or ctx ends (the error then says how many answered).
+func (a *Admin) WaitBrokers(ctx context.Context, n int) error {
+	cl, err := a.Client()
+	if err != nil {
+		return err
+	}
+	adm := kadm.NewClient(cl)
+	var last error
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+		bs, err := adm.ListBrokers(attempt)
+		if err == nil {
+			ids := bs.NodeIDs()
+			answered := 0
+			for _, id := range ids {
+				if _, rerr := cl.Broker(int(id)).RetriableRequest(attempt, kmsgApiVersions()); rerr == nil {
+					answered++
+				}
+			}
+			if answered >= n {
+				cancel()
+				return nil
+			}
+			last = fmt.Errorf("%d of %d brokers answer (registered: %v)", answered, n, ids)
+		} else {
+			last = a.classify(err)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d brokers: %w", n, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// classify wraps err with ErrAuth or ErrUnreachable when it is one of those.
+func (a *Admin) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if isAuth(err) {
+		return fmt.Errorf("%w at %s: %w", ErrAuth, a.seeds(), err)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		// A Kafka listener drops a client whose security settings it does
+		// not speak (PLAINTEXT against SASL, a rejected SASL exchange).
+		return fmt.Errorf("%w at %s: the broker closed the connection; check security.protocol, sasl.mechanism and the credentials in --command-config: %w",
+			ErrAuth, a.seeds(), err)
+	}
+	var netErr net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.Is(err, kgo.ErrClientClosed) {
+		return fmt.Errorf("%w: no broker at %s answered within %s: %w", ErrUnreachable, a.seeds(), a.opts.Timeout, err)
+	}
+	return err
+}
+
+func (a *Admin) seeds() string {
+	if a.opts.BootstrapServers != "" {
+		return a.opts.BootstrapServers
+	}
+	return "bootstrap.servers of " + a.opts.CommandConfig
+}
+
+// isAuth reports whether err is a SASL, ACL or TLS refusal.
+func isAuth(err error) bool {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism, kerr.IllegalSaslState,
+			kerr.ClusterAuthorizationFailed, kerr.TopicAuthorizationFailed:
+			return true
+		}
+	}
+	var (
+		certErr    *tls.CertificateVerificationError
+		unknownCA  x509.UnknownAuthorityError
+		hostErr    x509.HostnameError
+		recordErr  tls.RecordHeaderError
+		alertError tls.AlertError
+	)
+	if errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) ||
+		errors.As(err, &recordErr) || errors.As(err, &alertError) {
+		return true
+	}
+	// franz-go reports a broker closing the connection mid-SASL this way.
+	return strings.Contains(err.Error(), "SASL")
+}
+
+func accept(filter func(string) bool, topic string) bool {
+	if filter == nil {
+		return !strings.HasPrefix(topic, "__")
+	}
+	return filter(topic)
+}

@@ -1,0 +1,161 @@
+package kafka
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+func TestAdminSnapshotWaitAndSizes(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(4, "orders"))
+	require.NoError(t, err)
+	defer c.Close()
+
+	a := NewAdmin(ConnOptions{BootstrapServers: strings.Join(c.ListenAddrs(), ","), Timeout: 5 * time.Second}, "test")
+	defer a.Close()
+	ctx := context.Background()
+	require.NoError(t, a.WaitBrokers(ctx, 3))
+
+	cl, err := NewClient(ConnOptions{BootstrapServers: strings.Join(c.ListenAddrs(), ",")}, "test",
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	require.NoError(t, err)
+	defer cl.Close()
+	payload := strings.Repeat("x", 1000)
+	for i := range 40 {
+		r := &kgo.Record{Topic: "orders", Partition: int32(i % 4), Value: []byte(payload)}
+		require.NoError(t, cl.ProduceSync(ctx, r).FirstErr())
+	}
+
+	snap, err := a.Snapshot(ctx, nil)
+	require.NoError(t, err)
+	assert.True(t, snap.Live)
+	assert.Len(t, snap.Brokers, 3)
+	require.Len(t, snap.Partitions, 4)
+	for _, p := range snap.Partitions {
+		assert.Equal(t, "orders", p.Topic)
+		assert.NotEqual(t, topology.NoLeader, p.Leader)
+		assert.Contains(t, p.Replicas, p.Leader)
+	}
+
+	sizes, err := a.LogDirSizes(ctx, func(s string) bool { return s == "orders" })
+	require.NoError(t, err)
+	require.Len(t, sizes, 4)
+	for k, s := range sizes {
+		// Ten 1000-byte values per partition, plus batch overhead.
+		assert.GreaterOrEqual(t, s, int64(10*1000), k.String())
+	}
+	ApplySizes(snap, sizes)
+	for _, p := range snap.Partitions {
+		assert.Equal(t, sizes[p.Key()], p.SizeBytes)
+	}
+
+	none, err := a.Snapshot(ctx, func(string) bool { return false })
+	require.NoError(t, err)
+	assert.Empty(t, none.Partitions)
+}
+
+func TestAdminUnreachableIsBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	a := NewAdmin(ConnOptions{BootstrapServers: addr, Timeout: 1500 * time.Millisecond}, "test")
+	defer a.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Snapshot(context.Background(), nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrUnreachable)
+		assert.Contains(t, err.Error(), addr)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Snapshot of an unreachable cluster did not return")
+	}
+	_, err = a.LogDirSizes(context.Background(), nil)
+	require.ErrorIs(t, err, ErrUnreachable)
+}
+
+func TestAdminAuthFailure(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "admin", "right"))
+	require.NoError(t, err)
+	defer c.Close()
+
+	dir := t.TempDir()
+	write := func(name, pass string) string {
+		p := filepath.Join(dir, name)
+		body := "bootstrap.servers=" + c.ListenAddrs()[0] + "\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n" +
+			`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="` + pass + "\";\n"
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+
+	good := NewAdmin(ConnOptions{CommandConfig: write("good.properties", "right"), Timeout: 5 * time.Second}, "test")
+	defer good.Close()
+	snap, err := good.Snapshot(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Len(t, snap.Brokers, 1)
+
+	bad := NewAdmin(ConnOptions{CommandConfig: write("bad.properties", "wrong"), Timeout: 3 * time.Second}, "test")
+	defer bad.Close()
+	_, err = bad.Snapshot(context.Background(), nil)
+	require.ErrorIs(t, err, ErrAuth)
+	assert.NotErrorIs(t, err, ErrUnreachable)
+}
+
+func TestClassify(t *testing.T) {
+	a := NewAdmin(ConnOptions{BootstrapServers: "k1:9092"}, "test")
+	tests := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"sasl refused", fmt.Errorf("metadata: %w", kerr.SaslAuthenticationFailed), ErrAuth},
+		{"cluster acl", kerr.ClusterAuthorizationFailed, ErrAuth},
+		{"unknown ca", x509.UnknownAuthorityError{}, ErrAuth},
+		{"closed mid-handshake", fmt.Errorf("metadata: %w", io.EOF), ErrAuth},
+		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, ErrUnreachable},
+		{"deadline", fmt.Errorf("metadata: %w", context.DeadlineExceeded), ErrUnreachable},
+		{"other", kerr.UnknownTopicOrPartition, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := a.classify(tt.err)
+			require.ErrorIs(t, got, tt.err)
+			if tt.want == nil {
+				assert.NotErrorIs(t, got, ErrAuth)
+				assert.NotErrorIs(t, got, ErrUnreachable)
+				return
+			}
+			require.ErrorIs(t, got, tt.want)
+			assert.Contains(t, got.Error(), "k1:9092")
+		})
+	}
+	assert.NoError(t, a.classify(nil))
+}
+
+func TestAdminBadCommandConfig(t *testing.T) {
+	a := NewAdmin(ConnOptions{CommandConfig: filepath.Join(t.TempDir(), "missing.properties")}, "test")
+	_, err := a.Snapshot(context.Background(), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "missing.properties")
+	a.Close()
+}
