@@ -4,7 +4,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kplan-dev/kplan/internal/cli/audit"
+	"github.com/kplan-dev/kplan/internal/cli/chaos"
+	"github.com/kplan-dev/kplan/internal/cli/generate"
 	"github.com/kplan-dev/kplan/internal/cli/lab"
+	"github.com/kplan-dev/kplan/internal/cli/reassign"
 	"github.com/kplan-dev/kplan/internal/cli/size"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 )
@@ -15,6 +18,9 @@ func verbs(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		size.NewCmdSize(f, nil),
 		audit.NewCmdAudit(f, nil),
+		reassign.NewCmdReassign(f, nil),
+		generate.NewCmdGenerate(f, nil),
 		lab.NewCmdLab(f),
+		chaos.NewCmdChaos(f, nil),
 	}
 }

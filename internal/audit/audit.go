@@ -89,7 +89,32 @@ type Report struct {
 	LeaderSkew        Skew               `json:"leader_skew"`
 	ReplicaSkew       Skew               `json:"replica_skew"`
 	Findings          []Finding          `json:"findings"`
-	WhatIf            []WhatIf           `json:"what_if,omitempty"`
+	// Predicted is the expected load per broker under each partitioner.
+	Predicted []Prediction `json:"predicted_load"`
+	// Rates says what Predicted assumed: "equal" or "given".
+	Rates string `json:"rates"`
+	// RatesBytesPerSecond is true when Predicted loads are bytes per second
+	// rather than relative weights.
+	RatesBytesPerSecond bool     `json:"rates_bytes_per_second"`
+	WhatIf              []WhatIf `json:"what_if,omitempty"`
+}
+
+// AddPrediction stores the predicted load for rates; given says whether
+// the user gave the rates (then a skewed prediction is a warning).
+func (r *Report) AddPrediction(c *topology.Cluster, rates Rates, given bool) {
+	r.Predicted = Predict(c, rates)
+	r.Rates = "equal"
+	if !given {
+		return
+	}
+	r.Rates, r.RatesBytesPerSecond = "given", rates.BytesPerSecond
+	for _, p := range r.Predicted {
+		if p.Partitioner != Sticky && p.MaxOverMean > SkewWarn {
+			r.Findings = append(r.Findings, Finding{Rule: "predicted-skew", Severity: Warning, Subject: p.Partitioner,
+				Message: fmt.Sprintf("under the %s partitioner broker %d would take %.2fx the mean load at these rates", p.Partitioner, p.BusiestBroker, p.MaxOverMean)})
+		}
+	}
+	sortFindings(r.Findings)
 }
 
 // AddWhatIf simulates losing each broker in lost (all when empty), stores
@@ -97,8 +122,20 @@ type Report struct {
 // partitions offline.
 func (r *Report) AddWhatIf(c *topology.Cluster, by By, lost []int32) {
 	r.WhatIf = WhatIfLoss(c, by, lost)
+	worst := -1
+	for i, w := range r.WhatIf {
+		if w.NewOverlaps > 0 && (worst < 0 || w.NewOverlaps > r.WhatIf[worst].NewOverlaps) {
+			worst = i
+		}
+	}
+	if worst >= 0 {
+		w := r.WhatIf[worst]
+		r.Findings = append(r.Findings, Finding{Rule: "what-if-new-overlap", Severity: Info, Subject: fmt.Sprintf("broker-%d", w.Broker),
+			Message: fmt.Sprintf("losing broker %d would create %d new %s between max groups, the most of any loss simulated; e.g. %s",
+				w.Broker, w.NewOverlaps, plural(w.NewOverlaps, "overlap", "overlaps"), w.NewOverlapExample)})
+	}
 	for _, w := range r.WhatIf {
-		if n := len(w.OfflinePartitions); n > 0 {
+		if n := w.OfflineCount; n > 0 {
 			r.Findings = append(r.Findings, Finding{Rule: "what-if-offline", Severity: Error, Subject: fmt.Sprintf("broker-%d", w.Broker),
 				Message: fmt.Sprintf("losing broker %d would leave %d partitions with no in-sync replica to elect (e.g. %s)", w.Broker, n, w.OfflinePartitions[0])})
 		}
@@ -165,6 +202,7 @@ func Run(c *topology.Cluster, by By) Report {
 		r.BrokerGroups = append(r.BrokerGroups, BrokerGroupsJSON{Broker: ix.ID(v.Broker), Groups: v.Groups})
 	}
 	r.Load, r.LeaderSkew, r.ReplicaSkew = load(c, ix)
+	r.Predicted, r.Rates = Predict(c, EqualRates()), "equal"
 	r.Findings = append(r.Findings, checks(c, r)...)
 	sortFindings(r.Findings)
 	return r
@@ -222,65 +260,92 @@ func checks(c *topology.Cluster, r Report) []Finding {
 			add(name+"-skew", Warning, "cluster", "%s per broker range %d-%d, mean %.3g: the busiest broker carries %.2fx its share", name, sk.Min, sk.Max, sk.Mean, sk.MaxOverMean)
 		}
 	}
-	racks := map[string]bool{}
-	for _, b := range c.Brokers {
-		if b.Rack != "" {
-			racks[b.Rack] = true
+	ix := topology.NewIndex(c.Brokers)
+	// Dense rack ids per broker index, for the rack-duplicate rule.
+	rackID := make([]int, ix.Len())
+	rackNames := map[string]int{}
+	for i, br := range c.Brokers {
+		id, ok := rackNames[br.Rack]
+		if !ok {
+			id = len(rackNames)
+			rackNames[br.Rack] = id
 		}
+		rackID[i] = id
 	}
-	rackOf := map[int32]string{}
-	for _, b := range c.Brokers {
-		rackOf[b.ID] = b.Rack
+	checkRacks := c.HasRacks()
+	perBroker := make([]int, ix.Len()) // leaders of the current topic, by broker index
+	var led []int                      // broker indexes with perBroker > 0
+	var rackSeen []int                 // broker index per rack id, for one partition
+	if checkRacks {
+		rackSeen = make([]int, len(rackNames))
 	}
 	for _, t := range c.Topics() {
-		perBroker := map[int32]int{}
-		for _, p := range t.Partitions {
-			key := p.Key().String()
-			if p.Leader != topology.NoLeader {
-				perBroker[p.Leader]++
-			} else {
+		led = led[:0]
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			if j, ok := ix.Pos(p.Leader); ok {
+				if perBroker[j] == 0 {
+					led = append(led, j)
+				}
+				perBroker[j]++
+			} else if p.Leader == topology.NoLeader {
+				key := p.Key().String()
 				add("offline", Error, key, "%s has no leader: it takes no writes or reads", key)
 			}
 			if len(p.Replicas) > len(c.Brokers) {
+				key := p.Key().String()
 				add("rf-above-brokers", Error, key, "%s has %d replicas but the cluster has %d brokers", key, len(p.Replicas), len(c.Brokers))
 			}
 			if c.Live && p.ISR != nil && p.Leader != topology.NoLeader && len(p.ISR) < len(p.Replicas) {
+				key := p.Key().String()
 				add("under-replicated", Warning, key, "%s has %d of %d replicas in sync", key, len(p.ISR), len(p.Replicas))
 			}
-			if c.HasRacks() && len(racks) >= len(p.Replicas) {
-				seen := map[string]int32{}
+			if checkRacks && len(rackNames) >= len(p.Replicas) {
+				for k := range rackSeen {
+					rackSeen[k] = -1
+				}
 				for _, rep := range p.Replicas {
-					if other, ok := seen[rackOf[rep]]; ok {
-						add("rack-duplicate", Warning, key, "%s has replicas %d and %d in rack %s", key, other, rep, rackOf[rep])
+					j, ok := ix.Pos(rep)
+					if !ok {
+						continue
+					}
+					if other := rackSeen[rackID[j]]; other >= 0 {
+						key := p.Key().String()
+						add("rack-duplicate", Warning, key, "%s has replicas %d and %d in rack %s", key, ix.ID(other), rep, c.Brokers[j].Rack)
 						break
 					}
-					seen[rackOf[rep]] = rep
+					rackSeen[rackID[j]] = j
 				}
 			}
 		}
-		if len(perBroker) == 0 {
-			continue
-		}
-		if len(perBroker) == 1 && len(t.Partitions) > 1 && len(c.Brokers) > 1 {
-			for b := range perBroker {
-				add("single-broker", Warning, t.Name, "all %d partitions of %s are led by broker %d", len(t.Partitions), t.Name, b)
-			}
+		if len(led) == 0 {
 			continue
 		}
 		lo, hi, hiB := len(t.Partitions), 0, int32(0)
-		for b, n := range perBroker {
+		for _, j := range led {
+			n := perBroker[j]
 			lo = min(lo, n)
-			if n > hi || n == hi && b < hiB {
-				hi, hiB = n, b
+			if n > hi { // led is in partition order; ties go to the lower id below
+				hi, hiB = n, ix.ID(j)
+			} else if n == hi && ix.ID(j) < hiB {
+				hiB = ix.ID(j)
 			}
+		}
+		spread := len(led)
+		for _, j := range led {
+			perBroker[j] = 0
+		}
+		if spread == 1 && len(t.Partitions) > 1 && len(c.Brokers) > 1 {
+			add("single-broker", Warning, t.Name, "all %d partitions of %s are led by broker %d", len(t.Partitions), t.Name, hiB)
+			continue
 		}
 		if hi > lo {
 			sev := Warning
-			if hi-lo == 1 && len(t.Partitions)%len(perBroker) != 0 {
+			if hi-lo == 1 && len(t.Partitions)%spread != 0 {
 				sev = Info // the count cannot split evenly over these brokers
 			}
 			add("uneven-spread", sev, t.Name, "%s leads %d-%d partitions per broker over %d brokers: broker %d takes %d shares of its traffic",
-				t.Name, lo, hi, len(perBroker), hiB, hi)
+				t.Name, lo, hi, spread, hiB, hi)
 		}
 	}
 	return out
@@ -294,4 +359,11 @@ func (r Report) AtLeast(sev Severity) bool {
 		}
 	}
 	return false
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -60,38 +60,95 @@ type Group struct {
 // MaxGroups groups topics with identical broker sets (Algorithm 1,
 // GETMAXGROUPS) by hashing the bitsets: O(T·n/64) instead of O(T·M·n).
 // Topics with an empty set (e.g. every partition offline) form no group.
+// Groups share the sets' memory.
 func MaxGroups(names []string, sets []topology.Bitset) []Group {
-	seed := maphash.MakeSeed()
-	byHash := map[uint64][]int{} // hash -> indexes into groups
-	var groups []Group
+	key := hashKey()
+	head := make(map[uint64]int32, len(sets)/4+1) // hash -> first group with it
+	var next []int32                              // group -> next group with the same hash, or -1
+	var rep []int32                               // group -> its first topic
+	var count []int32                             // group -> topics
+	groupOf := make([]int32, len(sets))
 	for i, s := range sets {
+		groupOf[i] = -1
 		if s.Empty() {
 			continue
 		}
-		h := s.Hash(seed)
-		found := false
-		for _, g := range byHash[h] {
-			if groups[g].Brokers.Equal(s) {
-				groups[g].Topics = append(groups[g].Topics, names[i])
-				found = true
-				break
+		h := hashSet(key, s)
+		first, ok := head[h]
+		g := int32(-1)
+		if ok {
+			for x := first; x >= 0; x = next[x] {
+				if sets[rep[x]].Equal(s) {
+					g = x
+					break
+				}
 			}
 		}
-		if !found {
-			byHash[h] = append(byHash[h], len(groups))
-			groups = append(groups, Group{Brokers: s, Topics: []string{names[i]}})
+		if g < 0 {
+			g = int32(len(rep))
+			rep = append(rep, int32(i))
+			count = append(count, 0)
+			if ok {
+				next = append(next, first)
+			} else {
+				next = append(next, -1)
+			}
+			head[h] = g
 		}
+		groupOf[i] = g
+		count[g]++
+	}
+	// Every group's topics in one backing array, in input order.
+	backing := make([]string, 0, len(sets))
+	groups := make([]Group, len(rep))
+	start := make([]int, len(rep))
+	off := 0
+	for g, n := range count {
+		start[g] = off
+		off += int(n)
+	}
+	backing = backing[:off]
+	fill := slices.Clone(start)
+	for i, g := range groupOf {
+		if g >= 0 {
+			backing[fill[g]] = names[i]
+			fill[g]++
+		}
+	}
+	for g := range groups {
+		groups[g] = Group{Brokers: sets[rep[g]], Topics: backing[start[g]:fill[g]:fill[g]]}
 	}
 	return number(groups)
 }
 
+// hashKey returns a fresh per-process key for hashSet.
+func hashKey() uint64 { return maphash.Comparable(maphash.MakeSeed(), "kplan.audit") }
+
+// hashSet hashes a set's words under key (multiply-xorshift), for grouping
+// equal sets without comparing every pair.
+func hashSet(key uint64, s topology.Bitset) uint64 {
+	h := key
+	for _, w := range s {
+		h ^= w
+		h *= 0x9e3779b97f4a7c15
+		h ^= h >> 29
+	}
+	return h
+}
+
 // number sorts each group's topics, orders groups by first topic, and
-// assigns IDs 1..M, so output never depends on hashing.
+// assigns IDs 1..M, so output never depends on hashing. Input in name
+// order (as TopicSets gives it) is already sorted: nothing moves.
 func number(groups []Group) []Group {
 	for i := range groups {
-		slices.Sort(groups[i].Topics)
+		if !slices.IsSorted(groups[i].Topics) {
+			slices.Sort(groups[i].Topics)
+		}
 	}
-	slices.SortFunc(groups, func(a, b Group) int { return cmp.Compare(a.Topics[0], b.Topics[0]) })
+	byFirst := func(a, b Group) int { return cmp.Compare(a.Topics[0], b.Topics[0]) }
+	if !slices.IsSortedFunc(groups, byFirst) {
+		slices.SortFunc(groups, byFirst)
+	}
 	for i := range groups {
 		groups[i].ID = i + 1
 	}
@@ -113,56 +170,112 @@ func Overlaps(groups []Group, n int) []Overlap {
 }
 
 // OverlapsUpTo is Overlaps stopping after limit pairs (0: no limit); it
-// reports whether it stopped early. A randomly placed cluster can overlap
-// in almost every pair of its groups (hundreds of millions of pairs on
-// 1,000 brokers), which no one can read and no machine should hold.
+// reports whether it stopped early, having listed the first limit pairs in
+// (A, B) order. A randomly placed cluster can overlap in almost every pair
+// of its groups (hundreds of millions of pairs on 1,000 brokers), which no
+// one can read and no machine should hold.
+//
+// For each group A it collects the groups B > A met on any of A's brokers
+// (a stamp per group drops repeats), so the work is the sum over brokers of
+// their group count squared, never M².
 func OverlapsUpTo(groups []Group, n, limit int) ([]Overlap, bool) {
-	var out []Overlap
-	truncated := false
 	view := brokerGroups(groups, n)
-scan:
-	for b, gs := range view {
-		for i := 0; i < len(gs); i++ {
-			for j := i + 1; j < len(gs); j++ {
-				x, y := groups[gs[i]-1].Brokers, groups[gs[j]-1].Brokers
-				// Report each pair once: at the lowest broker it shares,
-				// found without allocating or remembering pairs.
-				if firstCommon(x, y) == b {
-					if limit > 0 && len(out) == limit {
-						truncated = true
-						break scan
-					}
-					out = append(out, Overlap{A: gs[i], B: gs[j], Shared: x.And(y)})
+	// seen marks the groups B > A met on A's brokers (bit B); scanning its
+	// words from the lowest to the highest mark yields them in order
+	// without sorting, and clears them for the next A.
+	seen := make(topology.Bitset, len(groups)/64+1)
+	// First the pairs, as B IDs per A in one flat list (ends[i] closes
+	// group i's run), then the result sized once: no slice of two-pointer
+	// structs regrows.
+	var bs []int32
+	ends := make([]int, len(groups))
+	truncated := false
+	for ai := range groups {
+		a := &groups[ai]
+		lo, hi := len(groups)+1, 0
+		for wi, w := range a.Brokers {
+			for w != 0 {
+				b := wi*64 + bits.TrailingZeros64(w)
+				w &= w - 1
+				gs := view[b]
+				// IDs are increasing: skip those up to A.
+				k, _ := slices.BinarySearch(gs, a.ID+1)
+				if k < len(gs) {
+					lo, hi = min(lo, gs[k]), max(hi, gs[len(gs)-1])
+				}
+				for _, g := range gs[k:] {
+					seen.Set(g)
 				}
 			}
 		}
-	}
-	slices.SortFunc(out, func(x, y Overlap) int {
-		if c := cmp.Compare(x.A, y.A); c != 0 {
-			return c
+		for wi := lo / 64; lo <= hi && wi <= hi/64; wi++ {
+			w := seen[wi]
+			seen[wi] = 0
+			for w != 0 {
+				bs = append(bs, int32(wi*64+bits.TrailingZeros64(w)))
+				w &= w - 1
+			}
 		}
-		return cmp.Compare(x.B, y.B)
-	})
+		if limit > 0 && len(bs) > limit {
+			bs, truncated = bs[:limit], true
+			ends[ai] = limit
+			ends = ends[:ai+1]
+			break
+		}
+		ends[ai] = len(bs)
+	}
+	if len(bs) == 0 {
+		return nil, truncated
+	}
+	words := len(groups[0].Brokers)
+	slab := make([]uint64, len(bs)*words)
+	out := make([]Overlap, len(bs))
+	i := 0
+	for ai, end := range ends {
+		x := groups[ai].Brokers
+		for ; i < end; i++ {
+			y := groups[bs[i]-1].Brokers
+			shared := topology.Bitset(slab[i*words : (i+1)*words : (i+1)*words])
+			for w := range shared {
+				shared[w] = x[w] & y[w]
+			}
+			out[i] = Overlap{A: groups[ai].ID, B: int(bs[i]), Shared: shared}
+		}
+	}
 	return out, truncated
 }
 
-// firstCommon returns the lowest index in both sets, or -1.
-func firstCommon(x, y topology.Bitset) int {
-	for w := range x {
-		if c := x[w] & y[w]; c != 0 {
-			return w*64 + bits.TrailingZeros64(c)
+// brokerGroups maps each dense broker index to the IDs of the groups whose
+// broker set holds it, in increasing ID order, all in one backing array.
+func brokerGroups(groups []Group, n int) [][]int {
+	count := make([]int, n+1)
+	for _, g := range groups {
+		for wi, w := range g.Brokers {
+			for w != 0 {
+				count[wi*64+bits.TrailingZeros64(w)+1]++
+				w &= w - 1
+			}
 		}
 	}
-	return -1
-}
-
-// brokerGroups maps each dense broker index to the IDs of the groups whose
-// broker set holds it, in increasing ID order.
-func brokerGroups(groups []Group, n int) [][]int {
-	view := make([][]int, n)
+	for b := 1; b <= n; b++ {
+		count[b] += count[b-1]
+	}
+	backing := make([]int, count[n])
+	fill := slices.Clone(count[:n])
 	for _, g := range groups {
-		for _, b := range g.Brokers.Indexes() {
-			view[b] = append(view[b], g.ID)
+		for wi, w := range g.Brokers {
+			for w != 0 {
+				b := wi*64 + bits.TrailingZeros64(w)
+				backing[fill[b]] = g.ID
+				fill[b]++
+				w &= w - 1
+			}
+		}
+	}
+	view := make([][]int, n)
+	for b := range view {
+		if count[b+1] > count[b] {
+			view[b] = backing[count[b]:count[b+1]:count[b+1]]
 		}
 	}
 	return view

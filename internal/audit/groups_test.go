@@ -148,3 +148,58 @@ func BenchmarkGroups(b *testing.B) {
 		}
 	})
 }
+
+// TestOverlapsUpToIsAPrefix: a capped list is the first pairs of the full
+// one, in (A, B) order, and says it was cut.
+func TestOverlapsUpToIsAPrefix(t *testing.T) {
+	names, sets, n := benchLayout(2000, 300)
+	g := MaxGroups(names, sets)
+	all, cut := OverlapsUpTo(g, n, 0)
+	require.False(t, cut)
+	require.Greater(t, len(all), 100)
+	for _, limit := range []int{1, 7, 100, len(all) - 1} {
+		some, cut := OverlapsUpTo(g, n, limit)
+		assert.True(t, cut, "limit %d", limit)
+		assert.Equal(t, all[:limit], some, "limit %d", limit)
+	}
+	some, cut := OverlapsUpTo(g, n, len(all))
+	assert.False(t, cut, "exactly the limit is not cut")
+	assert.Equal(t, all, some)
+}
+
+// BenchmarkAlgorithms times each of the thesis's three algorithms against
+// its fast counterpart at 10,000 topics on 1,000 brokers.
+func BenchmarkAlgorithms(b *testing.B) {
+	names, sets, n := benchLayout(10_000, 1000)
+	g := MaxGroups(names, sets)
+	b.Run("maxgroups/fast", func(b *testing.B) {
+		for b.Loop() {
+			_ = MaxGroups(names, sets)
+		}
+	})
+	b.Run("maxgroups/literal", func(b *testing.B) {
+		for b.Loop() {
+			_ = literalMaxGroups(names, sets)
+		}
+	})
+	b.Run("overlaps/fast", func(b *testing.B) {
+		for b.Loop() {
+			_ = Overlaps(g, n)
+		}
+	})
+	b.Run("overlaps/literal", func(b *testing.B) {
+		for b.Loop() {
+			_ = literalDPO(g)
+		}
+	})
+	b.Run("brokerview/fast", func(b *testing.B) {
+		for b.Loop() {
+			_ = BrokerViews(g, n)
+		}
+	})
+	b.Run("brokerview/literal", func(b *testing.B) {
+		for b.Loop() {
+			_ = literalDPO2(g, n)
+		}
+	})
+}

@@ -1,6 +1,10 @@
 package audit
 
-import "github.com/kplan-dev/kplan/internal/topology"
+import (
+	"slices"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
 
 // The thesis's Algorithms 1-3 as written (Burato 2019, §3.5), kept as
 // reference implementations that property tests compare the fast ones with.
@@ -56,4 +60,92 @@ func literalDPO2(m []Group, nodes int) []BrokerView {
 		}
 	}
 	return p
+}
+
+// literalWhatIf simulates losing broker b from scratch, the slow way: apply
+// Kafka's election to every partition, recompute every topic's set and the
+// max groups with the literal algorithm, and compare every pair of groups.
+func literalWhatIf(c *topology.Cluster, by By, b int32) WhatIf {
+	after := c.Clone()
+	w := WhatIf{Broker: b, OfflinePartitions: []string{}, SingleISR: []string{}}
+	for i := range after.Partitions {
+		p := &after.Partitions[i]
+		if !slices.Contains(p.Replicas, b) {
+			continue
+		}
+		live := 0
+		for _, r := range p.Replicas {
+			if r != b && p.InSync(r) && !slices.Contains(p.Offline, r) {
+				live++
+			}
+		}
+		if live == 1 && p.Leader != topology.NoLeader {
+			w.SingleISR = append(w.SingleISR, p.Key().String())
+		}
+		if p.Leader == b {
+			w.LeadersMoved++
+			if p.Leader = elect(&c.Partitions[i], b); p.Leader == topology.NoLeader {
+				w.OfflinePartitions = append(w.OfflinePartitions, p.Key().String())
+			}
+		}
+		if by == ByReplicas {
+			p.Replicas = slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return r == b })
+		}
+	}
+	w.OfflineCount, w.SingleISRCount = len(w.OfflinePartitions), len(w.SingleISR)
+	w.OfflinePartitions = w.OfflinePartitions[:min(len(w.OfflinePartitions), MaxListed)]
+	w.SingleISR = w.SingleISR[:min(len(w.SingleISR), MaxListed)]
+	ix := topology.NewIndex(c.Brokers)
+	leaders := make([]int, ix.Len())
+	for _, p := range after.Partitions {
+		if j, ok := ix.Pos(p.Leader); ok {
+			leaders[j]++
+		}
+	}
+	bi, _ := ix.Pos(b)
+	sum := 0
+	for j, n := range leaders {
+		if j != bi {
+			sum += n
+			if n > w.LeadersMax {
+				w.LeadersMax, w.BusiestBroker = n, ix.ID(j)
+			}
+		}
+	}
+	if sum > 0 && ix.Len() > 1 {
+		w.LeadersMaxOverMean = round3(float64(w.LeadersMax) * float64(ix.Len()-1) / float64(sum))
+	}
+	names, before := TopicSets(c, ix, by)
+	_, now := TopicSets(after, ix, by)
+	past := map[string]topology.Bitset{}
+	for i, n := range names {
+		past[n] = before[i]
+		if by == ByLeaders && !now[i].Empty() && !slices.Equal(now[i].And(before[i]), now[i]) {
+			w.TopicsGainingBrokers++
+		}
+	}
+	groups := literalMaxGroups(names, now)
+	union := make([]topology.Bitset, len(groups))
+	for i, g := range groups {
+		union[i] = ix.NewSet()
+		for _, t := range g.Topics {
+			union[i] = or(union[i], past[t])
+		}
+	}
+	for i := range groups {
+		for j := i + 1; j < len(groups); j++ {
+			if groups[i].Brokers.Intersects(groups[j].Brokers) && !union[i].Intersects(union[j]) {
+				w.NewOverlaps++
+			}
+		}
+	}
+	return w
+}
+
+func or(a, b topology.Bitset) topology.Bitset {
+	out := a.Clone()
+	for i := range out {
+		out[i] |= b[i]
+	}
+	return out
 }

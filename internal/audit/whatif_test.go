@@ -1,6 +1,9 @@
 package audit
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,10 +30,10 @@ func TestWhatIfLoss(t *testing.T) {
 	// Leaders after: broker 2 leads t-0 and t-1, broker 3 leads t-2 and u-0.
 	assert.Equal(t, 2, w.LeadersMax)
 	assert.InDelta(t, 1.0, w.LeadersMaxOverMean, 1e-9)
-	// Before: t {1,2,3}, solo {1}, u {3}: overlaps t-solo and t-u. After:
-	// t {2,3}, solo gone, u {3}: overlap t-u only, none new.
-	assert.Equal(t, 1, w.Overlaps)
+	// Before: t {1,2,3}, solo {1}, u {3}. After: t {2,3}, solo gone,
+	// u {3}: t and u already met on broker 3, so nothing is new.
 	assert.Equal(t, 0, w.NewOverlaps)
+	assert.Equal(t, 0, w.TopicsGainingBrokers)
 
 	all := WhatIfLoss(c, ByLeaders, nil)
 	require.Len(t, all, 3)
@@ -50,4 +53,87 @@ func TestWhatIfRespectsISR(t *testing.T) {
 	assert.Equal(t, []string{"t-1"}, w.OfflinePartitions)
 	assert.Equal(t, []string{"t-0"}, w.SingleISR)
 	assert.Equal(t, int32(3), w.BusiestBroker, "the first in-sync replica in assignment order, not broker 2")
+}
+
+func TestWhatIfNewOverlap(t *testing.T) {
+	// x is led by 1 and 2, y by 3: disjoint. Losing 1 moves x-0 to its
+	// follower 3, where x now meets y.
+	c := &topology.Cluster{Partitions: []topology.Partition{
+		{Topic: "x", Partition: 0, Replicas: []int32{1, 3}, Leader: 1},
+		{Topic: "x", Partition: 1, Replicas: []int32{2, 1}, Leader: 2},
+		{Topic: "y", Partition: 0, Replicas: []int32{3, 2}, Leader: 3},
+	}}
+	c.Normalize()
+	w := WhatIfLoss(c, ByLeaders, []int32{1})[0]
+	assert.Equal(t, 1, w.NewOverlaps)
+	assert.Equal(t, 1, w.TopicsGainingBrokers)
+	assert.Equal(t, "x would be led on broker 3 too, where group 2 (y) leads; they shared no broker before", w.NewOverlapExample)
+	lit := literalWhatIf(c, ByLeaders, 1)
+	lit.NewOverlapExample = w.NewOverlapExample
+	assert.Equal(t, lit, w)
+	// Replica sets only shrink when a broker goes: nothing new by replicas.
+	assert.Equal(t, 0, WhatIfLoss(c, ByReplicas, []int32{1})[0].NewOverlaps)
+}
+
+// TestWhatIfEqualsLiteral compares the incremental what-if with the
+// from-scratch reference on random layouts: sparse ids, more than 64
+// brokers, ISR gaps, offline replicas and partitions, both views.
+func TestWhatIfEqualsLiteral(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	seen := 0
+	for i := range 400 {
+		brokers := 2 + rng.IntN(90)
+		c := &topology.Cluster{}
+		for tn := range 1 + rng.IntN(25) {
+			span := 1 + rng.IntN(min(brokers, 6))
+			start := rng.IntN(brokers)
+			for p := range 1 + rng.IntN(8) {
+				rf := 1 + rng.IntN(min(brokers, 4))
+				var reps []int32
+				for len(reps) < rf {
+					var r int32
+					if len(reps) == 0 {
+						r = int32(100 + 7*((start+p%span)%brokers))
+					} else {
+						r = int32(100 + 7*rng.IntN(brokers))
+					}
+					if !slices.Contains(reps, r) {
+						reps = append(reps, r)
+					}
+				}
+				part := topology.Partition{Topic: fmt.Sprintf("t%02d", tn), Partition: int32(p), Replicas: reps, Leader: reps[0]}
+				switch rng.IntN(6) {
+				case 0: // a follower out of sync
+					part.ISR = slices.Clone(reps[:max(1, len(reps)-1)])
+				case 1: // led by a follower
+					part.Leader = reps[len(reps)-1]
+				case 2: // offline
+					if rng.IntN(4) == 0 {
+						part.Leader, part.ISR = topology.NoLeader, []int32{}
+					}
+				case 3:
+					part.Offline = []int32{reps[len(reps)-1]}
+				}
+				c.Partitions = append(c.Partitions, part)
+			}
+		}
+		c.Normalize()
+		for _, by := range []By{ByLeaders, ByReplicas} {
+			fast := WhatIfLoss(c, by, nil)
+			require.Len(t, fast, len(c.Brokers))
+			assert.Equal(t, fast, whatIfLoss(c, by, nil, 0), "without the intersection table")
+			for _, w := range fast {
+				lit := literalWhatIf(c, by, w.Broker)
+				if lit.NewOverlaps == 0 || w.NewOverlaps == 0 {
+					w.NewOverlapExample = ""
+				}
+				lit.NewOverlapExample = w.NewOverlapExample
+				require.Equal(t, lit, w, "layout %d, by %d, broker %d", i, by, w.Broker)
+				if w.NewOverlaps > 0 {
+					seen++
+				}
+			}
+		}
+	}
+	assert.Greater(t, seen, 100, "the layouts must exercise new overlaps")
 }

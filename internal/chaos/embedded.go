@@ -325,3 +325,25 @@ func (e *Embedded) Restart(id int32) error {
 	}
 	return nil
 }
+
+// ElectPreferred moves every partition's leadership to its first live replica
+// in assignment order, as Kafka's preferred leader election does, and reports
+// how many partitions moved.
+func (e *Embedded) ElectPreferred() (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	moved := 0
+	for topic, parts := range e.assign {
+		for p, replicas := range parts {
+			want := e.firstLive(replicas)
+			if want < 0 || e.c.LeaderFor(topic, int32(p)) == want {
+				continue
+			}
+			if err := e.c.MoveTopicPartition(topic, int32(p), want); err != nil {
+				return moved, fmt.Errorf("preferred election %s/%d on broker %d: %w", topic, p, want, err)
+			}
+			moved++
+		}
+	}
+	return moved, nil
+}

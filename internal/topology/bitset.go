@@ -82,30 +82,48 @@ func (s Bitset) Indexes() []int {
 // Hash returns a hash of the set's words under seed, for grouping sets in
 // maps without comparing every pair.
 func (s Bitset) Hash(seed maphash.Seed) uint64 {
-	var h maphash.Hash
-	h.SetSeed(seed)
-	var buf [8]byte
+	// The seed keys a multiply-xorshift over the words: one maphash call per
+	// set instead of one per word.
+	h := maphash.String(seed, "kplan.Bitset")
 	for _, w := range s {
-		for i := range 8 {
-			buf[i] = byte(w >> (8 * i))
-		}
-		_, _ = h.Write(buf[:])
+		h ^= w
+		h *= 0x9e3779b97f4a7c15
+		h ^= h >> 29
 	}
-	return h.Sum64()
+	return h
 }
 
 // Index maps sparse broker ids onto dense indexes 0..n-1 in id order.
 type Index struct {
 	ids []int32
 	pos map[int32]int
+	// dense[id-lo] is pos+1 (0: absent) when the ids span at most
+	// denseSpan values, so Pos is an array load, not a map lookup.
+	lo    int32
+	dense []int32
 }
+
+// denseSpan bounds the id range Index keeps as a lookup array (4 MiB).
+const denseSpan = 1 << 20
 
 // NewIndex builds the index of the cluster's brokers (sorted by id).
 func NewIndex(brokers []Broker) *Index {
 	ix := &Index{ids: make([]int32, len(brokers)), pos: make(map[int32]int, len(brokers))}
+	lo, hi := int64(0), int64(-1)
 	for i, b := range brokers {
 		ix.ids[i] = b.ID
 		ix.pos[b.ID] = i
+		if i == 0 || int64(b.ID) < lo {
+			lo = int64(b.ID)
+		}
+		hi = max(hi, int64(b.ID))
+	}
+	if len(brokers) > 0 && hi-lo < denseSpan {
+		ix.lo = int32(lo)
+		ix.dense = make([]int32, hi-lo+1)
+		for i, id := range ix.ids {
+			ix.dense[id-ix.lo] = int32(i) + 1
+		}
 	}
 	return ix
 }
@@ -118,6 +136,13 @@ func (ix *Index) ID(i int) int32 { return ix.ids[i] }
 
 // Pos returns the dense index of broker id.
 func (ix *Index) Pos(id int32) (int, bool) {
+	if ix.dense != nil {
+		if d := int64(id) - int64(ix.lo); d >= 0 && d < int64(len(ix.dense)) {
+			i := ix.dense[d]
+			return int(i) - 1, i != 0
+		}
+		return 0, false
+	}
 	i, ok := ix.pos[id]
 	return i, ok
 }

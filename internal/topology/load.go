@@ -131,6 +131,37 @@ func LoadJSON(data []byte, name string) (*Cluster, error) {
 			if err := dec.Decode(&c.Live); err != nil {
 				return nil, syntax(err)
 			}
+		case "brokers":
+			// kplan's own key (WriteLayout, WriteSnapshot): brokers with racks.
+			var bs []struct {
+				ID   *int64 `json:"id"`
+				Rack string `json:"rack"`
+			}
+			start := dec.InputOffset()
+			for start < int64(len(data)) && (data[start] == ':' || data[start] == ' ' || data[start] == '\t' || data[start] == '\r' || data[start] == '\n') {
+				start++
+			}
+			if err := dec.Decode(&bs); err != nil {
+				return nil, syntax(err)
+			}
+			ids := map[int64]bool{}
+			for _, b := range bs {
+				var msg string
+				switch {
+				case b.ID == nil:
+					msg = "a broker has no id"
+				case *b.ID < 0 || *b.ID > 1<<31-1:
+					msg = fmt.Sprintf("broker id %d is out of range", *b.ID)
+				case ids[*b.ID]:
+					msg = fmt.Sprintf("broker %d listed twice", *b.ID)
+				}
+				if msg != "" {
+					line, col := position(data, start)
+					return nil, &LoadError{File: name, Line: line, Col: col, Field: "brokers", Msg: msg}
+				}
+				ids[*b.ID] = true
+				c.Brokers = append(c.Brokers, Broker{ID: int32(*b.ID), Rack: b.Rack})
+			}
 		case "partitions":
 			sawPartitions = true
 			if t, err := dec.Token(); err != nil {

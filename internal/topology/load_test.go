@@ -146,6 +146,12 @@ func FuzzLoadJSON(f *testing.F) {
 	f.Add(`{"version":1,"partitions":[{"topic":"b","partition":0,"replicas":[3,1],"leader":1,"isr":[1]}]}`)
 	f.Add(`{"partitions":[{"topic":"a","partition":0,"replicas":[1,1]}]}`)
 	f.Add(`{"version":1,"partitions":[`)
+	f.Add(`{"version":1,"live":true,"brokers":[{"id":1,"rack":"a"},{"id":2}],"partitions":[{"topic":"t","partition":0,"replicas":[2,1],"leader":2,"isr":[2],"offline_replicas":[1]}]}`)
+	for _, name := range []string{"thesis-fig3.3.json", "thesis-fig3.7.json", "thesis-6.4.json", "demo-cells.json"} {
+		if b, err := os.ReadFile("../../testdata/layouts/" + name); err == nil {
+			f.Add(string(b))
+		}
+	}
 	if b, err := os.ReadFile("../../testdata/layouts/kafkakit-optimize-input.json"); err == nil {
 		f.Add(string(b[:2000]))
 	}

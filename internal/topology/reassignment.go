@@ -15,15 +15,24 @@ import (
 // partition, replicas and log_dirs (when present) are written; Kafka's tool
 // rejects unknown fields in no version, but kplan keeps its files minimal.
 func WriteReassignment(w io.Writer, parts []Partition) error {
-	return writePartitions(w, parts, false, false)
+	return writePartitions(w, parts, nil, false, false)
+}
+
+// WriteLayout writes a layout as WriteReassignment does plus kplan's
+// "brokers" key ([{"id":1,"rack":"r1"},...]), so brokers' racks and brokers
+// holding nothing survive the round trip through Load. Kafka's tools ignore
+// the extra key.
+func WriteLayout(w io.Writer, c *Cluster) error {
+	return writePartitions(w, c.Partitions, c.Brokers, false, false)
 }
 
 // WriteSnapshot writes a layout in the same JSON form with each partition's
 // "leader", "isr" (when known) and "offline_replicas" (when any), and
 // "live": true for a live layout, so a live cluster can be audited offline
-// later; Load reads it back unchanged.
+// later; Load reads it back unchanged. Brokers (with racks) are written as
+// WriteLayout does.
 func WriteSnapshot(w io.Writer, c *Cluster) error {
-	return writePartitions(w, c.Partitions, c.Live, true)
+	return writePartitions(w, c.Partitions, c.Brokers, c.Live, true)
 }
 
 func writeInts(b *bytes.Buffer, v []int32) {
@@ -37,14 +46,34 @@ func writeInts(b *bytes.Buffer, v []int32) {
 	b.WriteByte(']')
 }
 
-func writePartitions(w io.Writer, parts []Partition, live, state bool) error {
-	sorted := slices.Clone(parts)
-	slices.SortFunc(sorted, ComparePartitions)
+func writePartitions(w io.Writer, parts []Partition, brokers []Broker, live, state bool) error {
+	sorted := parts
+	if !slices.IsSortedFunc(parts, ComparePartitions) {
+		sorted = slices.Clone(parts)
+		slices.SortFunc(sorted, ComparePartitions)
+	}
 	var b bytes.Buffer
+	b.Grow(64 * len(parts))
 	b.WriteString("{\"version\":1,")
 	if live {
 		// kplan's own key: the leaders and ISR are a running cluster's facts.
 		b.WriteString("\"live\":true,")
+	}
+	if len(brokers) > 0 {
+		// kplan's own key: every broker, with its rack, idle ones included.
+		b.WriteString("\"brokers\":[")
+		for i, br := range brokers {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "{\"id\":%d", br.ID)
+			if br.Rack != "" {
+				b.WriteString(",\"rack\":")
+				writeJSONString(&b, br.Rack)
+			}
+			b.WriteByte('}')
+		}
+		b.WriteString("],")
 	}
 	b.WriteString("\"partitions\":[")
 	for i, p := range sorted {

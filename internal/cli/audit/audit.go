@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -30,14 +31,18 @@ type Options struct {
 	WhatIfAll bool
 	// SaveSnapshot, when set, receives the layout read (leaders, ISR) as JSON.
 	SaveSnapshot string
-	f            *cmdutil.Factory
+	// Rates are the producers' per-topic rates for the predicted load;
+	// RatesGiven is false when every topic weighs the same.
+	Rates      audit.Rates
+	RatesGiven bool
+	f          *cmdutil.Factory
 }
 
 // NewCmdAudit returns `kplan audit`. runF replaces the run function in tests.
 func NewCmdAudit(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, f: f}
 	var out cmdutil.OutputFlag
-	var by, failOn string
+	var by, failOn, rates, ratesFile string
 	var whatIf []string
 	cmd := &cobra.Command{
 		Use:   "audit (--from FILE | --bootstrap-server HOST:PORT) [flags]",
@@ -58,12 +63,19 @@ The layout comes from a file (Kafka's reassignment JSON, with optional
 a live cluster. --fail-on makes kplan exit 3 when a finding is at or above
 that severity. --what-if broker-3 (or all) simulates losing brokers: each
 partition a lost broker led elects its first replica in assignment order
-that is alive and in sync. Not yet here (issue 4): predicted load per
-partitioner and the layout generator.`,
+that is alive and in sync.
+
+The predicted load is each broker's expected share of the records when
+producers write each topic at its rate (--rates, --rates-file; default:
+every topic weighs 1) under partition round robin (the thesis's default
+partitioner), the sticky/uniform sticky default of later clients (the same
+shares in the long run) and the thesis's Node partitioner (round robin over
+a topic's leader brokers).`,
 		Example: `  $ kplan audit --from testdata/layouts/thesis-fig3.3.json
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
   $ kafka-topics.sh --bootstrap-server k1:9092 --describe | kplan audit --from -
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json --what-if all
+  $ kplan audit --from testdata/layouts/thesis-6.4.json --rates A=30MB/s,B=20MB/s
   $ kplan audit --bootstrap-server 127.0.0.1:19092 --by replicas --fail-on warning`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -100,6 +112,25 @@ partitioner and the layout generator.`,
 			if err := opts.Source.Validate(); err != nil {
 				return err
 			}
+			opts.Rates = audit.EqualRates()
+			switch {
+			case rates != "" && ratesFile != "":
+				return cmdutil.UsageErrorf("--rates and --rates-file: give one, not both")
+			case rates != "":
+				if opts.Rates, err = audit.ParseRates(rates); err != nil {
+					return cmdutil.UsageErrorf("--rates: %w", err)
+				}
+				opts.RatesGiven = true
+			case ratesFile != "":
+				data, err := os.ReadFile(ratesFile)
+				if err != nil {
+					return cmdutil.UsageErrorf("--rates-file: %w", err)
+				}
+				if opts.Rates, err = audit.ParseRatesFile(data, ratesFile); err != nil {
+					return cmdutil.UsageErrorf("--rates-file: %w", err)
+				}
+				opts.RatesGiven = true
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -110,6 +141,8 @@ partitioner and the layout generator.`,
 	cmd.Flags().StringVar(&by, "by", "leaders", "group topics by their leader brokers or by every replica's broker: leaders or replicas")
 	cmd.Flags().StringVar(&opts.SaveSnapshot, "save-snapshot", "", "also write the layout read (with leaders and ISR) to this JSON file, to audit offline later with --from")
 	cmd.Flags().StringSliceVar(&whatIf, "what-if", nil, "simulate losing brokers: broker-N (repeatable, comma list) or all")
+	cmd.Flags().StringVar(&rates, "rates", "", "producers' rate per topic for the predicted load: topic=100MB/s,... or relative weights topic=3,...; *=rate for the others (default: every topic weighs 1)")
+	cmd.Flags().StringVar(&ratesFile, "rates-file", "", "file of topic=rate lines for the predicted load (# comments)")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
 	cmdutil.AddOutputFlag(cmd, &out)
 	return cmd
@@ -130,6 +163,9 @@ func runAudit(ctx context.Context, opts *Options) error {
 		}
 	}
 	r := audit.Run(c, opts.By)
+	if opts.RatesGiven {
+		r.AddPrediction(c, opts.Rates, true)
+	}
 	if opts.WhatIfAll || len(opts.WhatIf) > 0 {
 		for _, id := range opts.WhatIf {
 			if _, ok := c.Broker(id); !ok {
@@ -190,14 +226,18 @@ func doc(r audit.Report) report.Document {
 		fmt.Sprintf("replicas: %d-%d per broker, mean %g, max/mean %g", r.ReplicaSkew.Min, r.ReplicaSkew.Max, r.ReplicaSkew.Mean, r.ReplicaSkew.MaxOverMean),
 	}
 	d.Sections = append(d.Sections, ld)
+	if len(r.Predicted) > 0 {
+		d.Sections = append(d.Sections, predictedSection(r))
+	}
 	if len(r.WhatIf) > 0 {
-		wi := report.Section{Title: "What if a broker is lost", Header: []string{"LOST", "LEADERS MOVED", "OFFLINE", "ONE ISR LEFT", "BUSIEST", "LEADERS MAX/MEAN", "OVERLAPS", "NEW OVERLAPS"}}
+		wi := report.Section{Title: "What if a broker is lost", Header: []string{"LOST", "LEADERS MOVED", "OFFLINE", "ONE ISR LEFT", "BUSIEST", "LEADERS MAX/MEAN", "TOPICS ON NEW BROKERS", "NEW OVERLAPS"}}
 		for _, w := range r.WhatIf {
-			wi.Rows = append(wi.Rows, []string{fmt.Sprintf("broker-%d", w.Broker), strconv.Itoa(w.LeadersMoved), strconv.Itoa(len(w.OfflinePartitions)),
-				strconv.Itoa(len(w.SingleISR)), fmt.Sprintf("broker-%d (%d)", w.BusiestBroker, w.LeadersMax), strconv.FormatFloat(w.LeadersMaxOverMean, 'f', -1, 64),
-				strconv.Itoa(w.Overlaps), strconv.Itoa(w.NewOverlaps)})
+			wi.Rows = append(wi.Rows, []string{fmt.Sprintf("broker-%d", w.Broker), strconv.Itoa(w.LeadersMoved), strconv.Itoa(w.OfflineCount),
+				strconv.Itoa(w.SingleISRCount), fmt.Sprintf("broker-%d (%d)", w.BusiestBroker, w.LeadersMax), strconv.FormatFloat(w.LeadersMaxOverMean, 'f', -1, 64),
+				strconv.Itoa(w.TopicsGainingBrokers), strconv.Itoa(w.NewOverlaps)})
 		}
-		wi.Notes = []string{"each partition the lost broker led elects its first replica in assignment order that is alive and in sync"}
+		wi.Notes = []string{"each partition the lost broker led elects its first replica in assignment order that is alive and in sync",
+			"new overlaps: pairs of max groups that share a broker after the loss although none of their topics shared a leader broker before"}
 		d.Sections = append(d.Sections, wi)
 	}
 	fs := report.Section{Title: fmt.Sprintf("Findings (%d)", len(r.Findings)), Header: []string{"SEVERITY", "RULE", "SUBJECT", "MESSAGE"}}
@@ -209,4 +249,32 @@ func doc(r audit.Report) report.Document {
 	}
 	d.Sections = append(d.Sections, fs)
 	return d
+}
+
+func predictedSection(r audit.Report) report.Section {
+	title := "Predicted load per broker (every topic weighs 1)"
+	unit := func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+	if r.Rates == "given" {
+		title = "Predicted load per broker at the given rates"
+	}
+	sec := report.Section{Title: title, Header: []string{"BROKER"}}
+	for _, p := range r.Predicted {
+		sec.Header = append(sec.Header, strings.ToUpper(p.Partitioner))
+	}
+	if r.RatesBytesPerSecond {
+		unit = func(x float64) string { return strconv.FormatFloat(x/1e6, 'g', 4, 64) + "MB/s" }
+	}
+	for i := range r.Predicted[0].Brokers {
+		row := []string{strconv.Itoa(int(r.Predicted[0].Brokers[i].Broker))}
+		for _, p := range r.Predicted {
+			b := p.Brokers[i]
+			row = append(row, fmt.Sprintf("%s (%.1f%%)", unit(b.Load), 100*b.Share))
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	for _, p := range r.Predicted {
+		sec.Notes = append(sec.Notes, fmt.Sprintf("%s: busiest broker %d, max/mean %g", p.Partitioner, p.BusiestBroker, p.MaxOverMean))
+	}
+	sec.Notes = append(sec.Notes, "round-robin spreads a topic over its available partitions, sticky does the same in the long run, node over the brokers leading it")
+	return sec
 }

@@ -129,7 +129,8 @@ func TestUnreachableClusterExits1(t *testing.T) {
 	code, out, errOut := run("", "audit", "--bootstrap-server", "127.0.0.1:1", "--timeout", "2s")
 	assert.Equal(t, cmdutil.ExitRuntime, code)
 	assert.Empty(t, out)
-	assert.Contains(t, errOut, "reading the cluster at 127.0.0.1:1")
+	assert.Contains(t, errOut, "cluster unreachable: no broker at 127.0.0.1:1 answered")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line")
 }
 
 func TestWhatIf(t *testing.T) {

@@ -58,15 +58,17 @@ func (o *Options) Load(ctx context.Context, f *cmdutil.Factory) (*topology.Clust
 	re := regexp.MustCompile(o.Topics)
 	filter := func(t string) bool { return re.MatchString(t) }
 	if o.From == "" {
-		ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
-		cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: o.BootstrapServers, CommandConfig: o.CommandConfig, Timeout: o.Timeout}, f.Version)
-		if err != nil {
+		adm := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: o.BootstrapServers, CommandConfig: o.CommandConfig, Timeout: o.Timeout}, f.Version)
+		defer adm.Close()
+		if _, err := adm.Client(); err != nil {
+			// A bad --command-config or --bootstrap-server: the user's input.
 			return nil, cmdutil.Usage(err)
 		}
-		defer cl.Close()
-		c, err := kafka.Snapshot(ctx, cl, filter)
+		c, err := adm.Snapshot(ctx, filter)
 		if err != nil {
+			if errors.Is(err, kafka.ErrUnreachable) || errors.Is(err, kafka.ErrAuth) {
+				return nil, err // already one line saying which
+			}
 			return nil, fmt.Errorf("reading the cluster at %s: %w", o.BootstrapServers, err)
 		}
 		return c, nil

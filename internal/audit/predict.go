@@ -1,0 +1,238 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+	"github.com/kplan-dev/kplan/internal/units"
+)
+
+// Rates are producers' per-topic rates for the predicted load.
+type Rates struct {
+	// ByTopic maps a topic to its rate.
+	ByTopic map[string]float64
+	// Default is the rate of topics not named ("*=rate"); without rates at
+	// all every topic weighs 1.
+	Default float64
+	// BytesPerSecond is true when rates carry units (100MB/s) and false for
+	// plain relative weights.
+	BytesPerSecond bool
+}
+
+// EqualRates weighs every topic 1.
+func EqualRates() Rates { return Rates{ByTopic: map[string]float64{}, Default: 1} }
+
+// ParseRates reads "topic=rate,topic=rate": rates with units ("100MB/s",
+// through units.ParseRate) or plain positive numbers as relative weights,
+// not both; "*=rate" sets the rate of topics not named, which is 0
+// otherwise.
+func ParseRates(s string) (Rates, error) {
+	r := Rates{ByTopic: map[string]float64{}}
+	withUnits := 0
+	n := 0
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		hasUnit, err := r.add(item)
+		if err != nil {
+			return Rates{}, err
+		}
+		n++
+		if hasUnit {
+			withUnits++
+		}
+	}
+	if n == 0 {
+		return Rates{}, fmt.Errorf("no topic=rate given")
+	}
+	if withUnits != 0 && withUnits != n {
+		return Rates{}, fmt.Errorf("mix of rates with units and plain weights: use one or the other")
+	}
+	r.BytesPerSecond = withUnits > 0
+	return r, nil
+}
+
+// ParseRatesFile reads one "topic=rate" (or "topic rate") a line; blank
+// lines and lines starting with # are skipped. Errors name name:line.
+func ParseRatesFile(data []byte, name string) (Rates, error) {
+	var items []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		if !strings.Contains(text, "=") {
+			if f := strings.Fields(text); len(f) == 2 {
+				text = f[0] + "=" + f[1]
+			}
+		}
+		if strings.Contains(text, ",") {
+			return Rates{}, fmt.Errorf("%s:%d: one topic=rate a line", name, line)
+		}
+		if _, err := (&Rates{ByTopic: map[string]float64{}}).add(text); err != nil {
+			return Rates{}, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		items = append(items, text)
+	}
+	if err := sc.Err(); err != nil {
+		return Rates{}, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	r, err := ParseRates(strings.Join(items, ","))
+	if err != nil {
+		return Rates{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return r, nil
+}
+
+func (r *Rates) add(item string) (bool, error) {
+	topic, val, ok := strings.Cut(item, "=")
+	topic, val = strings.TrimSpace(topic), strings.TrimSpace(val)
+	if !ok || topic == "" || val == "" {
+		return false, fmt.Errorf("%q: want topic=rate", item)
+	}
+	var rate float64
+	hasUnit := strings.HasSuffix(val, "/s")
+	if hasUnit {
+		bps, err := units.ParseRate(val)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", topic, err)
+		}
+		rate = float64(bps)
+	} else {
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil || !(f >= 0) || f > 1e18 {
+			return false, fmt.Errorf("%s: %q is not a rate (100MB/s) or a weight (a number >= 0)", topic, val)
+		}
+		rate = f
+	}
+	if topic == "*" {
+		r.Default = rate
+		return hasUnit, nil
+	}
+	if _, dup := r.ByTopic[topic]; dup {
+		return false, fmt.Errorf("%s: rate given twice", topic)
+	}
+	r.ByTopic[topic] = rate
+	return hasUnit, nil
+}
+
+// Of returns topic's rate.
+func (r Rates) Of(topic string) float64 {
+	if v, ok := r.ByTopic[topic]; ok {
+		return v
+	}
+	return r.Default
+}
+
+// Partitioners whose broker loads Predict computes.
+const (
+	// RoundRobin is the keyless default of Kafka's clients up to 2.3: each
+	// record to the next available partition of its topic (the thesis's
+	// "default partitioner").
+	RoundRobin = "round-robin"
+	// Sticky is the sticky (KIP-480) and uniform sticky (KIP-794) default
+	// of later clients: batches stick to one partition, then move on, so in
+	// the long run every available partition of a topic gets the same
+	// share, as under round robin. (Adaptive partitioning tilts that share
+	// away from slow brokers, which no layout can predict.)
+	Sticky = "sticky"
+	// Node is the thesis's Node partitioner: round robin over the brokers
+	// that lead the topic, then over that broker's partitions.
+	Node = "node"
+)
+
+// BrokerShare is one broker's predicted load.
+type BrokerShare struct {
+	Broker int32 `json:"broker"`
+	// Load is in the rates' unit: bytes per second, or relative weight.
+	Load float64 `json:"load"`
+	// Share is Load over the cluster's total.
+	Share float64 `json:"share"`
+}
+
+// Prediction is the expected per-broker load under one partitioner.
+type Prediction struct {
+	Partitioner   string        `json:"partitioner"`
+	Brokers       []BrokerShare `json:"brokers"`
+	MaxOverMean   float64       `json:"max_over_mean"`
+	BusiestBroker int32         `json:"busiest_broker"`
+}
+
+// Predict computes the expected load per broker when producers write each
+// topic at its rate, under round robin, sticky and Node partitioning. Only
+// partitions with a leader take records. Every broker is listed, in id
+// order.
+func Predict(c *topology.Cluster, rates Rates) []Prediction {
+	ix := topology.NewIndex(c.Brokers)
+	rr := make([]float64, ix.Len())
+	node := make([]float64, ix.Len())
+	perBroker := make([]int, ix.Len())
+	var led []int
+	for _, t := range c.Topics() {
+		rate := rates.Of(t.Name)
+		if rate == 0 {
+			continue
+		}
+		led = led[:0]
+		live := 0
+		for i := range t.Partitions {
+			if j, ok := ix.Pos(t.Partitions[i].Leader); ok {
+				if perBroker[j] == 0 {
+					led = append(led, j)
+				}
+				perBroker[j]++
+				live++
+			}
+		}
+		for _, j := range led {
+			rr[j] += rate * float64(perBroker[j]) / float64(live)
+			node[j] += rate / float64(len(led))
+			perBroker[j] = 0
+		}
+	}
+	out := make([]Prediction, 0, 3)
+	for _, p := range []struct {
+		name string
+		load []float64
+	}{{RoundRobin, rr}, {Sticky, rr}, {Node, node}} {
+		out = append(out, prediction(p.name, p.load, ix))
+	}
+	return out
+}
+
+func prediction(name string, load []float64, ix *topology.Index) Prediction {
+	p := Prediction{Partitioner: name, Brokers: make([]BrokerShare, len(load))}
+	total, hi := 0.0, 0.0
+	for _, l := range load {
+		total += l
+	}
+	for j, l := range load {
+		p.Brokers[j] = BrokerShare{Broker: ix.ID(j), Load: round6(l)}
+		if total > 0 {
+			p.Brokers[j].Share = round6(l / total)
+		}
+		if l > hi+1e-12*total {
+			hi, p.BusiestBroker = l, ix.ID(j)
+		}
+	}
+	if total > 0 {
+		p.MaxOverMean = round3(hi * float64(len(load)) / total)
+	}
+	return p
+}
+
+func round6(x float64) float64 {
+	s := strconv.FormatFloat(x, 'g', 6, 64)
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
+}

@@ -1,0 +1,122 @@
+package audit
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+func loadLayout(t *testing.T, name string) *topology.Cluster {
+	t.Helper()
+	f, err := os.Open("../../testdata/layouts/" + name)
+	require.NoError(t, err)
+	defer f.Close() //nolint:errcheck // read-only
+	c, err := topology.Load(f, name)
+	require.NoError(t, err)
+	return c
+}
+
+func loads(ps []Prediction) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, p := range ps {
+		for _, b := range p.Brokers {
+			out[p.Partitioner] = append(out[p.Partitioner], b.Load)
+		}
+	}
+	return out
+}
+
+// TestSection64 is the thesis's §6.4 table: topic A with one partition on
+// broker 1 and two on broker 2, topic B on brokers 2 and 3, producer X
+// writing a to A and Y writing b to B. Default (round robin): a/3,
+// 2a/3+b/2, b/2. Node: a/2, a/2+b/2, b/2. Loads are linear in the rates,
+// so the coefficients of a and b are checked separately.
+func TestSection64(t *testing.T) {
+	c := loadLayout(t, "thesis-6.4.json")
+	onlyA := loads(Predict(c, Rates{ByTopic: map[string]float64{"A": 1}}))
+	onlyB := loads(Predict(c, Rates{ByTopic: map[string]float64{"B": 1}}))
+	for _, tt := range []struct {
+		partitioner string
+		a, b        []float64
+	}{
+		{RoundRobin, []float64{1.0 / 3, 2.0 / 3, 0}, []float64{0, 0.5, 0.5}},
+		{Sticky, []float64{1.0 / 3, 2.0 / 3, 0}, []float64{0, 0.5, 0.5}},
+		{Node, []float64{0.5, 0.5, 0}, []float64{0, 0.5, 0.5}},
+	} {
+		assert.InDeltaSlice(t, tt.a, onlyA[tt.partitioner], 1e-5, tt.partitioner)
+		assert.InDeltaSlice(t, tt.b, onlyB[tt.partitioner], 1e-5, tt.partitioner)
+	}
+	r, err := ParseRates("A=30MB/s,B=20MB/s")
+	require.NoError(t, err)
+	both := loads(Predict(c, r))
+	assert.Equal(t, []float64{10e6, 30e6, 10e6}, both[RoundRobin])
+	assert.Equal(t, []float64{15e6, 25e6, 10e6}, both[Node])
+}
+
+func TestPredictSkipsOfflineAndSharesSumToOne(t *testing.T) {
+	c := &topology.Cluster{Partitions: []topology.Partition{
+		{Topic: "t", Partition: 0, Replicas: []int32{1}, Leader: 1},
+		{Topic: "t", Partition: 1, Replicas: []int32{2}, Leader: topology.NoLeader},
+		{Topic: "t", Partition: 2, Replicas: []int32{3}, Leader: 3},
+		{Topic: "u", Partition: 0, Replicas: []int32{3}, Leader: 3},
+	}}
+	c.Normalize()
+	ps := Predict(c, EqualRates())
+	require.Len(t, ps, 3)
+	rr := ps[0]
+	assert.Equal(t, []BrokerShare{{1, 0.5, 0.25}, {2, 0, 0}, {3, 1.5, 0.75}}, rr.Brokers, "an offline partition takes no records")
+	assert.Equal(t, int32(3), rr.BusiestBroker)
+	assert.InDelta(t, 2.25, rr.MaxOverMean, 1e-9)
+}
+
+func TestParseRates(t *testing.T) {
+	r, err := ParseRates("a=100MB/s, b=1GiB/s ,*=1kB/s")
+	require.NoError(t, err)
+	assert.True(t, r.BytesPerSecond)
+	assert.Equal(t, 1e8, r.Of("a"))
+	assert.Equal(t, float64(1<<30), r.Of("b"))
+	assert.Equal(t, 1e3, r.Of("zzz"))
+	r, err = ParseRates("a=3,b=0.5")
+	require.NoError(t, err)
+	assert.False(t, r.BytesPerSecond)
+	assert.Equal(t, 0.0, r.Of("c"), "unnamed topics carry no load without *=")
+	for _, bad := range []string{"", ",", "a", "a=", "=3", "a=-1", "a=x", "a=1,a=2", "a=1,b=1MB/s", "a=5MB", "a=NaN", "a=1e300"} {
+		_, err := ParseRates(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestParseRatesFile(t *testing.T) {
+	r, err := ParseRatesFile([]byte("# producers\nA 30MB/s\n\nB=20MB/s\n"), "rates.txt")
+	require.NoError(t, err)
+	assert.Equal(t, 3e7, r.Of("A"))
+	assert.Equal(t, 2e7, r.Of("B"))
+	_, err = ParseRatesFile([]byte("A=1\nB=oops\n"), "rates.txt")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "rates.txt:2: B: ")
+	_, err = ParseRatesFile([]byte("A=1,B=2\n"), "rates.txt")
+	assert.ErrorContains(t, err, "rates.txt:1: one topic=rate a line")
+	_, err = ParseRatesFile([]byte("# nothing\n"), "rates.txt")
+	assert.ErrorContains(t, err, "rates.txt: no topic=rate given")
+}
+
+func FuzzParseRates(f *testing.F) {
+	for _, s := range []string{"a=100MB/s,b=20MB/s", "A=3,B=1,*=0.5", "x=1.5GB/s", "a=", "=", ",,", "a=1e400"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRates(s)
+		if err != nil {
+			return
+		}
+		for topic, v := range r.ByTopic {
+			if !(v >= 0) || topic == "" {
+				t.Fatalf("%q: topic %q rate %v", s, topic, v)
+			}
+		}
+	})
+}

@@ -1,0 +1,188 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Cluster is what an experiment runs against: an embedded kfake cluster or a
+// real one. Implementations must be safe for use from one goroutine at a time.
+type Cluster interface {
+	// Kind is "embedded", "lab" or a bootstrap address, as reported in JSON.
+	Kind() string
+	// Label says in words what the cluster is, printed in every output.
+	Label() string
+	// Real reports whether killing a broker kills a real process, so the
+	// safety checks apply.
+	Real() bool
+	// Seeds returns bootstrap addresses for clients.
+	Seeds() []string
+	// Brokers returns every broker id the cluster knows, live or killed.
+	Brokers(ctx context.Context) ([]int32, error)
+	// Layout returns a topic's replica assignment, or ok false if the topic
+	// does not exist.
+	Layout(ctx context.Context, topic string) (assignment [][]int32, ok bool, err error)
+	// CreateTopic creates a topic with an explicit replica assignment.
+	CreateTopic(ctx context.Context, topic string, assignment [][]int32) error
+	// Kill stops a broker as a crash would.
+	Kill(ctx context.Context, id int32) error
+	// Restart brings a killed broker back and waits until it answers.
+	Restart(ctx context.Context, id int32) error
+	// ElectPreferred moves leadership back to preferred replicas.
+	ElectPreferred(ctx context.Context) error
+	// Close releases what the cluster holds (the embedded cluster stops).
+	Close()
+}
+
+// EmbeddedCluster adapts Embedded to Cluster.
+type EmbeddedCluster struct{ *Embedded }
+
+// NewEmbeddedCluster starts an embedded cluster of brokers 1..n.
+func NewEmbeddedCluster(n int) (*EmbeddedCluster, error) {
+	e, err := NewEmbedded(n)
+	if err != nil {
+		return nil, err
+	}
+	return &EmbeddedCluster{e}, nil
+}
+
+// EmbeddedLabel is how outputs name the embedded cluster.
+const EmbeddedLabel = "simulated (embedded kfake)"
+
+// Kind implements Cluster.
+func (*EmbeddedCluster) Kind() string { return "embedded" }
+
+// Label implements Cluster.
+func (*EmbeddedCluster) Label() string { return EmbeddedLabel }
+
+// Real implements Cluster: nothing real dies.
+func (*EmbeddedCluster) Real() bool { return false }
+
+// Seeds implements Cluster.
+func (c *EmbeddedCluster) Seeds() []string { return c.Addrs() }
+
+// Brokers implements Cluster.
+func (c *EmbeddedCluster) Brokers(context.Context) ([]int32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]int32, 0, len(c.addrs))
+	for id := range c.addrs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Layout implements Cluster.
+func (c *EmbeddedCluster) Layout(_ context.Context, topic string) ([][]int32, bool, error) {
+	a := c.Assignment(topic)
+	return a, len(a) > 0, nil
+}
+
+// Kill implements Cluster.
+func (c *EmbeddedCluster) Kill(_ context.Context, id int32) error { return c.Embedded.Kill(id) }
+
+// Restart implements Cluster.
+func (c *EmbeddedCluster) Restart(_ context.Context, id int32) error { return c.Embedded.Restart(id) }
+
+// ElectPreferred implements Cluster.
+func (c *EmbeddedCluster) ElectPreferred(context.Context) error {
+	_, err := c.Embedded.ElectPreferred()
+	return err
+}
+
+// partMeta is one partition as a metadata answer reports it.
+type partMeta struct {
+	leader   int32
+	replicas []int32
+	isr      []int32
+}
+
+// clusterMeta is a metadata answer: live brokers and the topics asked for.
+type clusterMeta struct {
+	brokers []int32 // ascending
+	topics  map[string][]partMeta
+}
+
+// fetchMeta asks one broker for metadata directly (no client cache). nil
+// topics asks for every topic.
+func fetchMeta(ctx context.Context, cl *kgo.Client, topics []string) (*clusterMeta, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	if topics != nil {
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		for _, t := range topics {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(t)
+			req.Topics = append(req.Topics, rt)
+		}
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	m := &clusterMeta{topics: map[string][]partMeta{}}
+	for _, b := range resp.Brokers {
+		m.brokers = append(m.brokers, b.NodeID)
+	}
+	slices.Sort(m.brokers)
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				continue
+			}
+			return nil, fmt.Errorf("metadata %s: %w", *t.Topic, err)
+		}
+		parts := make([]partMeta, len(t.Partitions))
+		for _, p := range t.Partitions {
+			if int(p.Partition) >= len(parts) || p.Partition < 0 {
+				return nil, fmt.Errorf("metadata %s: partition %d out of range", *t.Topic, p.Partition)
+			}
+			leader := p.Leader
+			if errors.Is(kerr.ErrorForCode(p.ErrorCode), kerr.LeaderNotAvailable) {
+				leader = -1
+			}
+			parts[p.Partition] = partMeta{leader: leader, replicas: p.Replicas, isr: p.ISR}
+		}
+		m.topics[*t.Topic] = parts
+	}
+	return m, nil
+}
+
+// leaders returns the distinct leaders of a topic's partitions, ascending.
+func (m *clusterMeta) leaders(topic string) []int32 {
+	var out []int32
+	for _, p := range m.topics[topic] {
+		if p.leader >= 0 && !slices.Contains(out, p.leader) {
+			out = append(out, p.leader)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// allLed reports whether every partition of topics has a leader that is a
+// live broker other than dead.
+func (m *clusterMeta) allLed(topics []string, dead int32) bool {
+	for _, t := range topics {
+		parts, ok := m.topics[t]
+		if !ok || len(parts) == 0 {
+			return false
+		}
+		for _, p := range parts {
+			if p.leader < 0 || p.leader == dead || !slices.Contains(m.brokers, p.leader) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,265 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kplan-dev/kplan/internal/partitioner"
+)
+
+// TargetKind says how the broker to kill is chosen.
+type TargetKind int
+
+// Target kinds.
+const (
+	// TargetNone kills nothing: the experiment measures a steady state.
+	TargetNone TargetKind = iota
+	// TargetBroker kills a broker by id.
+	TargetBroker
+	// TargetLeaderOf kills the leader of one partition at kill time.
+	TargetLeaderOf
+	// TargetBusiest kills the broker leading most partitions of the
+	// experiment topics at kill time (ties: the lowest id).
+	TargetBusiest
+)
+
+// Target is the broker an experiment kills.
+type Target struct {
+	Kind      TargetKind
+	Broker    int32  // TargetBroker
+	Topic     string // TargetLeaderOf
+	Partition int32  // TargetLeaderOf
+}
+
+// String returns the target as --kill takes it.
+func (t Target) String() string {
+	switch t.Kind {
+	case TargetBroker:
+		return fmt.Sprintf("broker-%d", t.Broker)
+	case TargetLeaderOf:
+		return fmt.Sprintf("leader-of:%s/%d", t.Topic, t.Partition)
+	case TargetBusiest:
+		return "busiest"
+	default:
+		return "none"
+	}
+}
+
+// ParseTarget parses broker-N, leader-of:TOPIC/P, busiest or none.
+func ParseTarget(s string) (Target, error) {
+	switch {
+	case s == "none":
+		return Target{Kind: TargetNone}, nil
+	case s == "busiest":
+		return Target{Kind: TargetBusiest}, nil
+	case strings.HasPrefix(s, "broker-"):
+		id, err := strconv.ParseInt(strings.TrimPrefix(s, "broker-"), 10, 32)
+		if err != nil || id < 0 {
+			return Target{}, fmt.Errorf("target %q: want broker-N with N a broker id", s)
+		}
+		return Target{Kind: TargetBroker, Broker: int32(id)}, nil
+	case strings.HasPrefix(s, "leader-of:"):
+		rest := strings.TrimPrefix(s, "leader-of:")
+		i := strings.LastIndexByte(rest, '/')
+		if i <= 0 {
+			return Target{}, fmt.Errorf("target %q: want leader-of:TOPIC/PARTITION", s)
+		}
+		p, err := strconv.ParseInt(rest[i+1:], 10, 32)
+		if err != nil || p < 0 {
+			return Target{}, fmt.Errorf("target %q: partition %q is not a partition number", s, rest[i+1:])
+		}
+		return Target{Kind: TargetLeaderOf, Topic: rest[:i], Partition: int32(p)}, nil
+	}
+	return Target{}, fmt.Errorf("unknown target %q (want broker-N, leader-of:TOPIC/P, busiest or none)", s)
+}
+
+// Acks is the producers' acknowledgement level.
+type Acks string
+
+// Acknowledgement levels.
+const (
+	AcksAll    Acks = "all"
+	AcksLeader Acks = "1"
+)
+
+// Config is one experiment.
+type Config struct {
+	// Partitioners to compare, by partitioner.Names() name.
+	Partitioners []string
+	// Target is the broker to kill.
+	Target Target
+	// Topic is the topic name prefix: each partitioner writes Topic-NAME.
+	Topic string
+	// Assignment is the replica assignment of every experiment topic
+	// (replicas per partition, preferred leader first).
+	Assignment [][]int32
+	// Rate caps each producer in bytes/s; 0 means as fast as it can.
+	Rate int64
+	// Records, when positive, ends every measured phase once each producer
+	// sent that many records in it instead of after Phase.
+	Records int64
+	// RecordSize is each record's value size in bytes (at least MinRecordSize).
+	RecordSize int
+	// Warmup, Phase: durations of the warm-up and of each measured phase.
+	Warmup, Phase time.Duration
+	// FailoverTimeout bounds the wait for failover before the after phase.
+	FailoverTimeout time.Duration
+	// Objective is the latency objective of the violation rates (0: none).
+	Objective time.Duration
+	// Acks is all (with idempotence) or 1.
+	Acks Acks
+	// Restore restarts the killed broker after the after phase, elects
+	// preferred leaders and measures a recovered phase.
+	Restore bool
+	// Sequential runs the partitioners one after another, each with its own
+	// kill (and a restore between them), instead of side by side.
+	Sequential bool
+	// AllowUnavailable skips the safety checks before a real kill.
+	AllowUnavailable bool
+	// MetadataMinAge and MetadataMaxAge are the producers' and consumer's
+	// metadata ages: the minimum bounds how soon a client can learn of a
+	// leader change (franz-go's default is 5 s).
+	MetadataMinAge, MetadataMaxAge time.Duration
+	// Seed seeds the random sources (the random partitioner, sampling).
+	Seed uint64
+	// Now is the clock; nil means time.Now. It must carry a monotonic reading.
+	Now func() time.Time
+	// Progress, if set, is called about four times a second.
+	Progress func(Progress)
+}
+
+// Progress is a running experiment's state for a progress line.
+type Progress struct {
+	Phase       string
+	Partitioner string // in sequential runs, the one running
+	Sent        int64
+	Elapsed     time.Duration
+}
+
+// MinRecordSize is the smallest record value: the sequence number, the send
+// time, the producer and phase, and the run id.
+const MinRecordSize = headerLen
+
+// DefaultPartitioners is what --partitioner defaults to.
+var DefaultPartitioners = []string{"roundrobin", "node", "sqf", "default"}
+
+// Defaults returns the default experiment: kill broker-3 of three brokers,
+// 3 partitions with replication factor 2 led by brokers 1, 2, 3.
+func Defaults() Config {
+	return Config{
+		Partitioners:    append([]string(nil), DefaultPartitioners...),
+		Target:          Target{Kind: TargetBroker, Broker: 3},
+		Topic:           "kplan-chaos",
+		Assignment:      RingAssignment([]int32{1, 2, 3}, 3, 2),
+		Rate:            100_000,
+		RecordSize:      100,
+		Warmup:          2 * time.Second,
+		Phase:           8 * time.Second,
+		FailoverTimeout: 30 * time.Second,
+		Objective:       100 * time.Millisecond,
+		Acks:            AcksAll,
+		MetadataMinAge:  100 * time.Millisecond,
+		MetadataMaxAge:  time.Second,
+		Seed:            1,
+	}
+}
+
+// RingAssignment places partition p's replicas on brokers p, p+1, ... (mod
+// the broker count): with brokers 1,2,3, 3 partitions and replication factor
+// 2 that is {1,2} {2,3} {3,1}, so broker 3's partition fails over to broker 1.
+func RingAssignment(brokers []int32, partitions, rf int) [][]int32 {
+	out := make([][]int32, partitions)
+	for p := range out {
+		for k := range rf {
+			out[p] = append(out[p], brokers[(p+k)%len(brokers)])
+		}
+	}
+	return out
+}
+
+// ParseAssignment parses "1,2;2,3;3,1": partitions separated by ';',
+// replicas by ','.
+func ParseAssignment(s string) ([][]int32, error) {
+	var out [][]int32
+	for i, part := range strings.Split(s, ";") {
+		var reps []int32
+		for _, r := range strings.Split(part, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(r), 10, 32)
+			if err != nil || id < 0 {
+				return nil, fmt.Errorf("assignment %q: partition %d: %q is not a broker id", s, i, strings.TrimSpace(r))
+			}
+			for _, x := range reps {
+				if x == int32(id) {
+					return nil, fmt.Errorf("assignment %q: partition %d names broker %d twice", s, i, id)
+				}
+			}
+			reps = append(reps, int32(id))
+		}
+		if len(out) > 0 && len(reps) != len(out[0]) {
+			return nil, fmt.Errorf("assignment %q: partition %d has %d replicas, partition 0 has %d", s, i, len(reps), len(out[0]))
+		}
+		out = append(out, reps)
+	}
+	return out, nil
+}
+
+// FormatAssignment is the inverse of ParseAssignment.
+func FormatAssignment(a [][]int32) string {
+	parts := make([]string, len(a))
+	for i, reps := range a {
+		s := make([]string, len(reps))
+		for j, r := range reps {
+			s[j] = strconv.Itoa(int(r))
+		}
+		parts[i] = strings.Join(s, ",")
+	}
+	return strings.Join(parts, ";")
+}
+
+// Validate checks what can be checked without a cluster.
+func (c *Config) Validate() error {
+	if len(c.Partitioners) == 0 {
+		return errors.New("no partitioner")
+	}
+	seen := map[string]bool{}
+	for _, n := range c.Partitioners {
+		if partitioner.Describe(n) == "" {
+			return fmt.Errorf("unknown partitioner %q (want one of %s)", n, strings.Join(partitioner.Names(), ", "))
+		}
+		if seen[n] {
+			return fmt.Errorf("partitioner %q given twice", n)
+		}
+		seen[n] = true
+	}
+	if len(c.Partitioners) > 16 {
+		return errors.New("at most 16 partitioners")
+	}
+	if c.Topic == "" {
+		return errors.New("empty topic name")
+	}
+	if len(c.Assignment) == 0 {
+		return errors.New("no partitions")
+	}
+	if c.RecordSize < MinRecordSize || c.RecordSize > 1<<20 {
+		return fmt.Errorf("record size %d (want %d to %d bytes)", c.RecordSize, MinRecordSize, 1<<20)
+	}
+	if c.Rate < 0 || c.Records < 0 {
+		return errors.New("negative rate or record count")
+	}
+	if c.Records == 0 && c.Phase <= 0 {
+		return errors.New("phase duration must be positive")
+	}
+	if c.Warmup < 0 || c.FailoverTimeout <= 0 || c.Objective < 0 {
+		return errors.New("negative warm-up or objective, or non-positive failover timeout")
+	}
+	if c.Acks != AcksAll && c.Acks != AcksLeader {
+		return fmt.Errorf("acks %q (want all or 1)", c.Acks)
+	}
+	if c.MetadataMinAge <= 0 || c.MetadataMaxAge < c.MetadataMinAge {
+		return errors.New("metadata ages: want 0 < min <= max")
+	}
+	return nil
+}

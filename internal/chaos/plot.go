@@ -1,0 +1,248 @@
+package chaos
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/kplan-dev/kplan/internal/report"
+)
+
+// Plot file names WritePlots writes.
+const (
+	PlotRecordsPerBroker = "records-per-broker.png"
+	PlotLatencyCDF       = "latency-cdf.png"
+	PlotThroughput       = "throughput.png"
+)
+
+// WritePlots writes the result's PNG plots into dir (each atomically) and
+// returns their file names.
+func WritePlots(dir string, res *Result) ([]string, error) {
+	if len(res.Partitioners) == 0 {
+		return nil, nil
+	}
+	var names []string
+	for _, w := range []struct {
+		name string
+		draw func(*Result) ([][]*plot.Plot, error)
+		colW vg.Length
+	}{{PlotRecordsPerBroker, barPlots, 4 * vg.Inch}, {PlotLatencyCDF, cdfPlots, 4 * vg.Inch}, {PlotThroughput, throughputPlots, 9 * vg.Inch}} {
+		grid, err := w.draw(res)
+		if err != nil {
+			return names, fmt.Errorf("plot %s: %w", w.name, err)
+		}
+		if err := writeGrid(filepath.Join(dir, w.name), grid, w.colW); err != nil {
+			return names, err
+		}
+		names = append(names, w.name)
+	}
+	return names, nil
+}
+
+func writeGrid(path string, grid [][]*plot.Plot, colW vg.Length) error {
+	rows, cols := len(grid), len(grid[0])
+	img := vgimg.New(vg.Length(cols)*colW, vg.Length(rows)*3*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align(grid, tiles, dc)
+	for r := range grid {
+		for c := range grid[r] {
+			if grid[r][c] != nil {
+				grid[r][c].Draw(canvases[r][c])
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return report.WriteFileAtomic(path, buf.Bytes())
+}
+
+// gridOf lays plots out in rows of at most 2.
+func gridOf(ps []*plot.Plot) [][]*plot.Plot {
+	cols := min(2, len(ps))
+	var grid [][]*plot.Plot
+	for i := 0; i < len(ps); i += cols {
+		row := make([]*plot.Plot, cols)
+		copy(row, ps[i:min(i+cols, len(ps))])
+		grid = append(grid, row)
+	}
+	return grid
+}
+
+// barPlots: per partitioner, records per broker before and after the kill.
+func barPlots(res *Result) ([][]*plot.Plot, error) {
+	var ps []*plot.Plot
+	for _, p := range res.Partitioners {
+		pl := plot.New()
+		pl.Title.Text = p.Name
+		pl.Y.Label.Text = "records"
+		pl.X.Label.Text = "broker"
+		var ids []int
+		for _, ph := range []string{"before", "after", "recovered"} {
+			if pr := p.Phases[ph]; pr != nil {
+				for k := range pr.PerBroker {
+					if id, err := strconv.Atoi(k); err == nil && id >= 0 && !slices.Contains(ids, id) {
+						ids = append(ids, id)
+					}
+				}
+			}
+		}
+		slices.Sort(ids)
+		shown := 0
+		for j, ph := range []string{"before", "after", "recovered"} {
+			pr := p.Phases[ph]
+			if pr == nil {
+				continue
+			}
+			vals := make(plotter.Values, len(ids))
+			for i, id := range ids {
+				vals[i] = float64(pr.PerBroker[strconv.Itoa(id)])
+			}
+			bars, err := plotter.NewBarChart(vals, vg.Points(14))
+			if err != nil {
+				return nil, err
+			}
+			bars.Color = plotutil.Color(j)
+			bars.LineStyle.Width = 0
+			bars.Offset = vg.Points(float64(shown*14 - 14))
+			pl.Add(bars)
+			pl.Legend.Add(ph, bars)
+			shown++
+		}
+		names := make([]string, len(ids))
+		for i, id := range ids {
+			names[i] = "broker " + strconv.Itoa(id)
+		}
+		pl.NominalX(names...)
+		pl.Legend.Top = true
+		ps = append(ps, pl)
+	}
+	return gridOf(ps), nil
+}
+
+// cdfPlots: per partitioner, produce and end-to-end latency CDFs before and
+// after the kill on a log scale.
+func cdfPlots(res *Result) ([][]*plot.Plot, error) {
+	var ps []*plot.Plot
+	for _, p := range res.Partitioners {
+		pl := plot.New()
+		pl.Title.Text = p.Name
+		pl.X.Label.Text = "latency (ms, log scale)"
+		pl.Y.Label.Text = "fraction of records"
+		pl.X.Scale = plot.LogScale{}
+		pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		pl.Add(plotter.NewGrid())
+		k := 0
+		for _, ph := range []Phase{PhaseBefore, PhaseAfter} {
+			for _, kind := range []string{"produce", "e2e"} {
+				xs := p.plot.prodSamples[ph]
+				if kind == "e2e" {
+					xs = p.plot.e2eSamples[ph]
+				}
+				if len(xs) == 0 {
+					continue
+				}
+				l, err := plotter.NewLine(cdf(xs))
+				if err != nil {
+					return nil, err
+				}
+				l.Color = plotutil.Color(int(ph))
+				if kind == "e2e" {
+					l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+				}
+				l.Width = vg.Points(1.5)
+				pl.Add(l)
+				pl.Legend.Add(ph.String()+" "+kind, l)
+				k++
+			}
+		}
+		if k == 0 {
+			pl.X.Scale, pl.X.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+			pl.Title.Text += " (no samples)"
+		} else {
+			// A log axis needs a positive, non-empty range.
+			pl.X.Min = math.Max(pl.X.Min, 0.01)
+			pl.X.Max = math.Max(pl.X.Max, pl.X.Min*10)
+		}
+		pl.Legend.Top = false
+		pl.Legend.Left = false
+		ps = append(ps, pl)
+	}
+	return gridOf(ps), nil
+}
+
+// cdf returns the empirical CDF of xs (clamped to 0.01 ms for the log axis),
+// thinned to at most 2,000 points.
+func cdf(xs []float64) plotter.XYs {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	step := max(1, len(s)/2000)
+	var pts plotter.XYs
+	for i := 0; i < len(s); i += step {
+		pts = append(pts, plotter.XY{X: math.Max(s[i], 0.01), Y: float64(i+1) / float64(len(s))})
+	}
+	pts = append(pts, plotter.XY{X: math.Max(s[len(s)-1], 0.01), Y: 1})
+	return pts
+}
+
+// throughputPlots: acknowledged MB/s over time for every partitioner, with
+// the kill marked.
+func throughputPlots(res *Result) ([][]*plot.Plot, error) {
+	pl := plot.New()
+	pl.Title.Text = "acknowledged throughput over time (" + res.Label + ")"
+	pl.X.Label.Text = "seconds since start"
+	pl.Y.Label.Text = "MB/s"
+	pl.Add(plotter.NewGrid())
+	var ymax float64
+	for i, p := range res.Partitioners {
+		pts := make(plotter.XYs, len(p.plot.buckets))
+		for b, v := range p.plot.buckets {
+			pts[b] = plotter.XY{X: (float64(b) + 0.5) * bucket.Seconds(), Y: float64(v) / 1e6 / bucket.Seconds()}
+			ymax = math.Max(ymax, pts[b].Y)
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1)
+		pl.Add(l)
+		pl.Legend.Add(p.Name, l)
+	}
+	marked := false
+	for _, p := range res.Partitioners {
+		k := p.plot.killAtS
+		if p.KilledBroker < 0 || k <= 0 || (marked && !res.Sequential) {
+			continue
+		}
+		kl, err := plotter.NewLine(plotter.XYs{{X: k, Y: 0}, {X: k, Y: math.Max(ymax, 1e-6) * 1.05}})
+		if err != nil {
+			return nil, err
+		}
+		kl.Color = color.RGBA{R: 200, A: 255}
+		kl.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+		pl.Add(kl)
+		if !marked {
+			pl.Legend.Add(fmt.Sprintf("kill broker-%d", p.KilledBroker), kl)
+		}
+		marked = true
+	}
+	pl.Legend.Top = true
+	return [][]*plot.Plot{{pl}}, nil
+}

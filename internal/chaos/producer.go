@@ -1,0 +1,301 @@
+package chaos
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kplan-dev/kplan/internal/stats"
+)
+
+// Phase is a stage of an experiment.
+type Phase uint8
+
+// Phases in order.
+const (
+	PhaseWarmup Phase = iota
+	PhaseBefore
+	PhaseFailover
+	PhaseAfter
+	PhaseRestore
+	PhaseRecovered
+	numPhases
+)
+
+var phaseNames = [numPhases]string{"warm-up", "before", "failover", "after", "restore", "recovered"}
+
+// String returns the phase's name as outputs show it.
+func (p Phase) String() string {
+	if p < numPhases {
+		return phaseNames[p]
+	}
+	return "unknown"
+}
+
+// Record value layout: every record carries its own identity, so loss,
+// duplicates and end-to-end latency are counted record by record.
+const (
+	offSeq      = 0  // uint64 sequence number, per producer from 0
+	offSend     = 8  // int64 send time, ns since the experiment's epoch
+	offProducer = 16 // producer index
+	offPhase    = 17 // phase at send time
+	offRun      = 18 // uint64 run id, to ignore records of other runs
+	headerLen   = 26
+)
+
+// Record status flags, per sequence number, next to the send phase.
+const (
+	stAcked  = 0x10
+	stFailed = 0x20
+	stPhase  = 0x0f
+)
+
+// latencyCeiling is the largest latency the histograms track.
+const latencyCeiling = 10 * time.Minute
+
+// sampleCap bounds the latency samples kept per phase for the KS test and
+// the CDF plots (a uniform reservoir sample beyond it).
+const sampleCap = 20000
+
+// bucket is the width of the throughput-over-time series.
+const bucket = 100 * time.Millisecond
+
+// reservoir keeps a uniform sample of at most sampleCap values.
+type reservoir struct {
+	n   int64
+	xs  []float64
+	rng *rand.Rand
+}
+
+func (r *reservoir) add(x float64) {
+	r.n++
+	if len(r.xs) < sampleCap {
+		r.xs = append(r.xs, x)
+		return
+	}
+	if j := r.rng.Int64N(r.n); j < sampleCap {
+		r.xs[j] = x
+	}
+}
+
+// brokerCount is what one broker took in one phase.
+type brokerCount struct{ records, bytes int64 }
+
+// phaseStats is one producer's figures for one phase (by send phase).
+type phaseStats struct {
+	sent, acked, failed, ackedBytes int64
+	perBroker                       map[int32]*brokerCount
+	prod, e2e                       *stats.Latency
+	prodSamples, e2eSamples         reservoir
+	lost                            int64
+}
+
+func newPhaseStats(objective time.Duration, rng *rand.Rand) *phaseStats {
+	prod, err := stats.NewLatency(latencyCeiling, objective)
+	if err != nil {
+		panic(err) // constant arguments
+	}
+	e2e, err := stats.NewLatency(latencyCeiling, objective)
+	if err != nil {
+		panic(err)
+	}
+	return &phaseStats{perBroker: map[int32]*brokerCount{}, prod: prod, e2e: e2e,
+		prodSamples: reservoir{rng: rng}, e2eSamples: reservoir{rng: rng}}
+}
+
+// producer is one partitioner's client and its bookkeeping.
+type producer struct {
+	idx   int
+	name  string
+	topic string
+	cl    *kgo.Client
+	cfg   *Config
+	epoch time.Time
+	now   func() time.Time
+	runID uint64
+	phase *atomic.Int32 // the leg's current phase
+
+	mu      sync.Mutex
+	phases  [numPhases]*phaseStats
+	status  []byte
+	buckets []int64 // acked bytes per bucket since the epoch
+
+	seenMu  sync.Mutex
+	seen    []uint8 // times consumed, per sequence number
+	pos     []int64 // where it was first consumed, -1 before
+	rereads int64   // records read again at the same position
+
+	sentIn [numPhases]atomic.Int64
+
+	moved         atomic.Pointer[map[int32]bool] // partitions the victim led
+	killAt        atomic.Int64                   // ns since epoch, 0 before a kill
+	firstMovedAck atomic.Int64                   // ns after killAt, 0 before one
+}
+
+func (p *producer) since() time.Duration { return p.now().Sub(p.epoch) }
+
+// loop sends records until stop closes or ctx ends, paced at cfg.Rate.
+func (p *producer) loop(ctx context.Context, stop <-chan struct{}) {
+	rps := float64(p.cfg.Rate) / float64(p.cfg.RecordSize)
+	burst := int64(max(1, rps/10)) // at most 100 ms of debt is caught up
+	t0 := p.now()
+	var sent int64
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		if rps > 0 {
+			due := int64(p.now().Sub(t0).Seconds() * rps)
+			if due-sent > burst {
+				sent = due - burst
+			}
+			if sent >= due {
+				time.Sleep(2 * time.Millisecond)
+				continue
+			}
+		}
+		p.send(ctx)
+		sent++
+	}
+}
+
+func (p *producer) send(ctx context.Context) {
+	ph := Phase(p.phase.Load())
+	val := make([]byte, p.cfg.RecordSize)
+	p.mu.Lock()
+	seq := uint64(len(p.status))
+	p.status = append(p.status, byte(ph))
+	p.phases[ph].sent++
+	p.mu.Unlock()
+	p.sentIn[ph].Add(1)
+	binary.BigEndian.PutUint64(val[offSeq:], seq)
+	binary.BigEndian.PutUint64(val[offSend:], uint64(p.since()))
+	val[offProducer] = byte(p.idx)
+	val[offPhase] = byte(ph)
+	binary.BigEndian.PutUint64(val[offRun:], p.runID)
+	p.cl.Produce(ctx, &kgo.Record{Topic: p.topic, Value: val}, p.promise)
+}
+
+func (p *producer) promise(r *kgo.Record, err error) {
+	at := p.since()
+	seq := binary.BigEndian.Uint64(r.Value[offSeq:])
+	sentAt := time.Duration(binary.BigEndian.Uint64(r.Value[offSend:]))
+	ph := Phase(r.Value[offPhase])
+	if err != nil {
+		p.mu.Lock()
+		p.status[seq] |= stFailed
+		p.phases[ph].failed++
+		p.mu.Unlock()
+		return
+	}
+	leader, _, lerr := p.cl.PartitionLeader(r.Topic, r.Partition)
+	if lerr != nil {
+		leader = -1
+	}
+	lat := at - sentAt
+	size := int64(len(r.Value))
+	p.mu.Lock()
+	p.status[seq] |= stAcked
+	s := p.phases[ph]
+	s.acked++
+	s.ackedBytes += size
+	bc := s.perBroker[leader]
+	if bc == nil {
+		bc = &brokerCount{}
+		s.perBroker[leader] = bc
+	}
+	bc.records++
+	bc.bytes += size
+	s.prod.Record(lat)
+	s.prodSamples.add(float64(lat) / float64(time.Millisecond))
+	b := int(at / bucket)
+	for len(p.buckets) <= b {
+		p.buckets = append(p.buckets, 0)
+	}
+	p.buckets[b] += size
+	p.mu.Unlock()
+	if k := p.killAt.Load(); k > 0 && int64(at) > k && p.firstMovedAck.Load() == 0 {
+		if m := p.moved.Load(); m != nil && (*m)[r.Partition] {
+			p.firstMovedAck.CompareAndSwap(0, int64(at)-k)
+		}
+	}
+}
+
+// consumed notes that the consumer read record seq (sent in phase ph) e2e
+// after it was sent, at pos (partition<<48 | offset). Reading the same
+// position again (the consumer's offset was reset) is not a duplicate; the
+// same record at another position is.
+func (p *producer) consumed(seq uint64, ph Phase, e2e time.Duration, pos int64) {
+	p.seenMu.Lock()
+	for uint64(len(p.seen)) <= seq {
+		p.seen = append(p.seen, 0)
+		p.pos = append(p.pos, -1)
+	}
+	if p.pos[seq] == pos {
+		p.rereads++
+		p.seenMu.Unlock()
+		return
+	}
+	if p.pos[seq] < 0 {
+		p.pos[seq] = pos
+	}
+	p.seen[seq] = min(p.seen[seq]+1, 255)
+	first := p.seen[seq] == 1
+	p.seenMu.Unlock()
+	if !first || ph >= numPhases {
+		return
+	}
+	p.mu.Lock()
+	s := p.phases[ph]
+	s.e2e.Record(e2e)
+	s.e2eSamples.add(float64(e2e) / float64(time.Millisecond))
+	p.mu.Unlock()
+}
+
+// loss is the record-by-record check after everything was consumed back.
+type loss struct {
+	sent, acked, lost, duplicates, neverAcked, unackedDelivered int64
+}
+
+func (p *producer) checkLoss() loss {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seenMu.Lock()
+	defer p.seenMu.Unlock()
+	var l loss
+	for seq, st := range p.status {
+		var seen uint8
+		if seq < len(p.seen) {
+			seen = p.seen[seq]
+		}
+		l.sent++
+		if seen > 1 {
+			l.duplicates += int64(seen) - 1
+		}
+		switch {
+		case st&stAcked != 0:
+			l.acked++
+			if seen == 0 {
+				l.lost++
+				if ph := Phase(st & stPhase); ph < numPhases {
+					p.phases[ph].lost++
+				}
+			}
+		default:
+			l.neverAcked++
+			if seen > 0 {
+				l.unackedDelivered++
+			}
+		}
+	}
+	return l
+}

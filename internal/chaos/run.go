@@ -1,0 +1,688 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	mrand "math/rand"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kplan-dev/kplan/internal/partitioner"
+)
+
+// Errors Run wraps so callers can map them to exit codes.
+var (
+	// ErrUsage marks an experiment that cannot run as asked: an unknown
+	// broker, a topic with another layout (exit 2).
+	ErrUsage = errors.New("bad experiment")
+	// ErrRefused marks an experiment kplan will not run because the kill
+	// would make partitions unavailable (exit 4).
+	ErrRefused = errors.New("refused")
+)
+
+// window is when a phase ran, relative to the run's epoch.
+type window struct {
+	start, end time.Duration
+	ran        bool
+}
+
+// leg is one kill experiment: every producer side by side, or one producer
+// in a sequential run.
+type leg struct {
+	prods    []*producer
+	phase    atomic.Int32
+	windows  [numPhases]window
+	leaders  [numPhases]map[string][]int32
+	victim   int32
+	killAt   time.Duration
+	failover time.Duration // -1 until every partition has a live leader
+	restore  time.Duration // -1 unless a restore completed
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+type runner struct {
+	c      Cluster
+	cfg    *Config
+	admin  *kgo.Client
+	epoch  time.Time
+	now    func() time.Time
+	topics []string
+	prods  []*producer
+	legs   []*leg
+	cur    atomic.Pointer[leg]
+	dead   int32 // the broker currently killed by this run, -1 for none
+	notes  []string
+}
+
+func (r *runner) since() time.Duration { return r.now().Sub(r.epoch) }
+
+// TopicFor is the topic a partitioner writes to.
+func TopicFor(prefix, partitionerName string) string { return prefix + "-" + partitionerName }
+
+// Run runs one experiment on c. When ctx ends (Ctrl-C), it stops the
+// producers, restarts the killed broker if cfg.Restore, and returns the
+// partial result with Interrupted set together with ctx's error.
+func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	r := &runner{c: c, cfg: &cfg, now: now, dead: -1}
+	if err := r.prepare(ctx); err != nil {
+		if r.admin != nil {
+			r.admin.Close()
+		}
+		return nil, err
+	}
+	defer r.admin.Close()
+
+	// A new topic's leaders may be known before they serve it: retry.
+	var start map[string]map[int32]int64
+	for deadline := now().Add(30 * time.Second); ; {
+		var err error
+		if start, err = endOffsets(ctx, r.admin, r.topics); err == nil {
+			break
+		}
+		if now().After(deadline) {
+			return nil, err
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	r.epoch = now()
+	runID := rand.New(rand.NewPCG(cfg.Seed, uint64(r.epoch.UnixNano()))).Uint64()
+	if err := r.newProducers(runID); err != nil {
+		return nil, err
+	}
+	cons, err := newConsumer(c.Seeds(), &cfg, start, r.prods, runID, r.epoch, now)
+	if err != nil {
+		r.closeProducers()
+		return nil, err
+	}
+	consCtx, stopCons := context.WithCancel(context.Background())
+	var consDone sync.WaitGroup
+	consDone.Go(func() { cons.run(consCtx) })
+
+	progDone := make(chan struct{})
+	var progWG sync.WaitGroup
+	if cfg.Progress != nil {
+		progWG.Go(func() { r.progress(progDone) })
+	}
+
+	if cfg.Sequential {
+		for _, p := range r.prods {
+			r.legs = append(r.legs, &leg{prods: []*producer{p}})
+		}
+	} else {
+		r.legs = []*leg{{prods: r.prods}}
+	}
+	var runErr error
+	for i, l := range r.legs {
+		l.victim, l.failover, l.restore = -1, -1, -1
+		for _, p := range l.prods {
+			p.phase = &l.phase
+		}
+		r.cur.Store(l)
+		if runErr = r.runLeg(ctx, l, i == len(r.legs)-1); runErr != nil {
+			break
+		}
+	}
+
+	// Clean up whatever happened: stop producers, restore if asked, drain.
+	bg, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, l := range r.legs {
+		r.stopLeg(bg, l)
+	}
+	if runErr != nil && r.dead >= 0 && cfg.Restore {
+		if err := c.Restart(bg, r.dead); err != nil {
+			r.notes = append(r.notes, fmt.Sprintf("restart of broker %d after the interruption failed: %v", r.dead, err))
+		} else {
+			r.notes = append(r.notes, fmt.Sprintf("broker %d restarted after the interruption", r.dead))
+			r.dead = -1
+		}
+	}
+	r.closeProducers()
+	drain := 30 * time.Second
+	if runErr != nil {
+		drain = 5 * time.Second
+	}
+	if err := r.drain(bg, cons, drain); err != nil {
+		r.notes = append(r.notes, "loss check incomplete: "+err.Error()+"; lost counts are upper bounds")
+	}
+	stopCons()
+	consDone.Wait()
+	cons.cl.Close()
+	close(progDone)
+	progWG.Wait()
+
+	res := r.result()
+	if runErr != nil {
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			res.Notes = append(res.Notes, "interrupted: the figures cover the phases that ran")
+			return res, ctx.Err()
+		}
+		return res, runErr
+	}
+	return res, nil
+}
+
+// prepare checks the cluster, creates the topics and waits for their leaders.
+func (r *runner) prepare(ctx context.Context) error {
+	cfg := r.cfg
+	brokers, err := r.c.Brokers(ctx)
+	if err != nil {
+		return err
+	}
+	for p, reps := range cfg.Assignment {
+		for _, id := range reps {
+			if !slices.Contains(brokers, id) {
+				return fmt.Errorf("%w: partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", ErrUsage, p, id, brokers)
+			}
+		}
+	}
+	if cfg.Target.Kind == TargetBroker && !slices.Contains(brokers, cfg.Target.Broker) {
+		return fmt.Errorf("%w: --kill %s: no such broker (brokers %v)", ErrUsage, cfg.Target, brokers)
+	}
+	if cfg.Target.Kind != TargetNone && len(brokers) < 2 {
+		return fmt.Errorf("%w: a kill needs at least 2 brokers", ErrUsage)
+	}
+	// A partition whose only replica is the victim has nowhere to fail over.
+	if cfg.Target.Kind == TargetBroker {
+		if err := r.checkReplicas(cfg.Target.Broker); err != nil {
+			return err
+		}
+	}
+	r.admin, err = kgo.NewClient(kgo.SeedBrokers(r.c.Seeds()...), kgo.MetadataMinAge(cfg.MetadataMinAge), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		return fmt.Errorf("admin client: %w", err)
+	}
+	for _, name := range cfg.Partitioners {
+		r.topics = append(r.topics, TopicFor(cfg.Topic, name))
+	}
+	for _, t := range r.topics {
+		have, ok, err := r.c.Layout(ctx, t)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if !slices.EqualFunc(have, cfg.Assignment, slices.Equal) {
+				return fmt.Errorf("%w: topic %s exists with layout %s, not %s (choose another --topic or delete it)", ErrUsage, t, FormatAssignment(have), FormatAssignment(cfg.Assignment))
+			}
+			continue
+		}
+		if err := r.c.CreateTopic(ctx, t, cfg.Assignment); err != nil {
+			return err
+		}
+	}
+	if cfg.Target.Kind == TargetLeaderOf {
+		have, ok, err := r.c.Layout(ctx, cfg.Target.Topic)
+		if err != nil {
+			return err
+		}
+		if !ok || int(cfg.Target.Partition) >= len(have) {
+			return fmt.Errorf("%w: --kill %s: no such partition", ErrUsage, cfg.Target)
+		}
+	}
+	deadline := r.now().Add(30 * time.Second)
+	for {
+		m, err := fetchMeta(ctx, r.admin, r.topics)
+		if err == nil && m.allLed(r.topics, -1) {
+			return nil
+		}
+		if r.now().After(deadline) {
+			if err == nil {
+				err = errors.New("a partition has no live leader")
+			}
+			return fmt.Errorf("experiment topics are not ready after 30s: %w", err)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// checkReplicas refuses a kill that leaves an experiment partition with no
+// other replica.
+func (r *runner) checkReplicas(victim int32) error {
+	for p, reps := range r.cfg.Assignment {
+		if len(reps) == 1 && reps[0] == victim {
+			if r.cfg.AllowUnavailable && r.c.Real() {
+				continue
+			}
+			how := "use --replication-factor 2"
+			if r.c.Real() {
+				how += " or --allow-unavailable"
+			} else {
+				how += " (the embedded cluster cannot run a partition without a leader)"
+			}
+			return fmt.Errorf("%w: killing broker %d leaves partition %d of every experiment topic with no replica (replication factor 1): its records could go nowhere; %s", ErrRefused, victim, p, how)
+		}
+	}
+	return nil
+}
+
+// safety refuses to kill a real broker when partitions are already
+// under-replicated or when the kill would leave a partition with no
+// in-sync replica.
+func (r *runner) safety(ctx context.Context, victim int32) error {
+	if !r.c.Real() || r.cfg.AllowUnavailable {
+		return nil
+	}
+	m, err := fetchMeta(ctx, r.admin, nil)
+	if err != nil {
+		return fmt.Errorf("safety check: %w", err)
+	}
+	var under, orphan []string
+	for t, parts := range m.topics {
+		for p, pm := range parts {
+			if len(pm.isr) < len(pm.replicas) {
+				under = append(under, fmt.Sprintf("%s/%d", t, p))
+			}
+			if len(pm.isr) == 1 && pm.isr[0] == victim {
+				orphan = append(orphan, fmt.Sprintf("%s/%d", t, p))
+			}
+		}
+	}
+	slices.Sort(under)
+	slices.Sort(orphan)
+	if len(under) > 0 {
+		return fmt.Errorf("%w: %d partitions are under-replicated before the kill (%s); pass --allow-unavailable to kill anyway", ErrRefused, len(under), head(under))
+	}
+	if len(orphan) > 0 {
+		return fmt.Errorf("%w: killing broker %d leaves %d partitions with no in-sync replica (%s); pass --allow-unavailable to kill anyway", ErrRefused, victim, len(orphan), head(orphan))
+	}
+	return nil
+}
+
+func head(xs []string) string {
+	if len(xs) > 5 {
+		return strings.Join(xs[:5], ", ") + ", ..."
+	}
+	return strings.Join(xs, ", ")
+}
+
+func (r *runner) newProducers(runID uint64) error {
+	cfg := r.cfg
+	for i, name := range cfg.Partitioners {
+		popts := []partitioner.Option{partitioner.WithRand(mrand.New(mrand.NewSource(int64(cfg.Seed) + int64(i))))} //nolint:gosec // experiment randomness, seeded for repeatability
+		kopts, bind, err := partitioner.ClientOpts(name, popts...)
+		if err != nil {
+			r.closeProducers()
+			return err
+		}
+		kopts = append(kopts,
+			kgo.SeedBrokers(r.c.Seeds()...),
+			kgo.MetadataMinAge(cfg.MetadataMinAge),
+			kgo.MetadataMaxAge(cfg.MetadataMaxAge),
+			kgo.RecordDeliveryTimeout(max(time.Minute, 2*cfg.FailoverTimeout)),
+			kgo.ClientID("kplan-chaos-"+name),
+		)
+		if cfg.Acks == AcksLeader {
+			kopts = append(kopts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		} else {
+			kopts = append(kopts, kgo.RequiredAcks(kgo.AllISRAcks()))
+		}
+		cl, err := kgo.NewClient(kopts...)
+		if err != nil {
+			r.closeProducers()
+			return fmt.Errorf("producer %s: %w", name, err)
+		}
+		bind(cl)
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1))
+		p := &producer{idx: i, name: name, topic: r.topics[i], cl: cl, cfg: cfg, epoch: r.epoch, now: r.now, runID: runID}
+		for ph := range p.phases {
+			p.phases[ph] = newPhaseStats(cfg.Objective, rng)
+		}
+		r.prods = append(r.prods, p)
+	}
+	return nil
+}
+
+func (r *runner) closeProducers() {
+	for _, p := range r.prods {
+		p.cl.Close()
+	}
+}
+
+// runLeg runs warm-up, before, kill, failover, after and (if asked or
+// needed by the next leg) restore and recovered.
+func (r *runner) runLeg(ctx context.Context, l *leg, last bool) error {
+	cfg := r.cfg
+	l.stop = make(chan struct{})
+	r.begin(ctx, l, PhaseWarmup)
+	for _, p := range l.prods {
+		l.wg.Go(func() { p.loop(ctx, l.stop) })
+	}
+	if err := sleep(ctx, cfg.Warmup); err != nil {
+		r.end(ctx, l, PhaseWarmup)
+		return err
+	}
+	r.end(ctx, l, PhaseWarmup)
+	if err := r.measured(ctx, l, PhaseBefore); err != nil {
+		return err
+	}
+	if cfg.Target.Kind == TargetNone {
+		return nil
+	}
+	victim, err := r.resolve(ctx, l)
+	if err != nil {
+		return err
+	}
+	if err := r.checkReplicas(victim); err != nil {
+		return err
+	}
+	if err := r.safety(ctx, victim); err != nil {
+		return err
+	}
+	m, err := fetchMeta(ctx, r.admin, r.topics)
+	if err != nil {
+		return err
+	}
+	for _, p := range l.prods {
+		moved := map[int32]bool{}
+		for part, pm := range m.topics[p.topic] {
+			if pm.leader == victim {
+				moved[int32(part)] = true
+			}
+		}
+		p.moved.Store(&moved)
+	}
+
+	r.begin(ctx, l, PhaseFailover)
+	l.victim = victim
+	l.killAt = r.since()
+	for _, p := range l.prods {
+		p.killAt.Store(max(int64(l.killAt), 1))
+	}
+	if err := r.c.Kill(ctx, victim); err != nil {
+		r.end(ctx, l, PhaseFailover)
+		return fmt.Errorf("kill broker %d: %w", victim, err)
+	}
+	r.dead = victim
+	err = r.waitFailover(ctx, l)
+	r.end(ctx, l, PhaseFailover)
+	if err != nil {
+		return err
+	}
+	if err := r.measured(ctx, l, PhaseAfter); err != nil {
+		return err
+	}
+	if !cfg.Restore && (!cfg.Sequential || last) {
+		return nil
+	}
+	if !cfg.Restore {
+		// Only the next leg needs the broker back: stop this leg's producer
+		// first so its figures end with the after phase.
+		r.stopLeg(ctx, l)
+	}
+	r.begin(ctx, l, PhaseRestore)
+	t0 := r.since()
+	err = r.restore(ctx, victim)
+	r.end(ctx, l, PhaseRestore)
+	if err != nil {
+		return err
+	}
+	l.restore = r.since() - t0
+	if cfg.Restore {
+		return r.measured(ctx, l, PhaseRecovered)
+	}
+	return nil
+}
+
+// restore restarts the victim, elects preferred leaders and waits until the
+// experiment topics are led by their preferred replicas again.
+func (r *runner) restore(ctx context.Context, victim int32) error {
+	if err := r.c.Restart(ctx, victim); err != nil {
+		return fmt.Errorf("restart broker %d: %w", victim, err)
+	}
+	r.dead = -1
+	ectx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := r.c.ElectPreferred(ectx); err != nil {
+		return err
+	}
+	for {
+		m, err := fetchMeta(ectx, r.admin, r.topics)
+		if err == nil && slices.Contains(m.brokers, victim) && r.preferred(m) {
+			return nil
+		}
+		if err := sleep(ectx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("waiting for preferred leaders after the restart of broker %d: %w", victim, err)
+		}
+	}
+}
+
+func (r *runner) preferred(m *clusterMeta) bool {
+	for _, t := range r.topics {
+		parts := m.topics[t]
+		if len(parts) != len(r.cfg.Assignment) {
+			return false
+		}
+		for p, pm := range parts {
+			if pm.leader != r.cfg.Assignment[p][0] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// resolve picks the broker to kill now.
+func (r *runner) resolve(ctx context.Context, l *leg) (int32, error) {
+	t := r.cfg.Target
+	switch t.Kind {
+	case TargetBroker:
+		return t.Broker, nil
+	case TargetLeaderOf:
+		m, err := fetchMeta(ctx, r.admin, []string{t.Topic})
+		if err != nil {
+			return -1, err
+		}
+		parts := m.topics[t.Topic]
+		if int(t.Partition) >= len(parts) || parts[t.Partition].leader < 0 {
+			return -1, fmt.Errorf("%w: --kill %s: the partition has no leader", ErrRefused, t)
+		}
+		return parts[t.Partition].leader, nil
+	case TargetBusiest:
+		m, err := fetchMeta(ctx, r.admin, r.topics)
+		if err != nil {
+			return -1, err
+		}
+		count := map[int32]int{}
+		for _, p := range l.prods {
+			for _, pm := range m.topics[p.topic] {
+				if pm.leader >= 0 {
+					count[pm.leader]++
+				}
+			}
+		}
+		best, bestN := int32(-1), 0
+		for id, n := range count {
+			if n > bestN || n == bestN && id < best {
+				best, bestN = id, n
+			}
+		}
+		if best < 0 {
+			return -1, fmt.Errorf("%w: --kill busiest: no partition has a leader", ErrRefused)
+		}
+		return best, nil
+	}
+	return -1, fmt.Errorf("%w: nothing to kill", ErrUsage)
+}
+
+// waitFailover waits until every partition has a live leader and every
+// producer had an acknowledgement from a partition the victim led.
+func (r *runner) waitFailover(ctx context.Context, l *leg) error {
+	deadline := l.killAt + r.cfg.FailoverTimeout
+	for {
+		if l.failover < 0 {
+			if m, err := fetchMeta(ctx, r.admin, r.topics); err == nil && m.allLed(r.topics, l.victim) {
+				l.failover = r.since() - l.killAt
+			}
+		}
+		done := l.failover >= 0
+		for _, p := range l.prods {
+			if m := p.moved.Load(); m != nil && len(*m) > 0 && p.firstMovedAck.Load() == 0 {
+				done = false
+			}
+		}
+		if done {
+			return nil
+		}
+		if r.since() > deadline {
+			r.notes = append(r.notes, fmt.Sprintf("failover not complete %v after the kill of broker %d; the after phase started anyway", r.cfg.FailoverTimeout, l.victim))
+			return nil
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// measured runs a measured phase: for cfg.Phase, or until every producer of
+// the leg sent cfg.Records records in it.
+func (r *runner) measured(ctx context.Context, l *leg, ph Phase) error {
+	r.begin(ctx, l, ph)
+	defer r.end(ctx, l, ph)
+	if r.cfg.Records <= 0 {
+		return sleep(ctx, r.cfg.Phase)
+	}
+	for {
+		done := true
+		for _, p := range l.prods {
+			if p.sentIn[ph].Load() < r.cfg.Records {
+				done = false
+			}
+		}
+		if done {
+			return nil
+		}
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *runner) begin(ctx context.Context, l *leg, ph Phase) {
+	l.windows[ph] = window{start: r.since(), ran: true}
+	l.phase.Store(int32(ph))
+	r.snapLeaders(ctx, l, ph)
+}
+
+func (r *runner) end(ctx context.Context, l *leg, ph Phase) {
+	l.windows[ph].end = r.since()
+	r.snapLeaders(ctx, l, ph)
+}
+
+// snapLeaders adds the experiment topics' current leaders to the phase's set.
+func (r *runner) snapLeaders(ctx context.Context, l *leg, ph Phase) {
+	if ctx.Err() != nil {
+		return
+	}
+	m, err := fetchMeta(ctx, r.admin, r.topics)
+	if err != nil {
+		return
+	}
+	if l.leaders[ph] == nil {
+		l.leaders[ph] = map[string][]int32{}
+	}
+	for _, t := range r.topics {
+		for _, id := range m.leaders(t) {
+			if !slices.Contains(l.leaders[ph][t], id) {
+				l.leaders[ph][t] = append(l.leaders[ph][t], id)
+			}
+		}
+		slices.Sort(l.leaders[ph][t])
+	}
+}
+
+// stopLeg stops the leg's producers and waits for their records.
+func (r *runner) stopLeg(ctx context.Context, l *leg) {
+	if l.stop == nil {
+		return
+	}
+	select {
+	case <-l.stop:
+		return
+	default:
+	}
+	close(l.stop)
+	l.wg.Wait()
+	fctx, cancel := context.WithTimeout(ctx, max(30*time.Second, r.cfg.FailoverTimeout))
+	defer cancel()
+	for _, p := range l.prods {
+		if err := p.cl.Flush(fctx); err != nil {
+			r.notes = append(r.notes, fmt.Sprintf("%s: not every record was answered before the flush timeout", p.name))
+		}
+	}
+}
+
+// drain waits until the consumer read every experiment partition up to its
+// end offset.
+func (r *runner) drain(ctx context.Context, cons *consumer, limit time.Duration) error {
+	dctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	end, err := endOffsets(dctx, r.admin, r.topics)
+	if err != nil {
+		return err
+	}
+	for !cons.caughtUp(end) {
+		if err := sleep(dctx, 20*time.Millisecond); err != nil {
+			return fmt.Errorf("consumer did not reach the end offsets within %v", limit)
+		}
+	}
+	return nil
+}
+
+func (r *runner) progress(done <-chan struct{}) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		l := r.cur.Load()
+		if l == nil {
+			continue
+		}
+		var sent int64
+		for _, p := range r.prods {
+			for i := range p.sentIn {
+				sent += p.sentIn[i].Load()
+			}
+		}
+		pr := Progress{Phase: Phase(l.phase.Load()).String(), Sent: sent, Elapsed: r.since()}
+		if r.cfg.Sequential {
+			pr.Partitioner = l.prods[0].name
+		}
+		r.cfg.Progress(pr)
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,156 @@
+package chaos
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kplan-dev/kplan/internal/report"
+)
+
+// TestKillBroker3Acceptance is the acceptance on the embedded
+// cluster: before the kill every partitioner spreads records evenly over
+// brokers 1, 2, 3; after broker 3's partition moved to broker 1, roundrobin
+// gives broker 1 two shares while node and sqf keep brokers even; nothing
+// acknowledged is lost.
+func TestKillBroker3Acceptance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process cluster experiment")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := NewEmbeddedCluster(3)
+	require.NoError(t, err)
+	defer c.Close()
+	cfg := Defaults()
+	cfg.Warmup, cfg.Phase = time.Second, 3*time.Second
+	cfg.Rate = 50_000 // 500 records/s per producer
+	res, err := Run(ctx, c, cfg)
+	require.NoError(t, err)
+	if testing.Verbose() {
+		require.NoError(t, report.Render(os.Stdout, report.Table, res, res.Document))
+	}
+	assert.Equal(t, "embedded", res.Cluster)
+	assert.Equal(t, int32(3), res.KilledBroker)
+	assert.GreaterOrEqual(t, res.FailoverMS, 0.0)
+	require.Len(t, res.Partitioners, 4)
+	for _, p := range res.Partitioners {
+		before, after := p.Phases["before"], p.Phases["after"]
+		require.NotNil(t, before, p.Name)
+		require.NotNil(t, after, p.Name)
+		assert.Equal(t, []int32{1, 2, 3}, before.Leaders, p.Name)
+		assert.Equal(t, []int32{1, 2}, after.Leaders, p.Name)
+		assert.Zero(t, p.Lost, "%s lost acknowledged records", p.Name)
+		assert.Zero(t, p.NeverAcked, p.Name)
+		assert.Equal(t, p.Sent, p.Acked, p.Name)
+		assert.Positive(t, after.Acked, p.Name)
+		assert.GreaterOrEqual(t, p.FirstSuccessMS, 0.0, p.Name)
+		switch p.Name {
+		case "roundrobin", "node", "sqf":
+			assert.LessOrEqual(t, before.MaxOverMean, 1.05, "%s before", p.Name)
+		}
+		switch p.Name {
+		case "roundrobin":
+			assert.GreaterOrEqual(t, after.MaxOverMean, 1.25, "roundrobin after")
+		case "node", "sqf":
+			assert.LessOrEqual(t, after.MaxOverMean, 1.05, "%s after", p.Name)
+		}
+	}
+}
+
+func shortConfig() Config {
+	cfg := Defaults()
+	cfg.Partitioners = []string{"roundrobin", "node"}
+	cfg.Warmup, cfg.Phase = 300*time.Millisecond, time.Second
+	cfg.Rate = 20_000
+	return cfg
+}
+
+func TestRunRefusesUnavailable(t *testing.T) {
+	c, err := NewEmbeddedCluster(3)
+	require.NoError(t, err)
+	defer c.Close()
+	cfg := shortConfig()
+	cfg.Assignment = RingAssignment([]int32{1, 2, 3}, 3, 1)
+	_, err = Run(context.Background(), c, cfg)
+	require.ErrorIs(t, err, ErrRefused)
+	assert.Contains(t, err.Error(), "partition 2")
+
+	cfg = shortConfig()
+	cfg.Target = Target{Kind: TargetBroker, Broker: 4}
+	_, err = Run(context.Background(), c, cfg)
+	require.ErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "no such broker")
+
+	cfg = shortConfig()
+	cfg.Assignment = [][]int32{{1, 5}}
+	_, err = Run(context.Background(), c, cfg)
+	require.ErrorIs(t, err, ErrUsage)
+}
+
+// Busiest: with leaders 1,1,2 broker 1 leads most and dies; the sequential
+// run kills it once per partitioner, restores it between them and at the
+// end, and measures a recovered phase led by the preferred replicas again.
+func TestRunBusiestSequentialRestore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process cluster experiment")
+	}
+	c, err := NewEmbeddedCluster(3)
+	require.NoError(t, err)
+	defer c.Close()
+	cfg := shortConfig()
+	cfg.Target = Target{Kind: TargetBusiest}
+	cfg.Assignment = [][]int32{{1, 2}, {1, 3}, {2, 3}}
+	cfg.Sequential, cfg.Restore = true, true
+	var phases []string
+	cfg.Progress = func(p Progress) { phases = append(phases, p.Partitioner+"/"+p.Phase) }
+	res, err := Run(context.Background(), c, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), res.KilledBroker)
+	assert.True(t, res.Sequential)
+	require.Len(t, res.Partitioners, 2)
+	for _, p := range res.Partitioners {
+		assert.Equal(t, int32(1), p.KilledBroker)
+		assert.Zero(t, p.Lost, p.Name)
+		assert.Equal(t, []int32{2, 3}, p.Phases["after"].Leaders, p.Name)
+		require.NotNil(t, p.Phases["recovered"], p.Name)
+		assert.Equal(t, []int32{1, 2}, p.Phases["recovered"].Leaders, p.Name)
+		assert.Positive(t, p.Phases["recovered"].Acked, p.Name)
+	}
+	assert.Equal(t, []int32{1, 2, 3}, c.Embedded.Brokers())
+	assert.Contains(t, phases, "node/after")
+}
+
+// Ctrl-C: the run stops, restores the killed broker when asked and still
+// returns what it measured.
+func TestRunInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process cluster experiment")
+	}
+	c, err := NewEmbeddedCluster(3)
+	require.NoError(t, err)
+	defer c.Close()
+	cfg := shortConfig()
+	cfg.Restore = true
+	cfg.Phase = 3 * time.Second // the progress ticker (every 250 ms) sees the after phase
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Progress = func(p Progress) {
+		if p.Phase == "after" {
+			cancel()
+		}
+	}
+	res, err := Run(ctx, c, cfg)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotNil(t, res)
+	assert.True(t, res.Interrupted)
+	assert.Equal(t, int32(3), res.KilledBroker)
+	assert.Equal(t, []int32{1, 2, 3}, c.Embedded.Brokers(), "restored")
+	for _, p := range res.Partitioners {
+		assert.NotNil(t, p.Phases["before"])
+		assert.Zero(t, p.Lost)
+	}
+}

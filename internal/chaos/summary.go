@@ -1,0 +1,229 @@
+package chaos
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/stats"
+)
+
+// Level is the confidence level of repeated runs' intervals (the thesis's).
+const Level = 0.99
+
+// Summary is K repetitions of one experiment: means with 99% confidence
+// intervals. Its JSON form is kplan chaos --repeat K -o json.
+type Summary struct {
+	Cluster      string               `json:"cluster"`
+	Label        string               `json:"label"`
+	Target       string               `json:"target"`
+	KilledBroker int32                `json:"killed_broker"`
+	Repeat       int                  `json:"repeat"`
+	Level        float64              `json:"level"`
+	FailoverMS   stats.Interval       `json:"failover_ms"`
+	Partitioners []PartitionerSummary `json:"partitioners"`
+	Runs         []*Result            `json:"runs"`
+}
+
+// PartitionerSummary is one partitioner over the repetitions: counts are
+// sums, figures are means with confidence intervals.
+type PartitionerSummary struct {
+	Name           string                   `json:"name"`
+	Acked          int64                    `json:"acked"`
+	Lost           int64                    `json:"lost"`
+	Duplicates     int64                    `json:"duplicates"`
+	NeverAcked     int64                    `json:"never_acked"`
+	FirstSuccessMS stats.Interval           `json:"first_success_ms"`
+	Phases         map[string]*PhaseSummary `json:"phases"`
+}
+
+// PhaseSummary is one phase over the repetitions.
+type PhaseSummary struct {
+	PerBroker      map[string]int64          `json:"per_broker"`
+	MaxOverMean    stats.Interval            `json:"max_over_mean"`
+	ThroughputMBps stats.Interval            `json:"throughput_mbps"`
+	LatencyMS      map[string]stats.Interval `json:"latency_ms"`
+	E2ELatencyMS   map[string]stats.Interval `json:"e2e_latency_ms"`
+	ViolationRate  stats.Interval            `json:"violation_rate"`
+	TimelyMBps     stats.Interval            `json:"timely_throughput_mbps"`
+}
+
+// Summarize combines repeated runs of the same experiment.
+func Summarize(runs []*Result) (*Summary, error) {
+	if len(runs) < 2 {
+		return nil, fmt.Errorf("summary needs at least 2 runs, got %d", len(runs))
+	}
+	first := runs[0]
+	s := &Summary{Cluster: first.Cluster, Label: first.Label, Target: first.Target, KilledBroker: first.KilledBroker,
+		Repeat: len(runs), Level: Level, Runs: runs}
+	var fo []float64
+	for _, r := range runs {
+		if r.FailoverMS >= 0 {
+			fo = append(fo, r.FailoverMS)
+		}
+	}
+	s.FailoverMS = ci(fo)
+	for i, p0 := range first.Partitioners {
+		ps := PartitionerSummary{Name: p0.Name, Phases: map[string]*PhaseSummary{}}
+		var first []float64
+		for _, r := range runs {
+			if i >= len(r.Partitioners) {
+				continue
+			}
+			p := r.Partitioners[i]
+			ps.Acked += p.Acked
+			ps.Lost += p.Lost
+			ps.Duplicates += p.Duplicates
+			ps.NeverAcked += p.NeverAcked
+			if p.FirstSuccessMS >= 0 {
+				first = append(first, p.FirstSuccessMS)
+			}
+		}
+		ps.FirstSuccessMS = ci(first)
+		for _, ph := range measuredPhases {
+			name := ph.String()
+			var mom, tput, viol, timely []float64
+			lat := map[string][]float64{}
+			e2e := map[string][]float64{}
+			per := map[string]int64{}
+			for _, r := range runs {
+				if i >= len(r.Partitioners) {
+					continue
+				}
+				pr := r.Partitioners[i].Phases[name]
+				if pr == nil {
+					continue
+				}
+				for k, v := range pr.PerBroker {
+					per[k] += v
+				}
+				mom = append(mom, pr.MaxOverMean)
+				tput = append(tput, pr.ThroughputMBps)
+				viol = append(viol, pr.E2ELatencyMS.ViolationRate)
+				timely = append(timely, pr.TimelyThroughputMBps)
+				for k, v := range percentiles(pr.LatencyMS) {
+					lat[k] = append(lat[k], v)
+				}
+				for k, v := range percentiles(pr.E2ELatencyMS) {
+					e2e[k] = append(e2e[k], v)
+				}
+			}
+			if len(mom) == 0 {
+				continue
+			}
+			phs := &PhaseSummary{PerBroker: per, MaxOverMean: ci(mom), ThroughputMBps: ci(tput), ViolationRate: ci(viol),
+				TimelyMBps: ci(timely), LatencyMS: map[string]stats.Interval{}, E2ELatencyMS: map[string]stats.Interval{}}
+			for k, v := range lat {
+				phs.LatencyMS[k] = ci(v)
+			}
+			for k, v := range e2e {
+				phs.E2ELatencyMS[k] = ci(v)
+			}
+			ps.Phases[name] = phs
+		}
+		s.Partitioners = append(s.Partitioners, ps)
+	}
+	return s, nil
+}
+
+func percentiles(l stats.LatencySummary) map[string]float64 {
+	return map[string]float64{"mean": l.Mean, "p50": l.P50, "p95": l.P95, "p99": l.P99, "p99_9": l.P999, "max": l.Max}
+}
+
+// ci is MeanCI at Level; with fewer than two samples it carries the mean
+// (or nothing) and a zero half width.
+func ci(xs []float64) stats.Interval {
+	if iv, err := stats.MeanCI(xs, Level); err == nil {
+		return iv
+	}
+	iv := stats.Interval{N: len(xs), Level: Level}
+	if len(xs) == 1 {
+		iv.Mean, iv.Low, iv.High = xs[0], xs[0], xs[0]
+	}
+	return iv
+}
+
+func civ(iv stats.Interval, prec int) string {
+	if iv.N == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f ± %.*f", prec, iv.Mean, prec, iv.Half)
+}
+
+// Document renders the summary as tables.
+func (s *Summary) Document() report.Document {
+	what := "no kill"
+	if s.KilledBroker >= 0 {
+		what = fmt.Sprintf("kill broker-%d", s.KilledBroker)
+	}
+	doc := report.Document{Title: fmt.Sprintf("kplan chaos: %s, %d runs, means with %g%% confidence intervals — %s", what, s.Repeat, 100*s.Level, s.Label)}
+	sec := report.Section{
+		Title:  "Per partitioner and phase",
+		Header: []string{"partitioner", "phase", "max/mean", "MB/s", "produce p50 ms", "produce p99 ms", "e2e p50 ms", "e2e p99 ms", "violation rate", "timely MB/s"},
+	}
+	for _, p := range s.Partitioners {
+		for _, ph := range measuredPhases {
+			x := p.Phases[ph.String()]
+			if x == nil {
+				continue
+			}
+			sec.Rows = append(sec.Rows, []string{p.Name, ph.String(), civ(x.MaxOverMean, 2), civ(x.ThroughputMBps, 3),
+				civ(x.LatencyMS["p50"], 1), civ(x.LatencyMS["p99"], 1), civ(x.E2ELatencyMS["p50"], 1), civ(x.E2ELatencyMS["p99"], 1),
+				civ(x.ViolationRate, 4), civ(x.TimelyMBps, 3)})
+		}
+	}
+	loss := report.Section{
+		Title:  "Failover and loss over all runs",
+		Header: []string{"partitioner", "first ack on moved partitions ms", "acked", "lost", "duplicates", "never acked"},
+	}
+	for _, p := range s.Partitioners {
+		loss.Rows = append(loss.Rows, []string{p.Name, civ(p.FirstSuccessMS, 1), fmt.Sprint(p.Acked), fmt.Sprint(p.Lost), fmt.Sprint(p.Duplicates), fmt.Sprint(p.NeverAcked)})
+	}
+	doc.Sections = []report.Section{sec, loss}
+	doc.Notes = []string{fmt.Sprintf("cluster failover (kill to every partition led by a live broker): %s ms", civ(s.FailoverMS, 1))}
+	if len(s.Runs) > 0 {
+		doc.Notes = append(doc.Notes, s.Runs[0].Document().Notes[0])
+	}
+	return doc
+}
+
+// WriteReport writes report.md, result.json and the plots of res (the last
+// run) into dir, which must exist; sum, when not nil, is the summary of
+// repeated runs and is what report.md and result.json show first.
+func WriteReport(dir string, res *Result, sum *Summary) error {
+	plots, perr := WritePlots(dir, res)
+	var md strings.Builder
+	var v any = res
+	if sum != nil {
+		v = sum
+		if err := report.WriteMarkdown(&md, sum.Document()); err != nil {
+			return err
+		}
+		md.WriteString("\n## The last run\n\n")
+		var last strings.Builder
+		if err := report.WriteMarkdown(&last, res.Document()); err != nil {
+			return err
+		}
+		md.WriteString(strings.Replace(last.String(), "# ", "### ", 1))
+	} else if err := report.WriteMarkdown(&md, res.Document()); err != nil {
+		return err
+	}
+	if len(plots) > 0 {
+		md.WriteString("\n## Plots\n\n")
+		for _, p := range plots {
+			fmt.Fprintf(&md, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
+		}
+	}
+	var js strings.Builder
+	if err := report.WriteJSON(&js, v); err != nil {
+		return err
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, "result.json"), []byte(js.String())); err != nil {
+		return err
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(md.String())); err != nil {
+		return err
+	}
+	return perr
+}

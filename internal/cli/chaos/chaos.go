@@ -1,0 +1,446 @@
+// Package chaos wires `kplan chaos`: kill a broker while producers using
+// different partitioners write, and measure skew, latency and loss before
+// and after. The experiment itself lives in internal/chaos.
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+
+	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/units"
+)
+
+// Options are the parsed flags of `kplan chaos`.
+type Options struct {
+	IO *iostreams.IOStreams
+
+	// Config is the experiment; its Assignment is nil when it is to be
+	// built from Partitions and ReplicationFactor over the cluster's brokers.
+	Config            chaos.Config
+	Partitions        int
+	ReplicationFactor int
+	// Cluster is "embedded" or "lab".
+	Cluster string
+	// Brokers is the embedded cluster's size.
+	Brokers int
+	// LabDir is the lab's state directory ("" for the default).
+	LabDir string
+	// Repeat runs the whole experiment this many times.
+	Repeat int
+	// ReportDir, when set, receives report.md, result.json and plots.
+	ReportDir string
+	Format    report.Format
+	// Progress shows a progress line on stderr.
+	Progress bool
+}
+
+// flags holds the raw flag values.
+type flags struct {
+	kill, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file string
+	partitions, rf, recordSize, brokers, repeat                                         int
+	records                                                                             int64
+	warmup, phase, failoverTimeout, objective, minAge, maxAge                           time.Duration
+	restore, sequential, allowUnavailable                                               bool
+	seed                                                                                uint64
+	output                                                                              cmdutil.OutputFlag
+	origin                                                                              map[string]string
+}
+
+// fileKeys are the flags an experiment file may set: all but --file itself.
+func fileKeys(cmd *cobra.Command) map[string]bool {
+	keys := map[string]bool{}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "file" && f.Name != "help" {
+			keys[f.Name] = true
+		}
+	})
+	return keys
+}
+
+// NewCmdChaos returns `kplan chaos`. runF replaces the run function in tests.
+func NewCmdChaos(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	var c flags
+	d := chaos.Defaults()
+	cmd := &cobra.Command{
+		Use:   "chaos --kill TARGET [flags]",
+		Short: "Kill a broker under load and compare partitioners' skew, latency and loss before and after",
+		Long: `Kill a broker while one producer per partitioner writes to its own topic
+(all topics with the same replica assignment), and measure per partitioner and
+phase: records per broker and their skew (max/mean, CV, Jain's index) over the
+brokers leading the topic, throughput, produce and end-to-end latency
+percentiles with the violation rate against --latency-objective, timely
+throughput, a Kolmogorov-Smirnov test of before against after, and, after
+consuming every record back, acknowledged records lost, duplicates and
+records never acknowledged.
+
+Phases: warm-up, before, kill, failover (until every partition has a live
+leader and every producer had an acknowledgement from a partition the killed
+broker led), after, and with --restore a restart of the broker, a preferred
+leader election and a recovered phase.
+
+By default the cluster is embedded in the process (franz-go's kfake, brokers
+numbered 1..N, Kafka's election rule restored): it is a simulation and every
+output says so. --cluster lab runs against the real brokers of ` + "`kplan lab`" + `
+(kill = SIGKILL of the broker's JVM) after safety checks.
+
+Targets: broker-N, leader-of:TOPIC/P, busiest (most leaders of the experiment
+topics), none (no kill: a steady-state measurement).
+
+--file NAME.yaml reads an experiment whose keys are these flags' names;
+flags given on the command line override it.`,
+		Example: `  $ kplan chaos --kill broker-3
+  $ kplan chaos --kill broker-3 --report out/chaos
+  $ kplan chaos --kill busiest --partitioner roundrobin,node --acks 1 --phase-duration 20s -o json
+  $ kplan chaos --file chaos/u2-acks-all.yaml --repeat 5 --sequential
+  $ kplan chaos --cluster lab --kill broker-2 --restore --report out/lab-chaos`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := c.options(cmd, f)
+			if err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runChaos(cmd.Context(), opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest or none (required)")
+	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf")
+	fs.StringVar(&c.topic, "topic", d.Topic, "topic name prefix: each partitioner writes to PREFIX-NAME")
+	fs.IntVar(&c.partitions, "partitions", 3, "partitions per experiment topic (replicas placed round the brokers: partition p led by the p-th broker)")
+	fs.IntVar(&c.rf, "replication-factor", 2, "replication factor of the experiment topics")
+	fs.StringVar(&c.assignment, "assignment", "", `explicit replica assignment, e.g. "1,2;2,3;3,1" (overrides --partitions and --replication-factor)`)
+	fs.StringVar(&c.rate, "rate", "100kB/s", "each producer's rate (e.g. 100kB/s, 5MB/s) or unlimited")
+	fs.Int64Var(&c.records, "records", 0, "end each measured phase once every producer sent this many records in it (instead of --phase-duration)")
+	fs.IntVar(&c.recordSize, "record-size", d.RecordSize, "record value size in bytes")
+	fs.DurationVar(&c.warmup, "warmup", d.Warmup, "warm-up before the measured phases")
+	fs.DurationVar(&c.phase, "phase-duration", d.Phase, "duration of each measured phase (before, after, recovered)")
+	fs.DurationVar(&c.failoverTimeout, "failover-timeout", d.FailoverTimeout, "longest wait for failover before the after phase starts anyway")
+	fs.DurationVar(&c.objective, "latency-objective", d.Objective, "latency objective for the violation rate and timely throughput")
+	fs.StringVar(&c.acks, "acks", "all", "producer acks: all (idempotent) or 1")
+	fs.BoolVar(&c.restore, "restore", false, "restart the killed broker after the after phase, elect preferred leaders and measure a recovered phase")
+	fs.BoolVar(&c.sequential, "sequential", false, "run the partitioners one after another, each with its own kill, instead of side by side")
+	fs.BoolVar(&c.allowUnavailable, "allow-unavailable", false, "kill a real broker even when partitions are under-replicated or would lose their last in-sync replica")
+	fs.IntVar(&c.repeat, "repeat", 1, "repeat the whole experiment and report means with 99% confidence intervals")
+	fs.StringVar(&c.reportDir, "report", "", "write report.md, result.json and PNG plots into this directory")
+	fs.StringVar(&c.file, "file", "", "read the experiment from a YAML file whose keys are flag names")
+	fs.StringVar(&c.cluster, "cluster", "embedded", "embedded (simulated, in process) or lab (the running kplan lab)")
+	fs.IntVar(&c.brokers, "brokers", 3, "brokers of the embedded cluster")
+	fs.StringVar(&c.labDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
+	fs.Uint64Var(&c.seed, "seed", d.Seed, "random seed")
+	fs.DurationVar(&c.minAge, "metadata-min-age", d.MetadataMinAge, "clients' metadata min age: how soon they can learn a leader moved (franz-go's default is 5s)")
+	fs.DurationVar(&c.maxAge, "metadata-max-age", d.MetadataMaxAge, "clients' metadata max age: the periodic refresh")
+	cmdutil.AddOutputFlag(cmd, &c.output)
+	return cmd
+}
+
+// where names a flag for error messages: the file line it came from, or the flag.
+func (c *flags) where(name string) string {
+	if o, ok := c.origin[name]; ok {
+		return o
+	}
+	return "--" + name
+}
+
+func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
+	c.origin = map[string]string{}
+	if c.file != "" {
+		if err := loadFile(cmd, c.file, fileKeys(cmd), c.origin); err != nil {
+			return nil, err
+		}
+	}
+	opts := &Options{IO: f.IOStreams, Config: chaos.Defaults(), Cluster: c.cluster, Brokers: c.brokers, LabDir: c.labDir,
+		Repeat: c.repeat, ReportDir: c.reportDir, Partitions: c.partitions, ReplicationFactor: c.rf,
+		Progress: f.IOStreams.IsStderrTTY()}
+	var err error
+	if opts.Format, err = c.output.Format(); err != nil {
+		return nil, err
+	}
+	cfg := &opts.Config
+	if c.kill == "" {
+		return nil, cmdutil.UsageErrorf("--kill: required (broker-N, leader-of:TOPIC/P, busiest or none)")
+	}
+	if cfg.Target, err = chaos.ParseTarget(c.kill); err != nil {
+		return nil, cmdutil.UsageErrorf("%s: %w", c.where("kill"), err)
+	}
+	cfg.Partitioners = nil
+	for _, p := range strings.Split(c.partitioners, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.Partitioners = append(cfg.Partitioners, p)
+		}
+	}
+	cfg.Topic = c.topic
+	switch c.cluster {
+	case "embedded":
+		if c.brokers < 1 || c.brokers > 100 {
+			return nil, cmdutil.UsageErrorf("%s: want 1 to 100 brokers, got %d", c.where("brokers"), c.brokers)
+		}
+	case "lab":
+	default:
+		return nil, cmdutil.UsageErrorf("%s: unknown cluster %q (want embedded or lab)", c.where("cluster"), c.cluster)
+	}
+	if c.assignment != "" {
+		if cfg.Assignment, err = chaos.ParseAssignment(c.assignment); err != nil {
+			return nil, cmdutil.UsageErrorf("%s: %w", c.where("assignment"), err)
+		}
+	} else {
+		cfg.Assignment = nil
+		if c.partitions < 1 || c.partitions > 10000 {
+			return nil, cmdutil.UsageErrorf("%s: want 1 to 10000 partitions, got %d", c.where("partitions"), c.partitions)
+		}
+		if c.rf < 1 {
+			return nil, cmdutil.UsageErrorf("%s: must be at least 1, got %d", c.where("replication-factor"), c.rf)
+		}
+		if c.cluster == "embedded" && c.rf > c.brokers {
+			return nil, cmdutil.UsageErrorf("%s: %d is more than the %d brokers", c.where("replication-factor"), c.rf, c.brokers)
+		}
+	}
+	switch strings.ToLower(strings.TrimSpace(c.rate)) {
+	case "unlimited", "0", "none":
+		cfg.Rate = 0
+	default:
+		if cfg.Rate, err = units.ParseRate(c.rate); err != nil {
+			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rate"), err)
+		}
+	}
+	if c.records < 0 {
+		return nil, cmdutil.UsageErrorf("%s: must not be negative", c.where("records"))
+	}
+	cfg.Records = c.records
+	cfg.RecordSize = c.recordSize
+	if c.recordSize < chaos.MinRecordSize || c.recordSize > 1<<20 {
+		return nil, cmdutil.UsageErrorf("%s: want %d to %d bytes, got %d", c.where("record-size"), chaos.MinRecordSize, 1<<20, c.recordSize)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+		zero bool
+	}{{"warmup", c.warmup, true}, {"phase-duration", c.phase, false}, {"failover-timeout", c.failoverTimeout, false},
+		{"latency-objective", c.objective, true}, {"metadata-min-age", c.minAge, false}, {"metadata-max-age", c.maxAge, false}} {
+		if d.v < 0 || (d.v == 0 && !d.zero) {
+			return nil, cmdutil.UsageErrorf("%s: must be positive, got %v", c.where(d.name), d.v)
+		}
+	}
+	if c.maxAge < c.minAge {
+		return nil, cmdutil.UsageErrorf("%s: %v is less than --metadata-min-age %v", c.where("metadata-max-age"), c.maxAge, c.minAge)
+	}
+	cfg.Warmup, cfg.Phase, cfg.FailoverTimeout, cfg.Objective = c.warmup, c.phase, c.failoverTimeout, c.objective
+	cfg.MetadataMinAge, cfg.MetadataMaxAge = c.minAge, c.maxAge
+	switch c.acks {
+	case "all", "-1":
+		cfg.Acks = chaos.AcksAll
+	case "1":
+		cfg.Acks = chaos.AcksLeader
+	default:
+		return nil, cmdutil.UsageErrorf("%s: want all or 1, got %q", c.where("acks"), c.acks)
+	}
+	cfg.Restore, cfg.Sequential, cfg.AllowUnavailable, cfg.Seed = c.restore, c.sequential, c.allowUnavailable, c.seed
+	if c.repeat < 1 || c.repeat > 1000 {
+		return nil, cmdutil.UsageErrorf("%s: want 1 to 1000, got %d", c.where("repeat"), c.repeat)
+	}
+	// Everything but the assignment, which may need the cluster's brokers.
+	probe := *cfg
+	if probe.Assignment == nil {
+		probe.Assignment = [][]int32{{1}}
+	}
+	if err := probe.Validate(); err != nil {
+		where := "--partitioner"
+		if strings.Contains(err.Error(), "partitioner") {
+			where = c.where("partitioner")
+		}
+		return nil, cmdutil.UsageErrorf("%s: %w", where, err)
+	}
+	return opts, nil
+}
+
+// loadFile reads an experiment file into every flag not set on the command
+// line. Keys are flag names; a list value (partitioner) is joined with
+// commas. Unknown keys are errors naming file:line.
+func loadFile(cmd *cobra.Command, path string, allowed map[string]bool, origin map[string]string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cmdutil.UsageErrorf("--file: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+		return cmdutil.UsageErrorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(doc.Content) == 0 {
+		return cmdutil.UsageErrorf("%s: empty experiment file", path)
+	}
+	m := doc.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return cmdutil.UsageErrorf("%s:%d: an experiment file is a mapping of flag names to values", path, m.Line)
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		loc := fmt.Sprintf("%s:%d", path, k.Line)
+		if seen[k.Value] {
+			return cmdutil.UsageErrorf("%s: duplicate key %q", loc, k.Value)
+		}
+		seen[k.Value] = true
+		fl := cmd.Flags().Lookup(k.Value)
+		if fl == nil || !allowed[k.Value] {
+			return cmdutil.UsageErrorf("%s: unknown key %q", loc, k.Value)
+		}
+		var val string
+		switch v.Kind {
+		case yaml.ScalarNode:
+			val = v.Value
+		case yaml.SequenceNode:
+			parts := make([]string, 0, len(v.Content))
+			for _, e := range v.Content {
+				if e.Kind != yaml.ScalarNode {
+					return cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+				}
+				parts = append(parts, e.Value)
+			}
+			val = strings.Join(parts, ",")
+		default:
+			return cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+		}
+		if fl.Changed {
+			continue // the command line overrides the file
+		}
+		if err := fl.Value.Set(val); err != nil {
+			return cmdutil.UsageErrorf("%s: %s: %w", loc, k.Value, err)
+		}
+		origin[k.Value] = fmt.Sprintf("%s:%d: %s", path, k.Line, k.Value)
+	}
+	return nil
+}
+
+// openCluster starts or opens the cluster of one run.
+func openCluster(opts *Options) (chaos.Cluster, error) {
+	if opts.Cluster == "lab" {
+		c, err := chaos.NewLabCluster(opts.LabDir)
+		if err != nil {
+			return nil, cmdutil.Usage(fmt.Errorf("--cluster lab: %w", err))
+		}
+		return c, nil
+	}
+	c, err := chaos.NewEmbeddedCluster(opts.Brokers)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func runChaos(ctx context.Context, opts *Options) error {
+	io := opts.IO
+	if opts.ReportDir != "" {
+		if err := os.MkdirAll(opts.ReportDir, 0o755); err != nil {
+			return cmdutil.UsageErrorf("--report: %w", err)
+		}
+	}
+	cfg := opts.Config
+	if opts.Progress {
+		cfg.Progress = func(p chaos.Progress) {
+			who := ""
+			if p.Partitioner != "" {
+				who = p.Partitioner + " "
+			}
+			fmt.Fprintf(io.ErrOut, "\r\033[Kchaos: %sphase %-9s  records sent %-9d  elapsed %s", who, p.Phase, p.Sent, p.Elapsed.Round(100*time.Millisecond))
+		}
+	}
+	var runs []*chaos.Result
+	var runErr error
+	for i := range opts.Repeat {
+		c, err := openCluster(opts)
+		if err != nil {
+			return err
+		}
+		rc := cfg
+		rc.Seed = cfg.Seed + uint64(i)
+		if rc.Assignment == nil {
+			brokers, err := c.Brokers(ctx)
+			if err != nil {
+				c.Close()
+				return err
+			}
+			if opts.ReplicationFactor > len(brokers) {
+				c.Close()
+				return cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", opts.ReplicationFactor, len(brokers))
+			}
+			rc.Assignment = chaos.RingAssignment(brokers, opts.Partitions, opts.ReplicationFactor)
+		}
+		res, err := chaos.Run(ctx, c, rc)
+		if err == nil && res.KilledBroker >= 0 && c.Real() && !rc.Restore && i < opts.Repeat-1 {
+			// The next run needs every broker back.
+			if err = c.Restart(ctx, res.KilledBroker); err == nil {
+				err = c.ElectPreferred(ctx)
+			}
+		}
+		c.Close()
+		if opts.Progress {
+			fmt.Fprint(io.ErrOut, "\r\033[K")
+		}
+		if res != nil {
+			runs = append(runs, res)
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
+	if len(runs) == 0 {
+		return mapErr(runErr)
+	}
+	last := runs[len(runs)-1]
+	var sum *chaos.Summary
+	if len(runs) > 1 {
+		var err error
+		if sum, err = chaos.Summarize(runs); err != nil {
+			return err
+		}
+	}
+	var v any = last
+	doc := last.Document
+	if sum != nil {
+		v, doc = sum, sum.Document
+	}
+	if err := report.Render(io.Out, opts.Format, v, doc); err != nil {
+		return err
+	}
+	if opts.ReportDir != "" {
+		if err := chaos.WriteReport(opts.ReportDir, last, sum); err != nil {
+			return err
+		}
+		fmt.Fprintf(io.ErrOut, "report written to %s (report.md, result.json, %s, %s, %s)\n", opts.ReportDir, chaos.PlotRecordsPerBroker, chaos.PlotLatencyCDF, chaos.PlotThroughput)
+	}
+	if runErr != nil {
+		return mapErr(runErr)
+	}
+	return nil
+}
+
+// mapErr gives experiment errors their exit codes.
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, chaos.ErrRefused):
+		return cmdutil.RefusedErrorf("%s", strings.TrimPrefix(err.Error(), chaos.ErrRefused.Error()+": "))
+	case errors.Is(err, chaos.ErrUsage):
+		return cmdutil.UsageErrorf("%s", strings.TrimPrefix(err.Error(), chaos.ErrUsage.Error()+": "))
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("interrupted; the partial result was printed: %w", err)
+	}
+	return err
+}

@@ -1,0 +1,108 @@
+// Package generate implements `kplan generate`, synthetic inputs for tests,
+// benchmarks and demos.
+package generate
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// Options are the parsed flags of `kplan generate layout`.
+type Options struct {
+	IO     *iostreams.IOStreams
+	Layout topology.GenOptions
+	Seed   uint64
+	// Out is the file to write (atomically); empty means stdout.
+	Out string
+}
+
+// NewCmdGenerate returns `kplan generate` with its `layout` subcommand.
+// runF replaces the run function in tests.
+func NewCmdGenerate(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "generate",
+		Short: "Generate synthetic inputs for tests, benchmarks and demos",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newCmdLayout(f, runF))
+	return cmd
+}
+
+func newCmdLayout(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
+	var firstID int
+	cmd := &cobra.Command{
+		Use:   "layout --brokers N --topics T --partitions P --replication-factor R [flags]",
+		Short: "Write a synthetic cluster layout as Kafka's reassignment JSON",
+		Long: `Write a synthetic cluster layout as Kafka's reassignment JSON, the form
+kplan audit --from reads, plus kplan's "brokers" key with every broker and
+its rack (Kafka's tools ignore it). It is a testing and demo aid: the same
+flags and --seed always give the same file.
+
+--partitions is the total over all topics (each topic gets at least one).
+Topics are placed as Kafka places a new topic (a random first broker,
+leaders round robin from it, followers at a random shift; rack-aware with
+--racks). --skew spreads the partition counts over topics like Zipf's law;
+--cells keeps each topic inside one of that many disjoint broker cells (less
+overlap); --scatter places that fraction of topics on random brokers (more
+overlap); --uneven packs that fraction of topics onto fewer leader brokers
+than partitions (thesis Fig 3.8).`,
+		Example: `  $ kplan generate layout --brokers 6 --topics 20 --partitions 120 --replication-factor 3 --seed 7
+  $ kplan generate layout --brokers 1000 --topics 30000 --partitions 2000000 --replication-factor 3 --out /tmp/big.json
+  $ kplan generate layout --brokers 12 --racks 3 --topics 40 --partitions 400 --replication-factor 3 --skew 1 --scatter 0.2 --uneven 0.1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if firstID < 0 || firstID > 1<<31-1 {
+				return cmdutil.UsageErrorf("--first-id: %d is out of range", firstID)
+			}
+			opts.Layout.FirstID = int32(firstID)
+			if err := opts.Layout.Validate(); err != nil {
+				return cmdutil.UsageErrorf("--%w", err)
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runLayout(opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&opts.Layout.Brokers, "brokers", 6, "number of brokers")
+	fs.IntVar(&firstID, "first-id", 1, "id of the first broker; the others follow")
+	fs.IntVar(&opts.Layout.Topics, "topics", 10, "number of topics")
+	fs.IntVar(&opts.Layout.Partitions, "partitions", 60, "total number of partitions over all topics")
+	fs.IntVar(&opts.Layout.ReplicationFactor, "replication-factor", 3, "replicas per partition")
+	fs.IntVar(&opts.Layout.Racks, "racks", 0, "spread brokers over this many racks and place replicas rack-aware (0: no racks)")
+	fs.Float64Var(&opts.Layout.Skew, "skew", 0, "Zipf exponent of partition counts over topics (0: even)")
+	fs.IntVar(&opts.Layout.Cells, "cells", 0, "place each topic inside one of this many disjoint broker cells (0: one cell)")
+	fs.Float64Var(&opts.Layout.Scatter, "scatter", 0, "fraction of topics placed on random brokers (partial overlap)")
+	fs.Float64Var(&opts.Layout.Uneven, "uneven", 0, "fraction of topics led unevenly by fewer brokers than partitions")
+	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed")
+	fs.StringVar(&opts.Out, "out", "", "write to this file (atomically) instead of stdout")
+	return cmd
+}
+
+func runLayout(opts *Options) error {
+	c, err := topology.Generate(opts.Layout, rand.New(rand.NewPCG(opts.Seed, 0x6b706c616e))) //nolint:gosec // synthetic data, not security
+	if err != nil {
+		return cmdutil.Usage(err)
+	}
+	if opts.Out == "" {
+		return topology.WriteLayout(opts.IO.Out, c)
+	}
+	var b bytes.Buffer
+	if err := topology.WriteLayout(&b, c); err != nil {
+		return err
+	}
+	if err := report.WriteFileAtomic(opts.Out, b.Bytes()); err != nil {
+		return cmdutil.UsageErrorf("--out: %w", err)
+	}
+	return nil
+}

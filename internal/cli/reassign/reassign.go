@@ -1,0 +1,379 @@
+// Package reassign implements `kplan reassign`.
+package reassign
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kplan-dev/kplan/internal/cli/source"
+	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/reassign"
+	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// Options are the parsed flags of `kplan reassign`.
+type Options struct {
+	IO     *iostreams.IOStreams
+	Source source.Options
+	Format report.Format
+
+	// Out, Rollback and ElectionOut are the files to write ("" = none).
+	Out         string
+	Rollback    string
+	ElectionOut string
+	// Waves and MaxMovesPerWave split the plan into FILE.wave-N.json.
+	Waves           int
+	MaxMovesPerWave int
+
+	// Brokers is the target broker set (nil: the cluster's).
+	Brokers           []topology.Broker
+	ReplicationFactor int
+	FixOverlaps       bool
+	CellSize          int
+	// Seed shuffles ties between equally loaded brokers when SeedSet.
+	Seed    uint64
+	SeedSet bool
+
+	f *cmdutil.Factory
+}
+
+// NewCmdReassign returns `kplan reassign`. runF replaces the run function
+// in tests.
+func NewCmdReassign(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, f: f}
+	var out cmdutil.OutputFlag
+	var brokers string
+	cmd := &cobra.Command{
+		Use:   "reassign (--from FILE | --bootstrap-server HOST:PORT) [--out FILE] [flags]",
+		Short: "Plan the fewest replica moves that balance a cluster, in Kafka's reassignment JSON",
+		Long: `Plan a partition reassignment with the fewest replica moves that, all at once:
+
+- puts floor or ceil of the mean replicas on every target broker, and the
+  same for leaders (leaders move by reordering replica lists, never by
+  copying data);
+- spreads each topic's leaders to floor or ceil of its partitions per broker
+  where its replicas allow;
+- keeps the replicas of a partition in distinct racks when there are at
+  least as many racks as replicas;
+- empties brokers left out of --brokers and fills brokers new in it;
+- with --fix-overlaps, places every topic in one cell (the whole cluster, or
+  --cell-size brokers) and leads every topic with at least as many
+  partitions as the cell from all of the cell, so leader broker sets are
+  pairwise identical or disjoint (Burato 2019, §6.4); overlaps that remain
+  are reported with the reason.
+
+--out writes Kafka's reassignment JSON (only the partitions that change,
+intended leader first), accepted as-is by kafka-reassign-partitions
+--execute; --rollback the current assignment of the same partitions;
+--election-out the partitions whose leader then needs a preferred election
+(kafka-leader-election --election-type PREFERRED --path-to-json-file).
+--waves N or --max-moves-per-wave K also split the plan into FILE.wave-1.json,
+FILE.wave-2.json, ... to run one after another.
+
+The summary compares the moves with a lower bound: what the brokers under
+their target must receive, i.e. the replicas on drained brokers plus each
+broker's excess over a target of floor/ceil of the mean, the ceilings given
+to the most loaded brokers. Without --out nothing is written.`,
+		Example: `  $ kplan reassign --from testdata/layouts/kafkakit-optimize-input.json
+  $ kplan reassign --from layout.json --brokers 1,2,3,4,5:rack-b --out plan.json --rollback rollback.json
+  $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
+  $ kplan reassign --from layout.json --fix-overlaps --cell-size 3 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if opts.Format, err = out.Format(); err != nil {
+				return err
+			}
+			if err := opts.Source.Validate(); err != nil {
+				return err
+			}
+			if brokers != "" {
+				if opts.Brokers, err = ParseBrokers(brokers); err != nil {
+					return cmdutil.UsageErrorf("--brokers: %w", err)
+				}
+			}
+			opts.SeedSet = cmd.Flags().Changed("seed")
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runReassign(cmd.Context(), opts)
+		},
+	}
+	source.AddFlags(cmd, &opts.Source)
+	fs := cmd.Flags()
+	fs.StringVar(&opts.Out, "out", "", "write the plan (Kafka's reassignment JSON) to this file")
+	fs.StringVar(&opts.Rollback, "rollback", "", "write the current assignment of the changed partitions to this file")
+	fs.StringVar(&opts.ElectionOut, "election-out", "", "write the partitions needing a preferred leader election (kafka-leader-election JSON) to this file")
+	fs.IntVar(&opts.Waves, "waves", 0, "also split the plan into this many wave files (needs --out)")
+	fs.IntVar(&opts.MaxMovesPerWave, "max-moves-per-wave", 0, "also split the plan into wave files of at most this many replica moves (needs --out)")
+	fs.StringVar(&brokers, "brokers", "", "target brokers: ID[:RACK] comma list or ID-ID ranges; brokers left out are drained, new ones filled")
+	fs.IntVar(&opts.ReplicationFactor, "replication-factor", 0, "set every partition's replication factor (default: keep each one's)")
+	fs.BoolVar(&opts.FixOverlaps, "fix-overlaps", false, "make leader broker sets pairwise identical or disjoint where partition counts allow")
+	fs.IntVar(&opts.CellSize, "cell-size", 0, "with --fix-overlaps: split the target brokers into cells of this many brokers")
+	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
+	cmdutil.AddOutputFlag(cmd, &out)
+	return cmd
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Waves < 0:
+		return cmdutil.UsageErrorf("--waves: must be positive, got %d", o.Waves)
+	case o.MaxMovesPerWave < 0:
+		return cmdutil.UsageErrorf("--max-moves-per-wave: must be positive, got %d", o.MaxMovesPerWave)
+	case (o.Waves > 0 || o.MaxMovesPerWave > 0) && o.Out == "":
+		return cmdutil.UsageErrorf("--waves/--max-moves-per-wave: need --out FILE to name the wave files")
+	case o.ReplicationFactor < 0:
+		return cmdutil.UsageErrorf("--replication-factor: must be at least 1, got %d", o.ReplicationFactor)
+	case o.CellSize < 0:
+		return cmdutil.UsageErrorf("--cell-size: must be positive, got %d", o.CellSize)
+	case o.CellSize > 0 && !o.FixOverlaps:
+		return cmdutil.UsageErrorf("--cell-size: only applies with --fix-overlaps")
+	}
+	files := map[string]string{}
+	for flag, path := range map[string]string{"--out": o.Out, "--rollback": o.Rollback, "--election-out": o.ElectionOut} {
+		if path == "" {
+			continue
+		}
+		abs, _ := filepath.Abs(path)
+		if other, ok := files[abs]; ok {
+			a, b := min(flag, other), max(flag, other)
+			return cmdutil.UsageErrorf("%s and %s: both name %s", a, b, path)
+		}
+		files[abs] = flag
+	}
+	return nil
+}
+
+// ParseBrokers reads a --brokers list: comma-separated ID, ID:RACK or
+// FIRST-LAST ranges.
+func ParseBrokers(s string) ([]topology.Broker, error) {
+	var out []topology.Broker
+	seen := map[int32]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, errors.New("empty entry")
+		}
+		idPart, rack, _ := strings.Cut(item, ":")
+		lo, hi := idPart, idPart
+		if a, b, ok := strings.Cut(idPart, "-"); ok && a != "" {
+			lo, hi = a, b
+		}
+		first, err1 := strconv.ParseInt(lo, 10, 32)
+		last, err2 := strconv.ParseInt(hi, 10, 32)
+		if err1 != nil || err2 != nil || first < 0 || last < first {
+			return nil, fmt.Errorf("%q is not a broker id, ID:RACK or FIRST-LAST range", item)
+		}
+		if last-first > 100_000 {
+			return nil, fmt.Errorf("%q: range too large", item)
+		}
+		for id := first; id <= last; id++ {
+			if seen[int32(id)] {
+				return nil, fmt.Errorf("broker %d is listed twice", id)
+			}
+			seen[int32(id)] = true
+			out = append(out, topology.Broker{ID: int32(id), Rack: rack})
+		}
+	}
+	slices.SortFunc(out, func(a, b topology.Broker) int { return int(a.ID) - int(b.ID) })
+	return out, nil
+}
+
+// result is the JSON of `kplan reassign -o json`: the summary and the
+// files written.
+type result struct {
+	reassign.Summary
+	Files []string `json:"files"`
+}
+
+func runReassign(ctx context.Context, opts *Options) error {
+	c, err := opts.Source.Load(ctx, opts.f)
+	if err != nil {
+		return err
+	}
+	if opts.Source.From == "" {
+		// Sizes make "bytes moved" real; without them the plan still stands.
+		admin := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: opts.Source.BootstrapServers, CommandConfig: opts.Source.CommandConfig, Timeout: opts.Source.Timeout}, opts.f.Version)
+		sizes, err := admin.LogDirSizes(ctx, nil)
+		admin.Close()
+		if err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: partition sizes unknown (%v); bytes moved not reported\n", err)
+		} else {
+			kafka.ApplySizes(c, sizes)
+		}
+	}
+	ro := reassign.Options{Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize}
+	if opts.SeedSet {
+		ro.Rand = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
+	}
+	plan, err := reassign.Compute(c, ro)
+	if err != nil {
+		if errors.Is(err, reassign.ErrBadTarget) {
+			return cmdutil.Usage(err)
+		}
+		return err
+	}
+	if err := check(c, plan, ro); err != nil {
+		return fmt.Errorf("refusing to write the plan: %w", err)
+	}
+	files, err := planFiles(opts, plan)
+	if err != nil {
+		return err
+	}
+	written, err := writeAll(files)
+	if err != nil {
+		return err
+	}
+	r := result{Summary: plan.Summary, Files: written}
+	return report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) })
+}
+
+// check is the last line of defence before a file reaches Kafka: every
+// replica on a target broker, no duplicates, no empty list, and no
+// replication factor change unless asked.
+func check(c *topology.Cluster, p *reassign.Plan, o reassign.Options) error {
+	target := map[int32]bool{}
+	brokers := o.Brokers
+	if len(brokers) == 0 {
+		brokers = c.Brokers
+	}
+	for _, b := range brokers {
+		target[b.ID] = true
+	}
+	for _, ch := range p.Changes {
+		k := ch.New.Key()
+		switch {
+		case len(ch.New.Replicas) == 0:
+			return fmt.Errorf("%s: empty replica list", k)
+		case o.ReplicationFactor == 0 && len(ch.New.Replicas) != len(ch.Old.Replicas):
+			return fmt.Errorf("%s: replication factor %d -> %d without --replication-factor", k, len(ch.Old.Replicas), len(ch.New.Replicas))
+		case o.ReplicationFactor > 0 && len(ch.New.Replicas) != o.ReplicationFactor:
+			return fmt.Errorf("%s: replication factor %d, not %d", k, len(ch.New.Replicas), o.ReplicationFactor)
+		}
+		for j, r := range ch.New.Replicas {
+			if !target[r] {
+				return fmt.Errorf("%s: broker %d is not a target broker", k, r)
+			}
+			if slices.Contains(ch.New.Replicas[:j], r) {
+				return fmt.Errorf("%s: broker %d twice", k, r)
+			}
+		}
+	}
+	return nil
+}
+
+type file struct {
+	path string
+	data []byte
+}
+
+// planFiles renders every requested file in memory, so that a failure
+// leaves nothing half-written.
+func planFiles(opts *Options, plan *reassign.Plan) ([]file, error) {
+	var files []file
+	add := func(path string, write func(*bytes.Buffer) error) error {
+		if path == "" {
+			return nil
+		}
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			return err
+		}
+		files = append(files, file{path, b.Bytes()})
+		return nil
+	}
+	if err := add(opts.Out, func(b *bytes.Buffer) error { return topology.WriteReassignment(b, plan.New()) }); err != nil {
+		return nil, err
+	}
+	if err := add(opts.Rollback, func(b *bytes.Buffer) error { return topology.WriteReassignment(b, plan.Rollback()) }); err != nil {
+		return nil, err
+	}
+	if err := add(opts.ElectionOut, func(b *bytes.Buffer) error { return WriteElection(b, plan.Elections) }); err != nil {
+		return nil, err
+	}
+	if opts.Waves > 0 || opts.MaxMovesPerWave > 0 {
+		base := strings.TrimSuffix(opts.Out, ".json")
+		for i, wave := range reassign.SplitWaves(plan, opts.Waves, opts.MaxMovesPerWave) {
+			parts := make([]topology.Partition, len(wave))
+			for j, ch := range wave {
+				parts[j] = ch.New
+			}
+			if err := add(fmt.Sprintf("%s.wave-%d.json", base, i+1), func(b *bytes.Buffer) error { return topology.WriteReassignment(b, parts) }); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return files, nil
+}
+
+// WriteElection writes kafka-leader-election's --path-to-json-file format.
+func WriteElection(w *bytes.Buffer, keys []topology.Key) error {
+	w.WriteString("{\"partitions\":[")
+	for i, k := range keys {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		q := strconv.Quote(k.Topic)
+		fmt.Fprintf(w, "\n  {\"topic\":%s,\"partition\":%d}", q, k.Partition)
+	}
+	if len(keys) > 0 {
+		w.WriteByte('\n')
+	}
+	w.WriteString("]}\n")
+	return nil
+}
+
+// writeAll writes every file to a temp file beside it, then renames them
+// all; on any error it removes the temp files and leaves the targets as
+// they were.
+func writeAll(files []file) ([]string, error) {
+	var temps []string
+	cleanup := func() {
+		for _, t := range temps {
+			os.Remove(t) //nolint:errcheck // best effort: the error reported is the first one
+		}
+	}
+	for _, f := range files {
+		tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp-*")
+		if err != nil {
+			cleanup()
+			return nil, cmdutil.UsageErrorf("cannot write %s: %w", f.path, err)
+		}
+		temps = append(temps, tmp.Name())
+		_, werr := tmp.Write(f.data)
+		cerr := tmp.Close()
+		if err := errors.Join(werr, cerr); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("writing %s: %w", f.path, err)
+		}
+	}
+	var written []string
+	for i, f := range files {
+		if err := os.Rename(temps[i], f.path); err != nil {
+			cleanup()
+			return written, fmt.Errorf("writing %s: %w", f.path, err)
+		}
+		written = append(written, f.path)
+	}
+	if written == nil {
+		written = []string{}
+	}
+	return written, nil
+}

@@ -1,0 +1,429 @@
+package reassign
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/kplan-dev/kplan/internal/audit"
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// Schema versions the summary's JSON.
+const Schema = "kplan.reassign/v1"
+
+// Summary measures a plan; its JSON is `kplan reassign -o json`.
+type Summary struct {
+	Schema         string  `json:"schema"`
+	TargetBrokers  []int32 `json:"target_brokers"`
+	DrainedBrokers []int32 `json:"drained_brokers"`
+	AddedBrokers   []int32 `json:"added_brokers"`
+	Partitions     int     `json:"partitions"`
+	// ChangedPartitions are the partitions in the plan file.
+	ChangedPartitions int `json:"changed_partitions"`
+	// ReplicasMoved counts replicas placed on brokers that did not hold
+	// their partition: the data the plan copies.
+	ReplicasMoved int `json:"replicas_moved"`
+	// LeaderOnlyChanges counts partitions whose leader changes while their
+	// replica set does not: reordering and a preferred election, no data.
+	LeaderOnlyChanges int `json:"leader_only_changes"`
+	// LeaderChanges counts every partition whose leader changes.
+	LeaderChanges int `json:"leader_changes"`
+	// PreferredElections is the size of the election list.
+	PreferredElections int `json:"preferred_elections"`
+	// BytesMoved is the data copied, when every moved partition's size is
+	// known (live input reads DescribeLogDirs).
+	BytesMoved *int64 `json:"bytes_moved,omitempty"`
+	// LowerBound is the least number of replica moves any plan that
+	// balances replica counts needs: replicas on drained brokers (and
+	// replicas a larger replication factor adds) plus, with per-broker
+	// targets floor/ceil of the mean given greedily to the most loaded
+	// brokers, the sum of each broker's excess over its target.
+	LowerBound int `json:"lower_bound"`
+	// Gap is ReplicasMoved - LowerBound; MovesOverBound their ratio
+	// (absent when the bound is 0).
+	Gap            int      `json:"gap"`
+	MovesOverBound *float64 `json:"moves_over_bound,omitempty"`
+	Before         Balance  `json:"before"`
+	After          Balance  `json:"after"`
+	// PerBroker lists every current or target broker.
+	PerBroker []BrokerLoad `json:"per_broker"`
+	// UnevenTopics lists (up to MaxListed) topics whose leaders are not
+	// within one of their mean after the plan, worst first.
+	UnevenTopics []TopicSpread `json:"uneven_topics"`
+	// RemainingOverlaps lists (up to MaxListed) overlapping max-group pairs
+	// after the plan and why each remains.
+	RemainingOverlaps []RemainingOverlap `json:"remaining_overlaps"`
+	// Waves is filled by SplitWaves.
+	Waves []Wave   `json:"waves,omitempty"`
+	Notes []string `json:"notes"`
+}
+
+// MaxListed bounds the topics and overlaps a summary lists.
+const MaxListed = 100
+
+// Balance describes one layout.
+type Balance struct {
+	Replicas audit.Skew `json:"replicas"`
+	Leaders  audit.Skew `json:"leaders"`
+	// TopicsLeadersWithinOne counts topics whose leaders per broker are
+	// floor or ceil of partitions/brokers (over the topic's cell after a
+	// --fix-overlaps plan).
+	TopicsLeadersWithinOne int `json:"topics_leaders_within_one"`
+	Topics                 int `json:"topics"`
+	// RackViolations counts partitions with two replicas in one rack while
+	// there are at least as many racks as replicas.
+	RackViolations int `json:"rack_violations"`
+	// MaxGroups and Overlaps count node-topic max groups and overlapping
+	// pairs of them by leaders, as `kplan audit` does (overlaps stop at
+	// audit.MaxOverlaps, then OverlapsTruncated is set).
+	MaxGroups         int  `json:"max_groups"`
+	Overlaps          int  `json:"overlaps"`
+	OverlapsTruncated bool `json:"overlaps_truncated,omitempty"`
+}
+
+// BrokerLoad is one broker before and after.
+type BrokerLoad struct {
+	Broker int32  `json:"broker"`
+	Rack   string `json:"rack,omitempty"`
+	// Status is kept, drained or added.
+	Status         string `json:"status"`
+	ReplicasBefore int    `json:"replicas_before"`
+	ReplicasAfter  int    `json:"replicas_after"`
+	LeadersBefore  int    `json:"leaders_before"`
+	LeadersAfter   int    `json:"leaders_after"`
+}
+
+// TopicSpread is a topic's leaders per broker after the plan.
+type TopicSpread struct {
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
+	Brokers    int    `json:"brokers"`
+	MinLeaders int    `json:"min_leaders"`
+	MaxLeaders int    `json:"max_leaders"`
+}
+
+// RemainingOverlap is a pair of max groups that still overlap.
+type RemainingOverlap struct {
+	Groups        [2][]string `json:"groups"`
+	SharedBrokers []int32     `json:"shared_brokers"`
+	Reason        string      `json:"reason"`
+}
+
+func (w *work) plan() *Plan {
+	n := w.n()
+	c := w.c
+	np := len(c.Partitions)
+	final := &topology.Cluster{Partitions: make([]topology.Partition, np)}
+	for b := range w.ids {
+		if w.target[b] {
+			final.Brokers = append(final.Brokers, topology.Broker{ID: w.ids[b], Rack: w.rackName(int32(b))})
+		}
+	}
+	pl := &Plan{Final: final}
+	s := &pl.Summary
+	s.Schema = Schema
+	var bytes int64
+	bytesKnown := true
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		reps := w.slots[w.off[i]:w.off[i+1]]
+		lead := w.lead[i]
+		list := make([]int32, 0, len(reps))
+		list = append(list, w.ids[lead])
+		for _, b := range reps {
+			if b != lead {
+				list = append(list, w.ids[b])
+			}
+		}
+		np := topology.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: list, Leader: list[0], SizeBytes: p.SizeBytes}
+		final.Partitions[i] = np
+		moves := 0
+		for _, r := range list {
+			if !slices.Contains(p.Replicas, r) {
+				moves++
+			}
+		}
+		cur := p.Leader
+		if cur == topology.NoLeader {
+			cur = p.Replicas[0]
+		}
+		leaderChange := list[0] != cur
+		if leaderChange {
+			s.LeaderChanges++
+			if moves == 0 && len(list) == len(p.Replicas) {
+				s.LeaderOnlyChanges++
+			}
+			if p.Leader != topology.NoLeader && slices.Contains(list, p.Leader) {
+				pl.Elections = append(pl.Elections, p.Key())
+			}
+		}
+		if !slices.Equal(list, p.Replicas) {
+			pl.Changes = append(pl.Changes, Change{
+				New:   topology.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: list, Leader: list[0], SizeBytes: p.SizeBytes},
+				Old:   p.Clone(),
+				Moves: moves, LeaderChange: leaderChange,
+			})
+		}
+		if moves > 0 {
+			if p.SizeBytes < 0 {
+				bytesKnown = false
+			} else {
+				bytes += int64(moves) * p.SizeBytes
+			}
+		}
+		s.ReplicasMoved += moves
+	}
+	s.Partitions = np
+	s.ChangedPartitions = len(pl.Changes)
+	s.PreferredElections = len(pl.Elections)
+	if bytesKnown {
+		s.BytesMoved = &bytes
+	}
+	s.LowerBound = w.lower
+	s.Gap = s.ReplicasMoved - s.LowerBound
+	if s.LowerBound > 0 {
+		r := round3(float64(s.ReplicasMoved) / float64(s.LowerBound))
+		s.MovesOverBound = &r
+	}
+	for b := range w.ids {
+		_, current := c.Broker(w.ids[b])
+		switch {
+		case w.target[b]:
+			s.TargetBrokers = append(s.TargetBrokers, w.ids[b])
+			if !current {
+				s.AddedBrokers = append(s.AddedBrokers, w.ids[b])
+			}
+		default:
+			s.DrainedBrokers = append(s.DrainedBrokers, w.ids[b])
+		}
+	}
+	s.DrainedBrokers = nonNil(s.DrainedBrokers)
+	s.AddedBrokers = nonNil(s.AddedBrokers)
+
+	// Per broker.
+	s.PerBroker = make([]BrokerLoad, n)
+	for b := range w.ids {
+		st := "kept"
+		if !w.target[b] {
+			st = "drained"
+		} else if slices.Contains(s.AddedBrokers, w.ids[b]) {
+			st = "added"
+		}
+		rack := w.rackName(int32(b))
+		if cb, ok := c.Broker(w.ids[b]); ok && rack == "" {
+			rack = cb.Rack
+		}
+		s.PerBroker[b] = BrokerLoad{Broker: w.ids[b], Rack: rack, Status: st}
+	}
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		for _, r := range p.Replicas {
+			s.PerBroker[w.pos[r]].ReplicasBefore++
+		}
+		if p.Leader != topology.NoLeader {
+			if b, ok := w.pos[p.Leader]; ok {
+				s.PerBroker[b].LeadersBefore++
+			}
+		}
+		for _, r := range final.Partitions[i].Replicas {
+			s.PerBroker[w.pos[r]].ReplicasAfter++
+		}
+		s.PerBroker[w.pos[final.Partitions[i].Leader]].LeadersAfter++
+	}
+	var rb, lb, ra, la []int
+	for b, l := range s.PerBroker {
+		if _, ok := c.Broker(w.ids[b]); ok {
+			rb, lb = append(rb, l.ReplicasBefore), append(lb, l.LeadersBefore)
+		}
+		if w.target[b] {
+			ra, la = append(ra, l.ReplicasAfter), append(la, l.LeadersAfter)
+		}
+	}
+	s.Before.Replicas, s.Before.Leaders = skew(rb), skew(lb)
+	s.After.Replicas, s.After.Leaders = skew(ra), skew(la)
+
+	// Topic spreads.
+	s.Before.Topics, s.After.Topics = len(w.tname), len(w.tname)
+	counts := make([]int, n)
+	currentBrokers := len(c.Brokers)
+	s.UnevenTopics = []TopicSpread{}
+	for t := range w.tname {
+		first, last := int(w.tstart[t]), int(w.tstart[t+1])
+		if lo, hi, _ := spread(c.Partitions[first:last], w.pos, counts, currentBrokers); within(last-first, currentBrokers, lo, hi) {
+			s.Before.TopicsLeadersWithinOne++
+		}
+		k := len(w.blocks[w.tblock[t]])
+		lo, hi, _ := spread(final.Partitions[first:last], w.pos, counts, k)
+		if within(last-first, k, lo, hi) {
+			s.After.TopicsLeadersWithinOne++
+		} else {
+			s.UnevenTopics = append(s.UnevenTopics, TopicSpread{Topic: w.tname[t], Partitions: last - first, Brokers: k, MinLeaders: lo, MaxLeaders: hi})
+		}
+	}
+	slices.SortStableFunc(s.UnevenTopics, func(a, b TopicSpread) int {
+		return cmp.Compare(b.MaxLeaders-b.MinLeaders, a.MaxLeaders-a.MinLeaders)
+	})
+	if len(s.UnevenTopics) > MaxListed {
+		s.Notes = append(s.Notes, fmt.Sprintf("%d topics have leaders outside floor/ceil of their mean; the %d widest are listed", len(s.UnevenTopics), MaxListed))
+		s.UnevenTopics = s.UnevenTopics[:MaxListed]
+	}
+
+	// Racks.
+	s.Before.RackViolations = w.rackViolations(c.Partitions, func(id int32) string {
+		b, _ := c.Broker(id)
+		return b.Rack
+	})
+	s.After.RackViolations = w.rackViolations(final.Partitions, func(id int32) string { return w.rackName(w.pos[id]) })
+
+	// Groups and overlaps, counted as kplan audit counts them.
+	s.Before.MaxGroups, s.Before.Overlaps, s.Before.OverlapsTruncated, _, _, _ = overlaps(c)
+	var groups []audit.Group
+	var ovs []audit.Overlap
+	var ix *topology.Index
+	s.After.MaxGroups, s.After.Overlaps, s.After.OverlapsTruncated, groups, ovs, ix = overlaps(final)
+	s.RemainingOverlaps = []RemainingOverlap{}
+	for _, o := range ovs {
+		if len(s.RemainingOverlaps) == MaxListed {
+			break
+		}
+		a, b := groups[o.A-1], groups[o.B-1]
+		s.RemainingOverlaps = append(s.RemainingOverlaps, RemainingOverlap{
+			Groups: [2][]string{a.Topics, b.Topics}, SharedBrokers: ix.IDs(o.Shared), Reason: w.overlapReason(a, b, ix),
+		})
+	}
+	s.Notes = append(s.Notes, w.notes...)
+	s.Notes = nonNil(s.Notes)
+	return pl
+}
+
+// overlapReason says why two max groups still overlap after the plan.
+func (w *work) overlapReason(a, b audit.Group, ix *topology.Index) string {
+	if !w.opts.FixOverlaps {
+		return "not asked to remove overlaps (--fix-overlaps)"
+	}
+	for _, g := range []audit.Group{a, b} {
+		for _, name := range g.Topics {
+			t, _ := slices.BinarySearch(w.tname, name)
+			p := int(w.tstart[t+1] - w.tstart[t])
+			if k := len(w.blocks[w.tblock[t]]); p < k {
+				return fmt.Sprintf("topic %s has %d partitions, fewer than the %d brokers of its cell, and the cell cannot be split into blocks that every topic covers: give it at least %d partitions, or choose a smaller --cell-size", name, p, k, k)
+			}
+		}
+	}
+	for _, g := range []audit.Group{a, b} {
+		set := ix.IDs(g.Brokers)
+		name := g.Topics[0]
+		t, _ := slices.BinarySearch(w.tname, name)
+		if k := len(w.blocks[w.tblock[t]]); len(set) != k {
+			return fmt.Sprintf("topic %s leads from %d of the %d brokers of its block: its replicas or racks leave some broker no partition to lead", name, len(set), k)
+		}
+	}
+	return "the cells overlap"
+}
+
+func overlaps(c *topology.Cluster) (int, int, bool, []audit.Group, []audit.Overlap, *topology.Index) {
+	ix := topology.NewIndex(c.Brokers)
+	names, sets := audit.TopicSets(c, ix, audit.ByLeaders)
+	groups := audit.MaxGroups(names, sets)
+	ovs, truncated := audit.OverlapsUpTo(groups, ix.Len(), audit.MaxOverlaps)
+	return len(groups), len(ovs), truncated, groups, ovs, ix
+}
+
+// spread returns the least and most partitions led by one of k brokers
+// (0 when fewer than k brokers lead any) and how many brokers lead.
+func spread(parts []topology.Partition, pos map[int32]int32, counts []int, k int) (int, int, int) {
+	var touched []int32
+	for _, p := range parts {
+		if p.Leader == topology.NoLeader {
+			continue
+		}
+		b := pos[p.Leader]
+		if counts[b] == 0 {
+			touched = append(touched, b)
+		}
+		counts[b]++
+	}
+	lo, hi := len(parts), 0
+	for _, b := range touched {
+		lo, hi = min(lo, counts[b]), max(hi, counts[b])
+		counts[b] = 0
+	}
+	if len(touched) < k || len(touched) == 0 {
+		lo = 0
+	}
+	return lo, hi, len(touched)
+}
+
+// within reports whether leaders per broker lie in floor/ceil of p/k.
+func within(p, k, lo, hi int) bool {
+	return k > 0 && lo >= p/k && hi <= (p+k-1)/k
+}
+
+func (w *work) rackViolations(parts []topology.Partition, rackOf func(int32) string) int {
+	racks := map[string]bool{}
+	ids := map[int32]bool{}
+	for _, p := range parts {
+		for _, r := range p.Replicas {
+			ids[r] = true
+		}
+	}
+	for id := range ids {
+		r := rackOf(id)
+		if r == "" {
+			return 0 // racks unknown for some broker: nothing to violate
+		}
+		racks[r] = true
+	}
+	bad := 0
+	for _, p := range parts {
+		if len(racks) < len(p.Replicas) {
+			continue
+		}
+		for j, a := range p.Replicas {
+			dup := false
+			for _, b := range p.Replicas[:j] {
+				if rackOf(a) == rackOf(b) {
+					dup = true
+				}
+			}
+			if dup {
+				bad++
+				break
+			}
+		}
+	}
+	return bad
+}
+
+func (w *work) rackName(b int32) string {
+	if w.rack[b] < 0 {
+		return ""
+	}
+	return w.names[w.rack[b]]
+}
+
+func skew(v []int) audit.Skew {
+	if len(v) == 0 {
+		return audit.Skew{}
+	}
+	s := audit.Skew{Min: slices.Min(v), Max: slices.Max(v)}
+	sum := 0
+	for _, x := range v {
+		sum += x
+	}
+	s.Mean = round3(float64(sum) / float64(len(v)))
+	if sum > 0 {
+		s.MaxOverMean = round3(float64(s.Max) * float64(len(v)) / float64(sum))
+	}
+	return s
+}
+
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
+
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
+}

@@ -1,0 +1,146 @@
+// Package reassign computes partition reassignment plans: the target layout
+// with the fewest replica moves that balances replicas and leaders per
+// broker, spreads each topic's leaders, keeps one replica per rack, drains
+// and fills brokers, and optionally removes partially overlapping node-topic
+// groups (Burato, 2019, ch. 3 and §6.4).
+//
+// The algorithm works in three phases on dense arrays:
+//
+//  1. Replicas. Replicas that must move regardless of balance (on drained
+//     brokers, outside a topic's cell, added by a larger replication factor,
+//     or sharing a rack) become holes. Per-broker targets are floor/ceil of
+//     the mean, with the ceilings given to the brokers that hold the most
+//     replicas already (capped per rack when racks bind). Holes are filled on
+//     brokers under target; then brokers over target shed exactly their
+//     excess, followers first and the topics they hold most of first, onto
+//     brokers under target that keep racks distinct and topics spread. Every
+//     move goes from over target to under target, so without rack or cell
+//     constraints the moves equal the lower bound (see LowerBound).
+//  2. Leaders, by reordering replica lists only: first each topic's leaders
+//     are spread to floor/ceil of its partitions over its brokers, then
+//     broker totals are brought to floor/ceil of the mean by augmenting paths
+//     that keep the topic spreads (direct switches first, then breadth-first
+//     paths over brokers).
+//  3. Output: the changed partitions with the intended leader first and the
+//     other replicas in their old order, a rollback, a preferred-election
+//     list, waves and a summary.
+//
+// The package is pure and deterministic: the same cluster and options give
+// the same plan. Randomness, if any, comes from Options.Rand.
+package reassign
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// Options is the target of a plan.
+type Options struct {
+	// Brokers is the target broker set; nil keeps the cluster's brokers.
+	// Brokers missing from it are drained; new ones are filled. A broker's
+	// rack, when empty here, is taken from the cluster.
+	Brokers []topology.Broker
+	// ReplicationFactor, when > 0, sets every partition's replication
+	// factor; 0 keeps each partition's own.
+	ReplicationFactor int
+	// FixOverlaps places each topic in one cell (the whole cluster unless
+	// CellSize is set) and spreads the leaders of every topic with at least
+	// as many partitions as the cell over the whole cell, so that leader
+	// broker sets are pairwise identical or disjoint where the partition
+	// counts allow.
+	FixOverlaps bool
+	// CellSize splits the target brokers into cells of this many brokers
+	// (rack-alternated) under FixOverlaps; 0 means one cell.
+	CellSize int
+	// Rand breaks ties between equally loaded brokers when non-nil; nil
+	// breaks them by broker id.
+	Rand *rand.Rand
+}
+
+// TargetError is a target the cluster cannot meet, or an input the planner
+// refuses. Option names the option as the command line spells it.
+type TargetError struct {
+	Option string
+	Msg    string
+}
+
+func (e *TargetError) Error() string {
+	if e.Option == "" {
+		return e.Msg
+	}
+	return "--" + e.Option + ": " + e.Msg
+}
+
+// ErrBadTarget is wrapped by every *TargetError (errors.Is).
+var ErrBadTarget = errors.New("bad reassignment target")
+
+// Is makes errors.Is(err, ErrBadTarget) true for a *TargetError.
+func (e *TargetError) Is(target error) bool { return target == ErrBadTarget }
+
+func targetErr(option, format string, a ...any) error {
+	return &TargetError{Option: option, Msg: fmt.Sprintf(format, a...)}
+}
+
+// Change is one partition the plan changes.
+type Change struct {
+	// New is the target assignment, intended leader first.
+	New topology.Partition
+	// Old is the current assignment (as read, log_dirs included).
+	Old topology.Partition
+	// Moves is the number of replicas placed on brokers that did not hold
+	// the partition (data to copy).
+	Moves int
+	// LeaderChange is true when the intended leader differs from the
+	// current leader.
+	LeaderChange bool
+}
+
+// Plan is the result of Compute.
+type Plan struct {
+	// Changes are the partitions whose replica list changes, sorted by
+	// topic and partition.
+	Changes []Change
+	// Elections are the partitions that need a preferred leader election
+	// after the plan: the intended leader differs from the current leader
+	// and the current leader stays a replica, so the reassignment alone
+	// would not move leadership. Sorted.
+	Elections []topology.Key
+	// Final is the layout after the plan and the elections: every
+	// partition's leader is its first replica.
+	Final *topology.Cluster
+	// Summary measures the plan.
+	Summary Summary
+}
+
+// New returns the plan's target assignments (Kafka's reassignment JSON).
+func (p *Plan) New() []topology.Partition {
+	out := make([]topology.Partition, len(p.Changes))
+	for i, c := range p.Changes {
+		out[i] = c.New
+	}
+	return out
+}
+
+// Rollback returns the current assignment of exactly the changed partitions.
+func (p *Plan) Rollback() []topology.Partition {
+	out := make([]topology.Partition, len(p.Changes))
+	for i, c := range p.Changes {
+		out[i] = c.Old
+	}
+	return out
+}
+
+// Compute plans the reassignment of c (normalized: sorted partitions) to
+// the target in opts. Faults in the target or the input are *TargetError.
+func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
+	w, err := newWork(c, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.placeReplicas()
+	w.assignLeaders()
+	return w.plan(), nil
+}

@@ -1,0 +1,605 @@
+package reassign
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// placeReplicas runs phase 1: holes, targets, the lower bound, then fills
+// holes and sheds excess, moving only from over target to under target.
+func (w *work) placeReplicas() {
+	n := w.n()
+	nt := len(w.tname)
+	np := len(w.c.Partitions)
+	w.cnt = make([]int, n)
+	w.tgt = make([]int, n)
+	w.tc = make([]int32, nt*n)
+	w.lc = make([]int32, nt*n)
+
+	// Pass 1: current replicas on target brokers, for cell choice and drops.
+	for i := range w.c.Partitions {
+		t := int(w.ptopic[i])
+		for _, r := range w.c.Partitions[i].Replicas {
+			b := w.pos[r]
+			if w.target[b] {
+				w.cnt[b]++
+				w.tc[t*n+int(b)]++
+			}
+		}
+	}
+	if len(w.cells) > 1 {
+		w.chooseCells()
+	}
+	w.chooseBlocks()
+
+	// Pass 2: slots, with drops for a smaller replication factor and holes
+	// for drained brokers, brokers outside the cell and added replicas.
+	w.slots = make([]int32, w.off[np])
+	cnt0 := make([]int, n) // replicas of their cell's topics, before drops
+	for i := range w.c.Partitions {
+		p := &w.c.Partitions[i]
+		t := w.ptopic[i]
+		w.first[i] = w.pos[p.Replicas[0]]
+		rf := int(w.off[i+1] - w.off[i])
+		var kept []int32
+		for _, r := range p.Replicas {
+			b := w.pos[r]
+			switch {
+			case !w.target[b]:
+				// Drained: a hole below.
+			case w.cellOf[b] != w.tcell[t]:
+				w.dropCount(t, b) // leaves its cell: a hole below
+			default:
+				kept = append(kept, b)
+				cnt0[b]++
+			}
+		}
+		for len(kept) > rf {
+			// A smaller replication factor: drop from the most loaded
+			// broker, the first replica only when it is clearly the most.
+			j := 1
+			for k := 2; k < len(kept); k++ {
+				if w.cnt[kept[k]] > w.cnt[kept[j]] {
+					j = k
+				}
+			}
+			if w.cnt[kept[0]] > w.cnt[kept[j]]+1 {
+				j = 0
+			}
+			w.dropCount(t, kept[j])
+			kept = slices.Delete(kept, j, j+1)
+		}
+		holes := rf - len(kept)
+		increase := max(0, rf-len(p.Replicas))
+		// Kept replicas stay in their old order and positions; a leaving
+		// replica's position becomes a hole while holes remain.
+		s, left := w.off[i], holes-increase
+		for _, r := range p.Replicas {
+			b := w.pos[r]
+			if slices.Contains(kept, b) {
+				w.slots[s] = b
+				s++
+			} else if left > 0 && (!w.target[b] || w.cellOf[b] != w.tcell[t]) {
+				w.slots[s] = -1
+				s++
+				left--
+			}
+		}
+		for ; s < w.off[i+1]; s++ {
+			w.slots[s] = -1
+		}
+	}
+
+	// Targets, then the lower bound: what brokers under target must
+	// receive, sum(max(0, target - current)), with targets floor/ceil of
+	// the mean and the ceilings given to the most loaded brokers (per cell,
+	// capped per rack when racks cannot hold the mean). Every replica a
+	// broker gains is a copy, so no plan reaching these targets moves less.
+	// Without cells, racks or a new replication factor, it equals the
+	// issue's form: replicas on drained brokers plus the excess over target.
+	w.computeTargets(w.tieOrder())
+	w.lower = 0
+	for b := range w.ids {
+		if w.target[b] {
+			w.lower += max(0, w.tgt[b]-cnt0[b])
+		}
+	}
+
+	w.fixRacks()
+	w.fillHoles()
+	if w.opts.FixOverlaps {
+		w.anchor()
+		w.cover()
+		w.spreadSole()
+		// Targets again: the ceilings go to the brokers these forced moves
+		// left most loaded, so shedding undoes as little as possible.
+		w.computeTargets(w.tieOrder())
+	}
+	w.shed()
+	if w.overTarget() > 0 {
+		w.repair()
+	}
+	if over := w.overTarget(); over > 0 {
+		w.notes = append(w.notes, fmt.Sprintf("%d replicas stay above their brokers' targets: no move keeps racks distinct and replicas on distinct brokers", over))
+	}
+}
+
+func (w *work) dropCount(t int32, b int32) {
+	w.cnt[b]--
+	w.tc[int(t)*w.n()+int(b)]--
+}
+
+// computeTargets sets per-broker replica targets per cell: floor/ceil of
+// the cell's mean, ceilings to the most loaded brokers, and, when racks
+// bind, no rack above one replica per partition.
+func (w *work) computeTargets(tie []int32) {
+	cellTotal := make([]int, len(w.cells))
+	cellParts := make([]int, len(w.cells))
+	for t := range w.tname {
+		c := w.tcell[t]
+		cellParts[c] += int(w.tstart[t+1] - w.tstart[t])
+		cellTotal[c] += int(w.off[w.tstart[t+1]] - w.off[w.tstart[t]])
+	}
+	load := func(b int32) int { return w.cnt[b] }
+	for ci, cell := range w.cells {
+		remaining := slices.Clone(cell)
+		rem := cellTotal[ci]
+		for len(remaining) > 0 {
+			floorCeil(remaining, rem, load, tie, w.tgt)
+			if !w.rackAware {
+				break
+			}
+			sum := make([]int, w.nrack)
+			for _, b := range remaining {
+				sum[w.rack[b]] += w.tgt[b]
+			}
+			worst, excess := int32(-1), 0
+			for r, s := range sum {
+				if s-cellParts[ci] > excess {
+					worst, excess = int32(r), s-cellParts[ci]
+				}
+			}
+			if worst < 0 {
+				break
+			}
+			var inRack, rest []int32
+			for _, b := range remaining {
+				if w.rack[b] == worst {
+					inRack = append(inRack, b)
+				} else {
+					rest = append(rest, b)
+				}
+			}
+			floorCeil(inRack, cellParts[ci], load, tie, w.tgt)
+			rem -= cellParts[ci]
+			remaining = rest
+		}
+	}
+}
+
+// fixRacks turns a replica sharing a rack with another replica of its
+// partition into a hole (the one on the most loaded broker, not the first).
+func (w *work) fixRacks() {
+	if !w.rackAware {
+		return
+	}
+	fixed := 0
+	for i := range w.c.Partitions {
+		for {
+			a, b := w.sameRack(i)
+			if a < 0 {
+				break
+			}
+			victim := b
+			ba, bb := w.slots[a], w.slots[b]
+			if a != w.off[i] && w.cnt[ba]-w.tgt[ba] > w.cnt[bb]-w.tgt[bb] {
+				victim = a
+			}
+			w.dropCount(w.ptopic[i], w.slots[victim])
+			w.slots[victim] = -1
+			fixed++
+		}
+	}
+	if fixed > 0 {
+		w.notes = append(w.notes, fmt.Sprintf("%d replicas shared a rack with another replica of their partition and move to another rack", fixed))
+	}
+}
+
+// sameRack returns two slots of partition i on one rack, or -1, -1.
+func (w *work) sameRack(i int) (int32, int32) {
+	for a := w.off[i]; a < w.off[i+1]; a++ {
+		if w.slots[a] < 0 {
+			continue
+		}
+		for b := a + 1; b < w.off[i+1]; b++ {
+			if w.slots[b] >= 0 && w.rack[w.slots[a]] == w.rack[w.slots[b]] {
+				return a, b
+			}
+		}
+	}
+	return -1, -1
+}
+
+// bestDest picks the broker to receive partition i's replica in slot
+// (which is a hole or leaves): a broker of the topic's cell that does not
+// hold the partition and keeps racks distinct. Brokers under target come
+// first, then the fewest replicas of the topic, then the largest deficit.
+// With deficitOnly, brokers at or over target are never chosen. -1: none.
+func (w *work) bestDest(i int, slot int32, deficitOnly bool, tie []int32) int32 {
+	t := int(w.ptopic[i])
+	return w.bestDestIn(i, slot, deficitOnly, tie, w.cells[w.tcell[t]])
+}
+
+// bestDestIn is bestDest over the brokers in domain.
+func (w *work) bestDestIn(i int, slot int32, deficitOnly bool, tie []int32, domain []int32) int32 {
+	n := w.n()
+	t := int(w.ptopic[i])
+	best, bDef, bTC := int32(-1), 0, int32(0)
+	for _, d := range domain {
+		def := w.tgt[d] - w.cnt[d]
+		if deficitOnly && def <= 0 {
+			continue
+		}
+		if w.holds(i, d) || !w.rackFree(i, d, slot) {
+			continue
+		}
+		tc := w.tc[t*n+int(d)]
+		if def > 0 && slices.Contains(w.c.Partitions[i].Replicas, w.ids[d]) {
+			tc = -1 // it held the partition: no data to copy
+		}
+		better := false
+		switch {
+		case best < 0:
+			better = true
+		case (def > 0) != (bDef > 0):
+			better = def > 0
+		case def > 0:
+			better = tc < bTC || tc == bTC && (def > bDef || def == bDef && tie[d] < tie[best])
+		default:
+			better = def > bDef || def == bDef && (tc < bTC || tc == bTC && tie[d] < tie[best])
+		}
+		if better {
+			best, bDef, bTC = d, def, tc
+		}
+	}
+	return best
+}
+
+// put places broker d in slot s of partition i (a hole or a leaving replica).
+func (w *work) put(i int, s int32, d int32) {
+	n := w.n()
+	t := int(w.ptopic[i])
+	if from := w.slots[s]; from >= 0 {
+		w.cnt[from]--
+		w.tc[t*n+int(from)]--
+	}
+	w.slots[s] = d
+	w.cnt[d]++
+	w.tc[t*n+int(d)]++
+	w.moves++
+}
+
+func (w *work) fillHoles() {
+	tie := w.tieOrder()
+	for i := range w.c.Partitions {
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			if w.slots[s] >= 0 {
+				continue
+			}
+			d := w.bestDest(i, s, false, tie)
+			if d < 0 {
+				// Validation guarantees enough brokers and racks; a cell
+				// with too few racks for this partition is the only way.
+				d = w.anyDest(i)
+			}
+			w.put(i, s, d)
+			w.forced++
+		}
+	}
+}
+
+// anyDest returns a target broker not holding partition i, ignoring racks
+// and cells; validation makes one exist.
+func (w *work) anyDest(i int) int32 {
+	for b := range w.ids {
+		if w.target[b] && !w.holds(i, int32(b)) {
+			return int32(b)
+		}
+	}
+	panic("reassign: no broker can take a replica; validation should have refused this target")
+}
+
+// need is how many replicas of topic t each broker of its cell must hold
+// under FixOverlaps so that every one of them can lead its share: ceil(P/k)
+// (floor for replication factor 1), or 0 for topics smaller than the cell.
+func (w *work) need(t int) int32 {
+	p := int(w.tstart[t+1] - w.tstart[t])
+	k := len(w.blocks[w.tblock[t]])
+	if p < k {
+		return 0
+	}
+	minRF := int32(1 << 30)
+	for i := w.tstart[t]; i < w.tstart[t+1]; i++ {
+		minRF = min(minRF, w.off[i+1]-w.off[i])
+	}
+	if minRF == 1 {
+		return int32(p / k)
+	}
+	return int32((p + k - 1) / k)
+}
+
+// cover moves replicas within each large topic's cell until every cell
+// broker holds need(t) of them (FixOverlaps), taking from the brokers that
+// hold the most.
+func (w *work) cover() {
+	n := w.n()
+	for t := range w.tname {
+		need := w.need(t)
+		if need == 0 {
+			continue
+		}
+		for _, d := range w.blocks[w.tblock[t]] {
+			for i := int(w.tstart[t]); i < int(w.tstart[t+1]) && w.tc[t*n+int(d)] < need; i++ {
+				if w.holds(i, d) {
+					continue
+				}
+				bestS, bestScore := int32(-1), 0
+				for s := w.off[i]; s < w.off[i+1]; s++ {
+					b := w.slots[s]
+					if w.tc[t*n+int(b)] <= need || !w.rackFree(i, d, s) || w.inBlock(b, t) && w.inBlockReplicas(i, t) == 1 {
+						continue
+					}
+					score := int(w.tc[t*n+int(b)])*1000 + w.cnt[b] - w.tgt[b]
+					if bestS < 0 || score > bestScore {
+						bestS, bestScore = s, score
+					}
+				}
+				if bestS >= 0 {
+					w.put(i, bestS, d)
+				}
+			}
+		}
+	}
+}
+
+// mayLeave reports whether partition i's replica on broker s may move
+// away: under FixOverlaps a block broker keeps need(t) replicas of its
+// topics (see dest for the partition's last replica in its block).
+func (w *work) mayLeave(i, t int, s int32) bool {
+	if !w.opts.FixOverlaps || !w.inBlock(s, t) {
+		return true
+	}
+	return w.tc[t*w.n()+int(s)] > w.need(t)
+}
+
+// dest is bestDest for a replica leaving broker s by choice: the last
+// replica of a partition in its topic's block may only move inside it.
+func (w *work) dest(i, t int, s, slot int32, tie []int32) int32 {
+	if w.opts.FixOverlaps && w.inBlock(s, t) {
+		// Stay in the block when a broker there has room: replicas in the
+		// block are the partition's choices of leader.
+		d := w.bestDestIn(i, slot, true, tie, w.blocks[w.tblock[t]])
+		if d >= 0 || w.inBlockReplicas(i, t) == 1 {
+			return d
+		}
+	}
+	return w.bestDest(i, slot, true, tie)
+}
+
+func (w *work) overTarget() int {
+	over := 0
+	for b := range w.ids {
+		if w.target[b] && w.cnt[b] > w.tgt[b] {
+			over += w.cnt[b] - w.tgt[b]
+		}
+	}
+	return over
+}
+
+// byBroker lists, per broker, the partitions with a replica there.
+func (w *work) byBroker() [][]int32 {
+	counts := make([]int, w.n())
+	for _, b := range w.slots {
+		counts[b]++
+	}
+	out := make([][]int32, w.n())
+	for b := range out {
+		out[b] = make([]int32, 0, counts[b])
+	}
+	for i := range w.c.Partitions {
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			b := w.slots[s]
+			out[b] = append(out[b], int32(i))
+		}
+	}
+	return out
+}
+
+// slotOf returns the slot of partition i on broker b, or -1.
+func (w *work) slotOf(i int, b int32) int32 {
+	for s := w.off[i]; s < w.off[i+1]; s++ {
+		if w.slots[s] == b {
+			return s
+		}
+	}
+	return -1
+}
+
+// shed moves each over-target broker's excess to brokers under target:
+// followers before preferred leaders, the replicas of the topics the broker
+// holds most of (relative to the topic's mean) first.
+func (w *work) shed() {
+	n := w.n()
+	tie := w.tieOrder()
+	ttotal := make([]float64, len(w.tname))
+	tk := make([]float64, len(w.tname))
+	for t := range w.tname {
+		ttotal[t] = float64(w.off[w.tstart[t+1]] - w.off[w.tstart[t]])
+		tk[t] = float64(len(w.cells[w.tcell[t]]))
+	}
+	var over []int32
+	for b := range w.ids {
+		if w.target[b] && w.cnt[b] > w.tgt[b] {
+			over = append(over, int32(b))
+		}
+	}
+	slices.SortFunc(over, func(a, b int32) int {
+		if c := cmp.Compare(w.cnt[b]-w.tgt[b], w.cnt[a]-w.tgt[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(tie[a], tie[b])
+	})
+	lists := w.byBroker()
+	type cand struct {
+		i      int32
+		leader bool
+		excess float64
+	}
+	for _, s := range over {
+		cands := make([]cand, 0, len(lists[s]))
+		for _, i := range lists[s] {
+			t := int(w.ptopic[i])
+			cands = append(cands, cand{i: i, leader: w.first[i] == s, excess: float64(w.tc[t*n+int(s)]) - ttotal[t]/tk[t]})
+		}
+		slices.SortFunc(cands, func(a, b cand) int {
+			if a.leader != b.leader {
+				if a.leader {
+					return 1
+				}
+				return -1
+			}
+			if c := cmp.Compare(b.excess, a.excess); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.i, b.i)
+		})
+		for _, c := range cands {
+			if w.cnt[s] <= w.tgt[s] {
+				break
+			}
+			i := int(c.i)
+			slot := w.slotOf(i, s)
+			if slot < 0 {
+				continue
+			}
+			t := int(w.ptopic[i])
+			if !w.mayLeave(i, t, s) {
+				continue
+			}
+			if d := w.dest(i, t, s, slot, tie); d >= 0 {
+				w.put(i, slot, d)
+			}
+		}
+	}
+}
+
+// repair handles what shed could not: an over-target broker whose
+// partitions all sit on, or share racks with, every under-target broker.
+// It moves a replica to a broker at target that passes one of its own on
+// to a broker under target (two moves for one unit), within a work budget.
+func (w *work) repair() {
+	tie := w.tieOrder()
+	budget := 50_000_000
+	for pass := 0; pass < 3 && w.overTarget() > 0 && budget > 0; pass++ {
+		lists := w.byBroker()
+		for s := range w.ids {
+			s := int32(s)
+		unit:
+			for w.target[s] && w.cnt[s] > w.tgt[s] && budget > 0 {
+				for _, i32 := range lists[s] {
+					i := int(i32)
+					slot := w.slotOf(i, s)
+					if slot < 0 {
+						continue
+					}
+					t := int(w.ptopic[i])
+					if !w.mayLeave(i, t, s) {
+						continue
+					}
+					for _, m := range w.cells[w.tcell[t]] {
+						budget--
+						if m == s || w.cnt[m] > w.tgt[m] || w.holds(i, m) || !w.rackFree(i, m, slot) {
+							continue
+						}
+						if w.opts.FixOverlaps && w.inBlock(s, t) && !w.inBlock(m, t) && w.inBlockReplicas(i, t) == 1 {
+							continue
+						}
+						for _, j32 := range lists[m] {
+							budget--
+							j := int(j32)
+							if j == i {
+								continue
+							}
+							ms := w.slotOf(j, m)
+							if ms < 0 {
+								continue
+							}
+							if !w.mayLeave(j, int(w.ptopic[j]), m) {
+								continue
+							}
+							if d := w.dest(j, int(w.ptopic[j]), m, ms, tie); d >= 0 && d != s {
+								w.put(j, ms, d)
+								w.put(i, slot, m)
+								lists[m] = append(lists[m], int32(i))
+								continue unit
+							}
+						}
+					}
+				}
+				break
+			}
+		}
+	}
+}
+
+// chooseCells assigns each topic to the cell that already holds most of its
+// replicas, heaviest topics first, while keeping cells within one heavy
+// topic of an even share of replicas.
+func (w *work) chooseCells() {
+	n := w.n()
+	m := len(w.cells)
+	type tw struct {
+		t      int
+		weight int
+	}
+	topics := make([]tw, len(w.tname))
+	totalW := 0
+	maxW := 0
+	for t := range w.tname {
+		wt := int(w.off[w.tstart[t+1]] - w.off[w.tstart[t]])
+		topics[t] = tw{t, wt}
+		totalW += wt
+		maxW = max(maxW, wt)
+	}
+	slices.SortStableFunc(topics, func(a, b tw) int { return cmp.Compare(b.weight, a.weight) })
+	limit := (totalW+m-1)/m + maxW/2
+	load := make([]int, m)
+	for _, x := range topics {
+		// The cell holding most of the topic among those with room; when
+		// none has room, the least loaded.
+		best, bestHeld := -1, -1
+		for ci, cell := range w.cells {
+			if load[ci]+x.weight > limit {
+				continue
+			}
+			held := 0
+			for _, b := range cell {
+				held += int(w.tc[x.t*n+int(b)])
+			}
+			if held > bestHeld || held == bestHeld && load[ci] < load[best] {
+				best, bestHeld = ci, held
+			}
+		}
+		if best < 0 {
+			best = 0
+			for ci := range w.cells {
+				if load[ci] < load[best] {
+					best = ci
+				}
+			}
+		}
+		w.tcell[x.t] = int32(best)
+		load[best] += x.weight
+	}
+}

@@ -1,0 +1,346 @@
+package reassign
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// work is the planner's dense state. Brokers are indexes 0..N-1 over the
+// union of current and target brokers in id order; partitions are indexes
+// into c.Partitions.
+type work struct {
+	c    *topology.Cluster
+	opts Options
+
+	ids    []int32 // dense index -> broker id
+	pos    map[int32]int32
+	target []bool  // in the target set
+	rack   []int32 // rack index, -1 when unknown
+	nrack  int
+	names  []string // rack names by rack index
+	// rackAware: every target broker has a rack and racks >= every
+	// partition's replication factor, so replicas must sit in distinct racks.
+	rackAware bool
+
+	// cells: target brokers per cell (one cell unless FixOverlaps with a
+	// cell size); cellOf[b] is b's cell or -1 for drained brokers.
+	cells  [][]int32
+	cellOf []int32
+	// blocks: brokers a topic's leaders may use (see blocks.go).
+	blocks  [][]int32
+	blockOf []int32
+	tblock  []int32
+
+	// Partitions. slots[off[i]:off[i+1]] are partition i's replicas in
+	// target order (dense broker or -1 for a hole still to fill).
+	ptopic []int32
+	off    []int32
+	slots  []int32
+	first  []int32 // current preferred leader (first replica), dense
+	lead   []int32 // intended leader, dense
+
+	// Topics: partitions tstart[t]..tstart[t+1]-1, cell tcell[t].
+	tname  []string
+	tstart []int32
+	tcell  []int32
+
+	cnt []int   // replicas per broker
+	tgt []int   // replica target per broker
+	tc  []int32 // replicas of topic t on broker b at t*N+b
+	lc  []int32 // leaders of topic t on broker b at t*N+b
+
+	moves  int // replicas placed on brokers that did not hold them
+	lower  int // the lower bound, computed before any move
+	forced int // holes: replicas that had to move or be created
+	notes  []string
+}
+
+func (w *work) n() int { return len(w.ids) }
+
+func newWork(c *topology.Cluster, o Options) (*work, error) {
+	w := &work{c: c, opts: o}
+	racks := map[int32]string{}
+	for _, b := range c.Brokers {
+		racks[b.ID] = b.Rack
+	}
+	targetSet := map[int32]bool{}
+	tb := o.Brokers
+	if len(tb) == 0 {
+		tb = c.Brokers
+	}
+	for _, b := range tb {
+		if b.ID < 0 {
+			return nil, targetErr("brokers", "broker id %d is negative", b.ID)
+		}
+		if targetSet[b.ID] {
+			return nil, targetErr("brokers", "broker %d is listed twice", b.ID)
+		}
+		targetSet[b.ID] = true
+		if b.Rack != "" {
+			if old := racks[b.ID]; old != "" && old != b.Rack && len(o.Brokers) > 0 {
+				// An explicit rack wins; the cluster may simply not know it.
+				w.notes = append(w.notes, fmt.Sprintf("broker %d moves from rack %s to rack %s as --brokers says", b.ID, old, b.Rack))
+			}
+			racks[b.ID] = b.Rack
+		} else if _, ok := racks[b.ID]; !ok {
+			racks[b.ID] = ""
+		}
+	}
+	if len(targetSet) == 0 {
+		return nil, targetErr("brokers", "no target brokers")
+	}
+	for i := range c.Partitions {
+		for _, r := range c.Partitions[i].Replicas {
+			if _, ok := racks[r]; !ok {
+				racks[r] = ""
+			}
+		}
+	}
+	ids := make([]int32, 0, len(racks))
+	for id := range racks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	w.ids = ids
+	w.pos = make(map[int32]int32, len(ids))
+	w.target = make([]bool, len(ids))
+	w.rack = make([]int32, len(ids))
+	rackIx := map[string]int32{}
+	var rackNames []string
+	for _, id := range ids {
+		if r := racks[id]; r != "" && targetSet[id] {
+			if _, ok := rackIx[r]; !ok {
+				rackIx[r] = 0
+				rackNames = append(rackNames, r)
+			}
+		}
+	}
+	slices.Sort(rackNames)
+	for i, r := range rackNames {
+		rackIx[r] = int32(i)
+	}
+	withRack, withoutRack := int32(-1), int32(-1)
+	for i, id := range ids {
+		w.pos[id] = int32(i)
+		w.target[i] = targetSet[id]
+		w.rack[i] = -1
+		if r, ok := rackIx[racks[id]]; ok && racks[id] != "" {
+			w.rack[i] = r
+		}
+		if w.target[i] {
+			if racks[id] != "" {
+				withRack = id
+			} else {
+				withoutRack = id
+			}
+		}
+	}
+	w.nrack = len(rackNames)
+	w.names = rackNames
+	if withRack >= 0 && withoutRack >= 0 {
+		return nil, targetErr("brokers", "broker %d has no rack while broker %d has one: give every target broker a rack (ID:RACK) or none", withoutRack, withRack)
+	}
+	nTarget := len(targetSet)
+
+	// Replication factors and partitions.
+	if o.ReplicationFactor < 0 {
+		return nil, targetErr("replication-factor", "must be at least 1, got %d", o.ReplicationFactor)
+	}
+	maxRF := 0
+	np := len(c.Partitions)
+	w.ptopic = make([]int32, np)
+	w.off = make([]int32, np+1)
+	w.first = make([]int32, np)
+	w.lead = make([]int32, np)
+	total := 0
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		if i > 0 && topology.ComparePartitions(c.Partitions[i-1], *p) >= 0 {
+			return nil, targetErr("", "partitions are not sorted or %s is listed twice (normalize the cluster first)", p.Key())
+		}
+		if len(p.Replicas) == 0 {
+			return nil, targetErr("", "partition %s has no replicas", p.Key())
+		}
+		for j, r := range p.Replicas {
+			if slices.Contains(p.Replicas[:j], r) {
+				return nil, targetErr("", "partition %s lists broker %d twice", p.Key(), r)
+			}
+		}
+		rf := len(p.Replicas)
+		if o.ReplicationFactor > 0 {
+			rf = o.ReplicationFactor
+		}
+		maxRF = max(maxRF, rf)
+		total += rf
+		w.off[i+1] = int32(total)
+		if len(w.tname) == 0 || w.tname[len(w.tname)-1] != p.Topic {
+			w.tname = append(w.tname, p.Topic)
+			w.tstart = append(w.tstart, int32(i))
+		}
+		w.ptopic[i] = int32(len(w.tname) - 1)
+	}
+	w.tstart = append(w.tstart, int32(np))
+	if maxRF > nTarget {
+		return nil, targetErr(rfOption(o), "%s cannot hold replication factor %d", plural(nTarget, "target broker"), maxRF)
+	}
+	if w.nrack > 0 {
+		if w.nrack < maxRF {
+			return nil, targetErr(rfOption(o), "%s cannot hold replication factor %d with one replica per rack", plural(w.nrack, "rack"), maxRF)
+		}
+		w.rackAware = true
+	}
+
+	// Cells.
+	w.cellOf = make([]int32, len(ids))
+	for i := range w.cellOf {
+		w.cellOf[i] = -1
+	}
+	if o.CellSize < 0 {
+		return nil, targetErr("cell-size", "must be positive, got %d", o.CellSize)
+	}
+	if o.CellSize > 0 && !o.FixOverlaps {
+		return nil, targetErr("cell-size", "only applies with --fix-overlaps")
+	}
+	k := nTarget
+	if o.FixOverlaps && o.CellSize > 0 {
+		k = o.CellSize
+		switch {
+		case k > nTarget:
+			return nil, targetErr("cell-size", "%d is larger than the %d target brokers", k, nTarget)
+		case nTarget%k != 0:
+			return nil, targetErr("cell-size", "%d does not divide the %d target brokers into whole cells", k, nTarget)
+		case k < maxRF:
+			return nil, targetErr("cell-size", "a cell of %d brokers cannot hold replication factor %d", k, maxRF)
+		}
+	}
+	w.cells = w.splitCells(k)
+	if w.rackAware {
+		for ci, cell := range w.cells {
+			seen := map[int32]bool{}
+			for _, b := range cell {
+				seen[w.rack[b]] = true
+			}
+			if len(seen) < maxRF {
+				return nil, targetErr("cell-size", "cell %d has %d racks, fewer than replication factor %d", ci+1, len(seen), maxRF)
+			}
+		}
+	}
+	for ci, cell := range w.cells {
+		for _, b := range cell {
+			w.cellOf[b] = int32(ci)
+		}
+	}
+	w.tcell = make([]int32, len(w.tname))
+	return w, nil
+}
+
+func rfOption(o Options) string {
+	if o.ReplicationFactor > 0 {
+		return "replication-factor"
+	}
+	return "brokers"
+}
+
+// splitCells splits the target brokers into cells of k brokers: brokers in
+// rack-alternated order (as Kafka's rack-aware placement lists them), dealt
+// round robin, so every cell gets as many racks as it can.
+func (w *work) splitCells(k int) [][]int32 {
+	var tb []int32
+	for b := range w.ids {
+		if w.target[b] {
+			tb = append(tb, int32(b))
+		}
+	}
+	m := len(tb) / k
+	if m <= 1 {
+		return [][]int32{tb}
+	}
+	order := tb
+	if w.nrack > 0 {
+		byRack := make([][]int32, w.nrack)
+		for _, b := range tb {
+			byRack[w.rack[b]] = append(byRack[w.rack[b]], b)
+		}
+		order = order[:0:0]
+		for len(order) < len(tb) {
+			for r := range byRack {
+				if len(byRack[r]) > 0 {
+					order = append(order, byRack[r][0])
+					byRack[r] = byRack[r][1:]
+				}
+			}
+		}
+	}
+	cells := make([][]int32, m)
+	for i, b := range order {
+		cells[i%m] = append(cells[i%m], b)
+	}
+	for _, cell := range cells {
+		slices.Sort(cell)
+	}
+	return cells
+}
+
+// holds reports whether partition i has a replica on broker b.
+func (w *work) holds(i int, b int32) bool {
+	return slices.Contains(w.slots[w.off[i]:w.off[i+1]], b)
+}
+
+// rackFree reports whether broker b's rack holds no replica of partition i
+// other than the one in slot skip (-1: none skipped).
+func (w *work) rackFree(i int, b int32, skip int32) bool {
+	if !w.rackAware {
+		return true
+	}
+	r := w.rack[b]
+	for s := w.off[i]; s < w.off[i+1]; s++ {
+		if s != skip && w.slots[s] >= 0 && w.slots[s] != b && w.rack[w.slots[s]] == r {
+			return false
+		}
+	}
+	return true
+}
+
+// floorCeil assigns targets floor/ceil of total/len(bs) to brokers bs, the
+// ceilings to the brokers with the highest load (ties: tie order).
+func floorCeil(bs []int32, total int, load func(int32) int, tie []int32, out []int) {
+	if len(bs) == 0 {
+		return
+	}
+	base, extra := total/len(bs), total%len(bs)
+	order := slices.Clone(bs)
+	slices.SortStableFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(load(b), load(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(tie[a], tie[b])
+	})
+	for j, b := range order {
+		out[b] = base
+		if j < extra {
+			out[b]++
+		}
+	}
+}
+
+// tieOrder ranks brokers for tie-breaks: by id, or shuffled by opts.Rand.
+func (w *work) tieOrder() []int32 {
+	tie := make([]int32, w.n())
+	for i := range tie {
+		tie[i] = int32(i)
+	}
+	if w.opts.Rand != nil {
+		w.opts.Rand.Shuffle(len(tie), func(i, j int) { tie[i], tie[j] = tie[j], tie[i] })
+	}
+	return tie
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
