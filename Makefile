@@ -83,6 +83,10 @@ demo: build kafka
 	@echo '$$ kplan audit --from testdata/layouts/kafkakit-optimize-input.json   # a real production map'
 	@$(KPLAN) audit --from testdata/layouts/kafkakit-optimize-input.json | tail -6
 	@echo
+	@echo '$$ kplan chaos --kill broker-3 --report out/chaos   # embedded (simulated) cluster'
+	@$(KPLAN) chaos --kill broker-3 --report out/chaos
+	@echo '(report: out/chaos/report.md, result.json and PNG plots)'
+	@echo
 	@echo '$$ kplan lab up --brokers 3'
 	@trap '$(KPLAN) lab down --dir $(DEMO_LAB)' EXIT; \
 	  $(KPLAN) lab up --brokers 3 --dir $(DEMO_LAB) && \

@@ -123,6 +123,9 @@ type Config struct {
 	// metadata ages: the minimum bounds how soon a client can learn of a
 	// leader change (franz-go's default is 5 s).
 	MetadataMinAge, MetadataMaxAge time.Duration
+	// SQFSlack is the sqf partitioner's slack in records (see
+	// partitioner.SQF); 0 is pure join-the-shortest-queue.
+	SQFSlack int64
 	// Seed seeds the random sources (the random partitioner, sampling).
 	Seed uint64
 	// Now is the clock; nil means time.Now. It must carry a monotonic reading.
@@ -163,6 +166,7 @@ func Defaults() Config {
 		Acks:            AcksAll,
 		MetadataMinAge:  100 * time.Millisecond,
 		MetadataMaxAge:  time.Second,
+		SQFSlack:        partitioner.DefaultSlackRecords,
 		Seed:            1,
 	}
 }

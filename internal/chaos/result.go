@@ -42,6 +42,8 @@ type Result struct {
 	// MetadataMinAgeMS is the clients' metadata min age: how soon a client
 	// can learn that a leader moved.
 	MetadataMinAgeMS float64 `json:"metadata_min_age_ms"`
+	// SQFSlack is the sqf partitioner's slack in records.
+	SQFSlack int64 `json:"sqf_slack"`
 	// Interrupted is true when the run was stopped early.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Partitioners holds one entry per partitioner, in the order asked.
@@ -122,7 +124,7 @@ func (r *runner) result() *Result {
 	cfg := r.cfg
 	res := &Result{
 		Cluster: r.c.Kind(), Label: r.c.Label(), Target: cfg.Target.String(), KilledBroker: -1, FailoverMS: -1,
-		Assignment: FormatAssignment(cfg.Assignment), Acks: string(cfg.Acks), Idempotent: cfg.Acks == AcksAll,
+		Assignment: FormatAssignment(cfg.Assignment), Acks: string(cfg.Acks), Idempotent: cfg.Acks == AcksAll, SQFSlack: cfg.SQFSlack,
 		Sequential: cfg.Sequential, RateBytesPerS: cfg.Rate, RecordSize: cfg.RecordSize,
 		LatencyObjectiveMS: ms(cfg.Objective), MetadataMinAgeMS: ms(cfg.MetadataMinAge),
 		Notes: append([]string{fmt.Sprintf("cluster: %s", r.c.Label())}, r.notes...),

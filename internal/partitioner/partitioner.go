@@ -58,6 +58,7 @@ type config struct {
 	rng      *rand.Rand
 	inflight *Inflight
 	bytes    bool
+	slack    *int64
 }
 
 // WithLeaders sets the leader source of the broker-aware partitioners (node,
@@ -74,6 +75,11 @@ func WithRand(r *rand.Rand) Option { return func(c *config) { c.rng = r } }
 // clients (kgo.WithHooks). Without it, sqf makes its own, reachable through
 // the returned partitioner's Inflight method.
 func WithInflight(in *Inflight) Option { return func(c *config) { c.inflight = in } }
+
+// WithSlack sets sqf's slack (see SQF): records, or bytes with WithBytes; 0
+// is pure join-the-shortest-queue. Without it sqf uses DefaultSlackRecords or
+// DefaultSlackBytes.
+func WithSlack(n int64) Option { return func(c *config) { c.slack = &n } }
 
 // WithBytes makes sqf compare in-flight bytes instead of in-flight records.
 func WithBytes() Option { return func(c *config) { c.bytes = true } }
@@ -111,7 +117,11 @@ var registry = map[string]constructor{
 		if in == nil {
 			in = NewInflight()
 		}
-		return NewSQF(c.leaders, in, c.bytes), nil
+		p := NewSQF(c.leaders, in, c.bytes)
+		if c.slack != nil {
+			p.WithSlack(*c.slack)
+		}
+		return p, nil
 	}},
 }
 

@@ -191,7 +191,7 @@ func TestNodePropertyRandomMoves(t *testing.T) {
 func TestSQFPicksLeastLoaded(t *testing.T) {
 	f := newFake(1, 2, 3, 3)
 	in := NewInflight()
-	tp := NewSQF(f.src, in, false).ForTopic("t")
+	tp := NewSQF(f.src, in, false).WithSlack(0).ForTopic("t")
 	r := &kgo.Record{}
 	in.Add(1, 10, 0)
 	in.Add(2, 3, 0)
@@ -204,11 +204,49 @@ func TestSQFPicksLeastLoaded(t *testing.T) {
 	assert.Equal(t, 3, tp.Partition(r, 4))
 	assert.Equal(t, 2, tp.Partition(r, 4))
 
-	bytesTP := NewSQF(f.src, in, true).ForTopic("t")
+	bytesTP := NewSQF(f.src, in, true).WithSlack(0).ForTopic("t")
 	in.Add(1, 0, 100)
 	in.Add(2, 0, 1)
 	in.Add(3, 0, 50)
 	assert.Equal(t, 1, bytesTP.Partition(r, 4), "by bytes broker 2 is least")
+}
+
+// Within the slack every broker is a tie and sqf serves them round robin;
+// beyond it sqf avoids the broker that fell behind, whatever the rotation.
+func TestSQFSlack(t *testing.T) {
+	f := newFake(1, 2, 3)
+	r := &kgo.Record{}
+	tests := []struct {
+		name   string
+		slack  int64
+		loads  [3]int64
+		want   map[int32]int
+		reason string
+	}{
+		{"within slack: round robin", 8, [3]int64{8, 0, 3}, map[int32]int{1: 100, 2: 100, 3: 100}, "loads differ by at most the slack"},
+		{"beyond slack: avoid broker 1", 8, [3]int64{9, 0, 3}, map[int32]int{2: 150, 3: 150}, "broker 1 is 9 above the least"},
+		{"slack 0: only the least", 0, [3]int64{1, 0, 3}, map[int32]int{2: 300}, "pure shortest queue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := NewInflight()
+			for i, l := range tt.loads {
+				in.Add(int32(i+1), l, 0)
+			}
+			tp := NewSQF(f.src, in, false).WithSlack(tt.slack).ForTopic("t")
+			got := map[int32]int{}
+			for range 300 {
+				got[f.leader[tp.Partition(r, 3)]]++
+			}
+			assert.Equal(t, tt.want, got, tt.reason)
+		})
+	}
+	p, err := New("sqf", WithLeaders(f.src), WithSlack(5))
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), p.(*SQF).Slack())
+	p, err = New("sqf", WithLeaders(f.src), WithBytes())
+	require.NoError(t, err)
+	assert.Equal(t, int64(DefaultSlackBytes), p.(*SQF).Slack())
 }
 
 func TestSQFIdleIsRoundRobin(t *testing.T) {
@@ -249,7 +287,7 @@ func TestSQFSharedBalancesCombinedFlow(t *testing.T) {
 	assert.Equal(t, map[int32]int{1: n / 2, 2: n, 3: n / 2}, node)
 
 	shared := NewInflight()
-	sqf := run(NewSQF(fa.src, shared, false), NewSQF(fb.src, shared, false), shared)
+	sqf := run(NewSQF(fa.src, shared, false).WithSlack(0), NewSQF(fb.src, shared, false).WithSlack(0), shared)
 	for b := int32(1); b <= 3; b++ {
 		assert.InDelta(t, 2*n/3, sqf[b], 2, "broker %d with a shared SQF", b)
 	}
@@ -332,7 +370,7 @@ func TestSQFWaterFilling(t *testing.T) {
 				maxStart = max(maxStart, start[id])
 				in.Add(id, start[id], 0)
 			}
-			tp := NewSQF(f.src, in, false).ForTopic("t")
+			tp := NewSQF(f.src, in, false).WithSlack(0).ForTopic("t")
 			// Enough records to lift every broker to the highest start and beyond.
 			total := int(maxStart)*nb + 7*nb + 3
 			r := &kgo.Record{}

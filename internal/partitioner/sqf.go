@@ -10,8 +10,16 @@ import (
 // SQF is the thesis's Shortest Queue First partitioner: among the brokers
 // that lead at least one partition of the topic it picks the one with the
 // least in flight (records, or bytes with WithBytes) and then round robins
-// over that broker's partitions. Ties go to the first broker after a rotating
-// start, so an idle cluster is served round robin. Keys are ignored.
+// over that broker's partitions. Keys are ignored.
+//
+// Queues are compared with a slack: every broker whose in flight is within
+// the slack of the least is a tie, and ties go to the first such broker after
+// a rotating start. Under light load, where queues differ only by the
+// brokers' acknowledgement jitter, sqf therefore serves brokers round robin
+// (the thesis's usage-balanced shares, like node); once a broker falls more
+// than the slack behind, sqf steers records away from it (join the shortest
+// queue). Slack 0 is the pure policy, whose record shares follow each
+// broker's acknowledgement speed even when nothing is overloaded.
 //
 // "In flight" is what the producers sharing the Inflight tracker have
 // buffered or sent without an answer yet: the join-the-shortest-queue policy
@@ -22,20 +30,43 @@ type SQF struct {
 	leaders  LeaderSource
 	inflight *Inflight
 	bytes    bool
+	slack    int64
 }
 
+// Default slacks: DefaultSlackRecords records, or DefaultSlackBytes bytes
+// with WithBytes.
+const (
+	DefaultSlackRecords = 64
+	DefaultSlackBytes   = 64 << 10
+)
+
 // NewSQF returns an SQF partitioner reading leaders from src and loads from
-// in. Register in as a hook (kgo.WithHooks(in)) on every client using it.
+// in, with the default slack. Register in as a hook (kgo.WithHooks(in)) on
+// every client using it.
 func NewSQF(src LeaderSource, in *Inflight, bytes bool) *SQF {
-	return &SQF{leaders: src, inflight: in, bytes: bytes}
+	slack := int64(DefaultSlackRecords)
+	if bytes {
+		slack = DefaultSlackBytes
+	}
+	return &SQF{leaders: src, inflight: in, bytes: bytes, slack: slack}
 }
+
+// WithSlack sets the slack (records, or bytes with WithBytes; 0 is pure
+// join-the-shortest-queue) and returns p. Negative values count as 0.
+func (p *SQF) WithSlack(n int64) *SQF {
+	p.slack = max(n, 0)
+	return p
+}
+
+// Slack returns the slack in use.
+func (p *SQF) Slack() int64 { return p.slack }
 
 // Inflight returns the tracker this partitioner reads.
 func (p *SQF) Inflight() *Inflight { return p.inflight }
 
 // ForTopic implements kgo.Partitioner.
 func (p *SQF) ForTopic(topic string) kgo.TopicPartitioner {
-	return &brokerTopic{topic: topic, leaders: p.leaders, policy: &leastInflight{in: p.inflight, bytes: p.bytes}}
+	return &brokerTopic{topic: topic, leaders: p.leaders, policy: &leastInflight{in: p.inflight, bytes: p.bytes, slack: p.slack}}
 }
 
 const (
@@ -53,6 +84,7 @@ const (
 type leastInflight struct {
 	in    *Inflight
 	bytes bool
+	slack int64
 
 	slots    []*slot        // brokers' counters by broker index, for scans
 	cand     [horizon]int   // broker indexes, ascending load
@@ -97,46 +129,60 @@ func (c *leastInflight) choose(brokers []brokerParts, cur *int, r *kgo.Record) i
 	if start >= n {
 		start = 0
 	}
+	if n <= exactBrokers {
+		b := c.scan(c.slots, start)
+		if *cur = b + 1; *cur == n { // the rotation resumes after the choice
+			*cur = 0
+		}
+		return b
+	}
 	if *cur = start + 1; *cur == n {
 		*cur = 0
-	}
-	if n <= exactBrokers {
-		return c.scan(c.slots, start)
 	}
 	if c.left == 0 {
 		c.refill(c.slots, start)
 		c.left = horizon
 	}
 	c.left--
-	best := 0
+	least := c.candLoad[0]
 	for i := 1; i < c.ncand; i++ {
-		if c.candLoad[i] < c.candLoad[best] {
-			best = i
+		least = min(least, c.candLoad[i])
+	}
+	best := 0
+	for i := range c.ncand {
+		if j := (start + i) % c.ncand; c.candLoad[j] <= least+c.slack {
+			best = j
+			break
 		}
 	}
 	c.candLoad[best] += c.weight(r)
 	return c.cand[best]
 }
 
+// scan returns the first broker from start whose load is within the slack of
+// the least load.
 func (c *leastInflight) scan(slots []*slot, start int) int {
 	n := len(slots)
-	best, bestLoad := start, c.value(slots[start])
-	if bestLoad <= 0 {
-		return best
+	first := c.value(slots[start])
+	if first <= c.slack {
+		return start // nobody can be more than the slack below it
+	}
+	var loads [exactBrokers]int64
+	least := first
+	for i := range n {
+		loads[i] = c.value(slots[i])
+		least = min(least, loads[i])
 	}
 	i := start
-	for range n - 1 {
+	for range n {
+		if loads[i] <= least+c.slack {
+			return i
+		}
 		if i++; i == n {
 			i = 0
 		}
-		if l := c.value(slots[i]); l < bestLoad {
-			best, bestLoad = i, l
-			if l <= 0 {
-				break
-			}
-		}
 	}
-	return best
+	return start
 }
 
 // refill scans every broker from start and keeps the horizon least loaded.

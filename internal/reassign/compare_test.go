@@ -60,7 +60,7 @@ func compareCases(t testing.TB) []compareCase {
 
 // TestMovesTable checks the quality target (replicas moved at most
 // 1.10x the lower bound) and prints the comparison with Kafka's --generate
-// placement for docs/benchmarks/reassign.md:
+// placement for docs/BENCHMARKS.md:
 //
 //	go test -run TestMovesTable -v ./internal/reassign/
 func TestMovesTable(t *testing.T) {
