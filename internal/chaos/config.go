@@ -123,6 +123,11 @@ type Config struct {
 	// metadata ages: the minimum bounds how soon a client can learn of a
 	// leader change (franz-go's default is 5 s).
 	MetadataMinAge, MetadataMaxAge time.Duration
+	// ConsumeAfter starts the checking consumer only after the producers
+	// stopped: no end-to-end latency, but its reads stay off the brokers'
+	// links and disks while throughput is measured (the thesis measured
+	// with producers alone).
+	ConsumeAfter bool
 	// SQFSlack is the sqf partitioner's slack in records (see
 	// partitioner.SQF); 0 is pure join-the-shortest-queue.
 	SQFSlack int64

@@ -225,3 +225,16 @@ func TestWriteReport(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, os.ErrExist))
 }
+
+// An interrupted sequential run leaves partitioners that never ran: the
+// report still gets written, with those panels marked empty.
+func TestWriteReportPartitionerNeverRan(t *testing.T) {
+	dir := t.TempDir()
+	res := sampleResult()
+	res.Partitioners = append(res.Partitioners, PartitionerResult{Name: "default", Topic: "kplan-chaos-default", Phases: map[string]*PhaseResult{}})
+	require.NoError(t, WriteReport(dir, res, nil))
+	for _, n := range []string{"report.md", "result.json", PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput} {
+		_, err := os.Stat(filepath.Join(dir, n))
+		assert.NoError(t, err, n)
+	}
+}

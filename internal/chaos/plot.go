@@ -101,6 +101,11 @@ func barPlots(res *Result) ([][]*plot.Plot, error) {
 			}
 		}
 		slices.Sort(ids)
+		if len(ids) == 0 { // the partitioner never ran (an interrupted run)
+			pl.Title.Text += " (no records)"
+			ps = append(ps, pl)
+			continue
+		}
 		shown := 0
 		for j, ph := range []string{"before", "after", "recovered"} {
 			pr := p.Phases[ph]

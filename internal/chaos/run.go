@@ -111,9 +111,12 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 		r.closeProducers()
 		return nil, err
 	}
+	cons.noE2E = cfg.ConsumeAfter
 	consCtx, stopCons := context.WithCancel(context.Background())
 	var consDone sync.WaitGroup
-	consDone.Go(func() { cons.run(consCtx) })
+	if !cfg.ConsumeAfter {
+		consDone.Go(func() { cons.run(consCtx) })
+	}
 
 	progDone := make(chan struct{})
 	var progWG sync.WaitGroup
@@ -155,11 +158,14 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 		}
 	}
 	r.closeProducers()
-	drain := 30 * time.Second
-	if runErr != nil {
-		drain = 5 * time.Second
+	if cfg.ConsumeAfter {
+		consDone.Go(func() { cons.run(consCtx) })
 	}
-	if err := r.drain(bg, cons, drain); err != nil {
+	stall, limit := 30*time.Second, drainCap
+	if runErr != nil { // interrupted or failed: do not keep the user waiting
+		stall, limit = 5*time.Second, 5*time.Second
+	}
+	if err := r.drain(bg, cons, stall, limit); err != nil {
 		r.notes = append(r.notes, "loss check incomplete: "+err.Error()+"; lost counts are upper bounds")
 	}
 	stopCons()
@@ -330,6 +336,10 @@ func (r *runner) newProducers(runID uint64) error {
 			kgo.MetadataMaxAge(cfg.MetadataMaxAge),
 			kgo.RecordDeliveryTimeout(max(time.Minute, 2*cfg.FailoverTimeout)),
 			kgo.ClientID("kplan-chaos-"+name),
+			// Uncompressed, like Kafka's producer default and the thesis's
+			// runs: record values are mostly padding, and compressed they
+			// would slip under a --broker-bandwidth limit.
+			kgo.ProducerBatchCompression(kgo.NoCompression()),
 		)
 		if cfg.Acks == AcksLeader {
 			kopts = append(kopts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
@@ -450,20 +460,34 @@ func (r *runner) restore(ctx context.Context, victim int32) error {
 		return fmt.Errorf("restart broker %d: %w", victim, err)
 	}
 	r.dead = -1
-	ectx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ectx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if err := r.c.ElectPreferred(ectx); err != nil {
 		return err
 	}
+	// Back in every ISR too: a broker still catching up would load its links
+	// and disks during the next phase (or the next partitioner's leg).
 	for {
 		m, err := fetchMeta(ectx, r.admin, r.topics)
-		if err == nil && slices.Contains(m.brokers, victim) && r.preferred(m) {
+		if err == nil && slices.Contains(m.brokers, victim) && r.preferred(m) && fullISR(m) {
 			return nil
 		}
 		if err := sleep(ectx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("waiting for preferred leaders after the restart of broker %d: %w", victim, err)
 		}
 	}
+}
+
+// fullISR reports whether every partition's replicas are all in sync.
+func fullISR(m *clusterMeta) bool {
+	for _, parts := range m.topics {
+		for _, p := range parts {
+			if len(p.isr) < len(p.replicas) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (r *runner) preferred(m *clusterMeta) bool {
@@ -632,21 +656,36 @@ func (r *runner) stopLeg(ctx context.Context, l *leg) {
 }
 
 // drain waits until the consumer read every experiment partition up to its
-// end offset.
-func (r *runner) drain(ctx context.Context, cons *consumer, limit time.Duration) error {
+// end offset. It gives up once the consumer made no progress for stall (a
+// consumer behind a --broker-bandwidth limit may need minutes, but keeps
+// advancing), and after limit in any case.
+func (r *runner) drain(ctx context.Context, cons *consumer, stall, limit time.Duration) error {
 	dctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	end, err := endOffsets(dctx, r.admin, r.topics)
 	if err != nil {
 		return err
 	}
-	for !cons.caughtUp(end) {
+	_, best := cons.caughtUp(end)
+	last := r.now()
+	for {
+		done, left := cons.caughtUp(end)
+		if done {
+			return nil
+		}
+		if left < best {
+			best, last = left, r.now()
+		} else if r.now().Sub(last) > stall {
+			return fmt.Errorf("consumer made no progress for %v with %d records left to read", stall, left)
+		}
 		if err := sleep(dctx, 20*time.Millisecond); err != nil {
-			return fmt.Errorf("consumer did not reach the end offsets within %v", limit)
+			return fmt.Errorf("consumer did not reach the end offsets within %v (%d records left)", limit, left)
 		}
 	}
-	return nil
 }
+
+// drainCap bounds the loss check's final read after a complete run.
+const drainCap = 10 * time.Minute
 
 func (r *runner) progress(done <-chan struct{}) {
 	t := time.NewTicker(250 * time.Millisecond)

@@ -154,3 +154,33 @@ func TestRunInterrupted(t *testing.T) {
 		assert.Zero(t, p.Lost)
 	}
 }
+
+// With ConsumeAfter the checking consumer starts only after the producers
+// stopped: every record is still checked (nothing lost, nothing missing),
+// but no end-to-end latency is recorded.
+func TestConsumeAfter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process cluster experiment")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := NewEmbeddedCluster(3)
+	require.NoError(t, err)
+	defer c.Close()
+	cfg := Defaults()
+	cfg.Partitioners = []string{"node"}
+	cfg.Warmup, cfg.Phase = 500*time.Millisecond, time.Second
+	cfg.ConsumeAfter = true
+	res, err := Run(ctx, c, cfg)
+	require.NoError(t, err)
+	assert.True(t, res.ConsumeAfter)
+	p := res.Partitioners[0]
+	assert.Positive(t, p.Acked)
+	assert.Equal(t, p.Sent, p.Acked)
+	assert.Zero(t, p.Lost)
+	assert.Zero(t, p.Duplicates)
+	for name, ph := range p.Phases {
+		assert.Zero(t, ph.E2ELatencyMS.Count, "phase %s has end-to-end samples", name)
+	}
+	assert.Positive(t, p.Phases["after"].LatencyMS.Count)
+}

@@ -49,6 +49,44 @@ func runReassignment(t *testing.T, ctx context.Context, bootstrap, file string) 
 	t.Logf("kafka-reassign-partitions --verify:\n%s", out)
 }
 
+// skewedTopics creates PREFIX-a and PREFIX-b on the lab, with broker 1
+// holding 9 of 18 replicas and leading 8 of 9 partitions, and waits until
+// every partition is fully in sync under its preferred leader. It returns
+// the assignment and a check that every partition of the two topics
+// satisfies want.
+func skewedTopics(t *testing.T, ctx context.Context, bootstrap, prefix string) (map[string][][]int32, func(want func(topology.Partition) bool) func() bool) {
+	t.Helper()
+	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: bootstrap}, "test")
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	original := map[string][][]int32{
+		prefix + "-a": {{1, 2}, {1, 2}, {1, 3}, {1, 3}, {1, 2}, {1, 3}},
+		prefix + "-b": {{1, 2}, {2, 1}, {1, 3}},
+	}
+	for topic, assign := range original {
+		require.NoError(t, kafka.CreateTopic(ctx, cl, topic, assign, nil))
+	}
+	only := func(s string) bool { return strings.HasPrefix(s, prefix+"-") }
+	layoutIs := func(want func(p topology.Partition) bool) func() bool {
+		return func() bool {
+			c, err := kafka.Snapshot(ctx, cl, only)
+			if err != nil || len(c.Partitions) != 9 {
+				return false
+			}
+			for _, p := range c.Partitions {
+				if !want(p) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	require.Eventually(t, layoutIs(func(p topology.Partition) bool {
+		return equal(p, original[p.Topic][p.Partition]) && len(p.ISR) == len(p.Replicas) && p.Leader == p.Replicas[0]
+	}), 30*time.Second, 200*time.Millisecond)
+	return original, layoutIs
+}
+
 // TestKafkaAcceptsThePlan: skewed topics on a real 3-broker lab; kplan
 // plans from the live cluster; Kafka's own kafka-reassign-partitions
 // executes and verifies the plan unchanged; kafka-leader-election runs the
@@ -56,34 +94,10 @@ func runReassignment(t *testing.T, ctx context.Context, bootstrap, file string) 
 // file, run the same way, restores the original assignment.
 func TestKafkaAcceptsThePlan(t *testing.T) {
 	lab := labtest.Shared(t)
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
-	require.NoError(t, err)
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	// Broker 1 holds 9 of 18 replicas and leads 8 of 9 partitions.
-	original := map[string][][]int32{
-		"reassign-a": {{1, 2}, {1, 2}, {1, 3}, {1, 3}, {1, 2}, {1, 3}},
-		"reassign-b": {{1, 2}, {2, 1}, {1, 3}},
-	}
-	for topic, assign := range original {
-		require.NoError(t, kafka.CreateTopic(ctx, cl, topic, assign, nil))
-	}
-	only := func(s string) bool { return strings.HasPrefix(s, "reassign-") }
-	require.Eventually(t, func() bool {
-		c, err := kafka.Snapshot(ctx, cl, only)
-		if err != nil || len(c.Partitions) != 9 {
-			return false
-		}
-		for _, p := range c.Partitions {
-			if len(p.ISR) != len(p.Replicas) || p.Leader != p.Replicas[0] {
-				return false
-			}
-		}
-		return true
-	}, 30*time.Second, 200*time.Millisecond)
-
+	original, layoutIs := skewedTopics(t, ctx, lab.Bootstrap, "reassign")
 	dir := t.TempDir()
 	plan, rollback, elect := filepath.Join(dir, "plan.json"), filepath.Join(dir, "rollback.json"), filepath.Join(dir, "elect.json")
 	var sum struct {
@@ -121,18 +135,8 @@ func TestKafkaAcceptsThePlan(t *testing.T) {
 
 	// The rollback restores every replica list as it was.
 	runReassignment(t, ctx, lab.Bootstrap, rollback)
-	require.Eventually(t, func() bool {
-		c, err := kafka.Snapshot(ctx, cl, only)
-		if err != nil {
-			return false
-		}
-		for _, p := range c.Partitions {
-			if !equal(p, original[p.Topic][p.Partition]) {
-				return false
-			}
-		}
-		return len(c.Partitions) == 9
-	}, time.Minute, 500*time.Millisecond, "the rollback did not restore the original assignment")
+	require.Eventually(t, layoutIs(func(p topology.Partition) bool { return equal(p, original[p.Topic][p.Partition]) }),
+		time.Minute, 500*time.Millisecond, "the rollback did not restore the original assignment")
 }
 
 func equal(p topology.Partition, want []int32) bool {
@@ -145,4 +149,82 @@ func equal(p topology.Partition, want []int32) bool {
 		}
 	}
 	return true
+}
+
+// configs describes an entity's dynamic configs with Kafka's own
+// kafka-configs tool.
+func configs(t *testing.T, ctx context.Context, bootstrap, entityType, name string) string {
+	t.Helper()
+	out, err := kafkaTool(t, ctx, "kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap, "--entity-type", entityType, "--entity-name", name, "--describe")
+	require.NoError(t, err, out)
+	return out
+}
+
+// TestApplyExecutesThePlan: kplan reassign apply refuses without --yes on a
+// cluster that is not the default lab and changes nothing; with --yes and a
+// throttle it executes the plan through the Admin API and waits until it is
+// complete, removing the throttle; --verify agrees; the rollback, started
+// with --no-wait, carries its throttle (as Kafka's kafka-configs shows) until
+// --verify reports it complete and removes it.
+func TestApplyExecutesThePlan(t *testing.T) {
+	lab := labtest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	original, layoutIs := skewedTopics(t, ctx, lab.Bootstrap, "apply")
+	isOriginal := layoutIs(func(p topology.Partition) bool { return equal(p, original[p.Topic][p.Partition]) })
+	dir := t.TempDir()
+	plan, rollback := filepath.Join(dir, "plan.json"), filepath.Join(dir, "rollback.json")
+	require.Eventually(t, func() bool {
+		code, _, _ := run("reassign", "--bootstrap-server", lab.Bootstrap, "--topics", "^apply-", "--out", plan, "--rollback", rollback)
+		return code == 0
+	}, 20*time.Second, 250*time.Millisecond)
+
+	// No --yes: the plan is shown, nothing changes, exit 4.
+	code, _, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap)
+	assert.Equal(t, 4, code, errOut)
+	assert.Contains(t, errOut, "Plan for "+lab.Bootstrap)
+	assert.Contains(t, errOut, "without --yes")
+	assert.True(t, isOriginal(), "a refused apply changed the cluster")
+
+	// Execute with a throttle and wait.
+	var res struct {
+		Complete   int    `json:"complete"`
+		Message    string `json:"message"`
+		Partitions []struct {
+			Status string `json:"status"`
+		} `json:"partitions"`
+	}
+	code, out, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--throttle", "10MB/s", "--yes", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.Equal(t, len(res.Partitions), res.Complete, res.Message)
+	assert.Contains(t, errOut, "partitions complete")
+	for _, b := range []string{"1", "2", "3"} {
+		assert.NotContains(t, configs(t, ctx, lab.Bootstrap, "brokers", b), "replication.throttled.rate", "broker %s keeps a throttle", b)
+	}
+	code, out, errOut = run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--verify")
+	assert.Equal(t, 0, code, out+errOut)
+	var audit struct {
+		ReplicaSkew struct{ Min, Max int } `json:"replica_skew"`
+	}
+	code, out, _ = run("audit", "--bootstrap-server", lab.Bootstrap, "--topics", "^apply-", "-o", "json")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &audit))
+	assert.Equal(t, 6, audit.ReplicaSkew.Min, "replicas per broker after apply")
+	assert.Equal(t, 6, audit.ReplicaSkew.Max, "replicas per broker after apply")
+
+	// The rollback, started without waiting: the throttle is in place
+	// until --verify sees the reassignment complete.
+	code, _, errOut = run("reassign", "apply", rollback, "--bootstrap-server", lab.Bootstrap, "--throttle", "1MB/s", "--yes", "--no-wait")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, configs(t, ctx, lab.Bootstrap, "brokers", "1"), "leader.replication.throttled.rate=1000000")
+	require.Eventually(t, func() bool {
+		code, _, _ := run("reassign", "apply", rollback, "--bootstrap-server", lab.Bootstrap, "--verify")
+		return code == 0
+	}, 2*time.Minute, time.Second, "--verify never reported the rollback complete")
+	assert.NotContains(t, configs(t, ctx, lab.Bootstrap, "brokers", "1"), "replication.throttled.rate")
+	assert.NotContains(t, configs(t, ctx, lab.Bootstrap, "topics", "apply-a"), "throttled.replicas")
+	require.Eventually(t, layoutIs(func(p topology.Partition) bool { return equal(p, original[p.Topic][p.Partition]) }),
+		time.Minute, 500*time.Millisecond, "the rollback did not restore the original assignment")
 }

@@ -128,6 +128,7 @@ to the most loaded brokers. Without --out nothing is written.`,
 	fs.IntVar(&opts.CellSize, "cell-size", 0, "with --fix-overlaps: split the target brokers into cells of this many brokers")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
+	cmd.AddCommand(NewCmdApply(f, nil))
 	return cmd
 }
 
