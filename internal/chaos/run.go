@@ -141,6 +141,11 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 		if runErr = r.runLeg(ctx, l, i == len(r.legs)-1); runErr != nil {
 			break
 		}
+		if cfg.Sequential {
+			// One partitioner at a time: this one stops before the next
+			// starts, whatever phases it ran.
+			r.stopLeg(ctx, l)
+		}
 	}
 
 	// Clean up whatever happened: stop producers, restore if asked, drain.
@@ -441,7 +446,10 @@ func (r *runner) runLeg(ctx context.Context, l *leg, last bool) error {
 	}
 	r.begin(ctx, l, PhaseRestore)
 	t0 := r.since()
-	err = r.restore(ctx, victim)
+	// Between sequential legs (producers stopped) the broker must be fully
+	// back; a measured restore goes on while the producers write, which a
+	// saturated broker may not catch up with, so it waits for leaders only.
+	err = r.restore(ctx, victim, !cfg.Restore)
 	r.end(ctx, l, PhaseRestore)
 	if err != nil {
 		return err
@@ -455,7 +463,7 @@ func (r *runner) runLeg(ctx context.Context, l *leg, last bool) error {
 
 // restore restarts the victim, elects preferred leaders and waits until the
 // experiment topics are led by their preferred replicas again.
-func (r *runner) restore(ctx context.Context, victim int32) error {
+func (r *runner) restore(ctx context.Context, victim int32, fullSync bool) error {
 	if err := r.c.Restart(ctx, victim); err != nil {
 		return fmt.Errorf("restart broker %d: %w", victim, err)
 	}
@@ -469,7 +477,7 @@ func (r *runner) restore(ctx context.Context, victim int32) error {
 	// and disks during the next phase (or the next partitioner's leg).
 	for {
 		m, err := fetchMeta(ectx, r.admin, r.topics)
-		if err == nil && slices.Contains(m.brokers, victim) && r.preferred(m) && fullISR(m) {
+		if err == nil && slices.Contains(m.brokers, victim) && r.preferred(m) && (!fullSync || fullISR(m)) {
 			return nil
 		}
 		if err := sleep(ectx, 50*time.Millisecond); err != nil {

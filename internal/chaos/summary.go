@@ -49,7 +49,18 @@ type PhaseSummary struct {
 	TimelyMBps     stats.Interval            `json:"timely_throughput_mbps"`
 }
 
-// Summarize combines repeated runs of the same experiment.
+// partitioner returns the named partitioner's result, or nil.
+func (r *Result) partitioner(name string) *PartitionerResult {
+	for i := range r.Partitioners {
+		if r.Partitioners[i].Name == name {
+			return &r.Partitioners[i]
+		}
+	}
+	return nil
+}
+
+// Summarize combines repeated runs of the same experiment. Partitioners are
+// matched by name (sequential repetitions rotate their order).
 func Summarize(runs []*Result) (*Summary, error) {
 	if len(runs) < 2 {
 		return nil, fmt.Errorf("summary needs at least 2 runs, got %d", len(runs))
@@ -64,14 +75,14 @@ func Summarize(runs []*Result) (*Summary, error) {
 		}
 	}
 	s.FailoverMS = ci(fo)
-	for i, p0 := range first.Partitioners {
+	for _, p0 := range first.Partitioners {
 		ps := PartitionerSummary{Name: p0.Name, Phases: map[string]*PhaseSummary{}}
 		var first []float64
 		for _, r := range runs {
-			if i >= len(r.Partitioners) {
+			p := r.partitioner(p0.Name)
+			if p == nil {
 				continue
 			}
-			p := r.Partitioners[i]
 			ps.Acked += p.Acked
 			ps.Lost += p.Lost
 			ps.Duplicates += p.Duplicates
@@ -88,10 +99,11 @@ func Summarize(runs []*Result) (*Summary, error) {
 			e2e := map[string][]float64{}
 			per := map[string]int64{}
 			for _, r := range runs {
-				if i >= len(r.Partitioners) {
+				p := r.partitioner(p0.Name)
+				if p == nil {
 					continue
 				}
-				pr := r.Partitioners[i].Phases[name]
+				pr := p.Phases[name]
 				if pr == nil {
 					continue
 				}

@@ -92,3 +92,55 @@ func TestBrokerBandwidth(t *testing.T) {
 	assert.InDelta(t, 5.0, one, 1.5, "one broker's link caps the producer near 5MB/s")
 	assert.Greater(t, all, 2*one, "three links carry well over one")
 }
+
+// TestBrokerCPU: with --broker-cpu every broker JVM runs in its own cgroup
+// with the CFS quota asked for (and the cgroups go away with the lab); the
+// producer figures are logged for docs/lab.md.
+func TestBrokerCPU(t *testing.T) {
+	if err := localkafka.CheckCPUPrivileges(); err != nil {
+		t.Fatalf("this machine cannot cap broker CPU: %v", err)
+	}
+	jars, err := localkafka.FindJars("")
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "cpulab")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := localkafka.Up(ctx, localkafka.Config{Brokers: 3, JarsDir: jars, Dir: dir, BasePort: 39092, FastFailover: true, CPUQuota: 0.5}, kafka.WaitBrokers)
+	require.NoError(t, err)
+	var groups []string
+	for _, n := range s.Brokers() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", n.PID))
+		require.NoError(t, err)
+		var group string
+		for _, line := range strings.Split(string(b), "\n") {
+			if i := strings.Index(line, "/kplan-lab-"); i >= 0 && (strings.Contains(line, ":cpu:") || strings.Contains(line, ":cpu,") || strings.HasPrefix(line, "0::")) {
+				group = line[i:]
+			}
+		}
+		require.NotEmpty(t, group, "broker-%d is in no kplan cgroup: %s", n.ID, b)
+		assert.True(t, strings.HasSuffix(group, fmt.Sprintf("/node-%d", n.ID)), group)
+		groups = append(groups, group)
+		for _, f := range []string{"/sys/fs/cgroup/cpu" + group + "/cpu.cfs_quota_us", "/sys/fs/cgroup/unified" + group + "/cpu.max", "/sys/fs/cgroup" + group + "/cpu.max"} {
+			if q, err := os.ReadFile(f); err == nil {
+				assert.True(t, strings.HasPrefix(string(q), "50000"), "%s: %s", f, q)
+			}
+		}
+	}
+	bootstrap := strings.Join(s.Bootstrap(), ",")
+	admin, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: bootstrap}, "test")
+	require.NoError(t, err)
+	require.NoError(t, kafka.CreateTopic(ctx, admin, "cpu", [][]int32{{1}, {2}, {3}}, nil))
+	admin.Close()
+	throughput(t, bootstrap, "cpu", []int32{0, 1, 2}, time.Second)
+	one := throughput(t, bootstrap, "cpu", []int32{0}, 4*time.Second)
+	all := throughput(t, bootstrap, "cpu", []int32{0, 1, 2}, 4*time.Second)
+	t.Logf("broker CPU 0.5: one broker %.2f MB/s; three brokers %.2f MB/s", one, all)
+
+	require.NoError(t, s.Down(15*time.Second))
+	for _, g := range groups {
+		for _, root := range []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+			_, err := os.Stat(root + g)
+			assert.True(t, os.IsNotExist(err), "cgroup %s%s left behind", root, g)
+		}
+	}
+}

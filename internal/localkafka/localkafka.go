@@ -46,6 +46,9 @@ type Config struct {
 	// BandwidthBps, when positive, runs every node in its own network
 	// namespace with a tbf limit of this many bytes/s on each broker's link.
 	BandwidthBps int64
+	// CPUQuota, when positive, caps each broker JVM at this fraction of one
+	// CPU through a cgroup CFS quota (controllers are not capped).
+	CPUQuota float64
 }
 
 // Node is one JVM of the lab.
@@ -77,6 +80,8 @@ type State struct {
 	Started   time.Time `json:"started"`
 	Nodes     []Node    `json:"nodes"`
 	Net       *Net      `json:"net,omitempty"`
+	// CPUQuota is each broker's CPU cap in CPUs (0: none).
+	CPUQuota float64 `json:"cpu_quota,omitempty"`
 }
 
 // Errors callers map to exit codes.
@@ -396,6 +401,14 @@ func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
 			return nil, err
 		}
 	}
+	if cfg.CPUQuota < 0 || cfg.CPUQuota > 64 {
+		return nil, usagef("--broker-cpu %g: want a fraction of one CPU above 0 (e.g. 0.25), at most 64", cfg.CPUQuota)
+	}
+	if cfg.CPUQuota > 0 {
+		if err := CheckCPUPrivileges(); err != nil {
+			return nil, err
+		}
+	}
 	nodes := plan(cfg)
 	for _, n := range nodes {
 		if cfg.BandwidthBps > 0 {
@@ -422,7 +435,7 @@ func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{Version: 1, ClusterID: id, Dir: dir, JarsDir: cfg.JarsDir, Java: cfg.Java, HeapMB: cfg.HeapMB, Started: time.Now().UTC(), Nodes: nodes}
+	s := &State{Version: 1, ClusterID: id, Dir: dir, JarsDir: cfg.JarsDir, Java: cfg.Java, HeapMB: cfg.HeapMB, Started: time.Now().UTC(), Nodes: nodes, CPUQuota: cfg.CPUQuota}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -528,6 +541,13 @@ func (s *State) start(n *Node) error {
 		return fmt.Errorf("starting node-%d: %w", n.ID, err)
 	}
 	n.PID = cmd.Process.Pid
+	if s.CPUQuota > 0 && n.Broker {
+		if err := s.capCPU(n.ID, n.PID); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return err
+		}
+	}
 	// Reap the child when it exits so a killed broker does not linger as a
 	// zombie of a long-lived process (the test binary).
 	go cmd.Wait() //nolint:errcheck // exit status is read from the log
@@ -635,6 +655,8 @@ func (s *State) Down(grace time.Duration) error {
 	}
 	if s.AnyAlive() {
 		errs = append(errs, errors.New("some lab JVMs are still running"))
+	} else if err := s.removeCgroups(); err != nil {
+		errs = append(errs, err)
 	} else if err := s.teardownNet(); err != nil {
 		errs = append(errs, err)
 	} else if s.Net != nil {

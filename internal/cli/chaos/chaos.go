@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -376,6 +377,13 @@ func runChaos(ctx context.Context, opts *Options) error {
 		}
 		rc := cfg
 		rc.Seed = cfg.Seed + uint64(i)
+		if rc.Sequential && len(cfg.Partitioners) > 1 {
+			// Rotate the order each repetition: a later leg runs against
+			// brokers holding more data and a producer process holding more
+			// state, so a fixed order would favour the first partitioner.
+			k := i % len(cfg.Partitioners)
+			rc.Partitioners = append(slices.Clone(cfg.Partitioners[k:]), cfg.Partitioners[:k]...)
+		}
 		if rc.Assignment == nil {
 			brokers, err := c.Brokers(ctx)
 			if err != nil {

@@ -90,6 +90,14 @@ func newCmdUp(f *cmdutil.Factory, dir *string) *cobra.Command {
 				}
 				o.Config.BandwidthBps = bps
 			}
+			if cmd.Flags().Changed("broker-cpu") {
+				if !(o.Config.CPUQuota > 0 && o.Config.CPUQuota <= 64) {
+					return cmdutil.UsageErrorf("--broker-cpu %g: want a fraction of one CPU above 0 (e.g. 0.25), at most 64", o.Config.CPUQuota)
+				}
+				if err := localkafka.CheckCPUPrivileges(); err != nil {
+					return mapErr(err)
+				}
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.Timeout)
 			defer cancel()
 			start := f.Now()
@@ -107,6 +115,7 @@ func newCmdUp(f *cmdutil.Factory, dir *string) *cobra.Command {
 	cmd.Flags().IntVar(&o.Config.BasePort, "base-port", 19092, "client port of broker-1; broker-N listens on base+10*(N-1), its controller on the next port")
 	cmd.Flags().BoolVar(&o.Config.FastFailover, "fast-failover", true, "broker.session.timeout.ms=3000 and heartbeat 500ms, so a killed broker is fenced in about 3s")
 	cmd.Flags().StringVar(&bandwidth, "broker-bandwidth", "", "limit each broker's link to this rate (e.g. 5MB/s): every broker runs in its own network namespace with a tc tbf limit; needs root and iproute2")
+	cmd.Flags().Float64Var(&o.Config.CPUQuota, "broker-cpu", 0, "cap each broker JVM at this fraction of one CPU (e.g. 0.25) through a cgroup CFS quota; needs root and a cgroup cpu controller")
 	cmd.Flags().IntVar(&o.Config.HeapMB, "heap-mb", 384, "heap of each broker JVM in MiB")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 120*time.Second, "give up when brokers are not ready within this time")
 	return cmd

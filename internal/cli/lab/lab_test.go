@@ -38,6 +38,8 @@ func TestLabBadInput(t *testing.T) {
 		{"brokers zero", []string{"lab", "up", "--brokers", "0", "--dir", noLab}, "--brokers 0: want 1 to 64"},
 		{"jars dir without kafka", []string{"lab", "up", "--kafka-jars", empty, "--dir", noLab}, "make kafka"},
 		{"bad bandwidth", []string{"lab", "up", "--kafka-jars", fakeJars, "--broker-bandwidth", "fast", "--dir", noLab}, "--broker-bandwidth"},
+		{"zero cpu", []string{"lab", "up", "--kafka-jars", fakeJars, "--broker-cpu", "0", "--dir", noLab}, "--broker-cpu"},
+		{"bad cpu", []string{"lab", "up", "--kafka-jars", fakeJars, "--broker-cpu", "lots", "--dir", noLab}, "--broker-cpu"},
 		{"status without a lab", []string{"lab", "status", "--dir", noLab}, noLab},
 		{"kill without a lab", []string{"lab", "kill", "broker-1", "--dir", noLab}, noLab},
 		{"kill a non-broker", []string{"lab", "kill", "zookeeper", "--dir", noLab}, `"zookeeper" is not a broker`},

@@ -374,6 +374,8 @@ func (o *ApplyOptions) wait(ctx context.Context, adm *kafka.Admin, moves []kafka
 		deadline = t.C
 	}
 	start := time.Now()
+	var said time.Time
+	lastDone := -1
 	for {
 		st, _, _, err := status(ctx, adm, moves)
 		if err != nil {
@@ -381,8 +383,12 @@ func (o *ApplyOptions) wait(ctx context.Context, adm *kafka.Admin, moves []kafka
 		}
 		res.Partitions = st
 		tally(res)
-		fmt.Fprintf(o.IO.ErrOut, "kplan reassign apply: %d of %d partitions complete, %d in progress (%s)\n",
-			res.Complete, len(moves), res.InProgress, time.Since(start).Round(time.Second))
+		// A line when something finished, and every 10 s otherwise.
+		if res.Complete != lastDone || time.Since(said) >= 10*time.Second {
+			fmt.Fprintf(o.IO.ErrOut, "kplan reassign apply: %d of %d partitions complete, %d in progress (%s)\n",
+				res.Complete, len(moves), res.InProgress, time.Since(start).Round(time.Second))
+			lastDone, said = res.Complete, time.Now()
+		}
 		if res.Complete == len(moves) {
 			return nil
 		}

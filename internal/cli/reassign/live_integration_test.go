@@ -197,6 +197,7 @@ func TestApplyExecutesThePlan(t *testing.T) {
 	}
 	code, out, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--throttle", "10MB/s", "--yes", "-o", "json")
 	require.Equal(t, 0, code, errOut)
+	t.Logf("kplan reassign apply (stderr):\n%s", errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Equal(t, len(res.Partitions), res.Complete, res.Message)
 	assert.Contains(t, errOut, "partitions complete")
@@ -205,6 +206,7 @@ func TestApplyExecutesThePlan(t *testing.T) {
 	}
 	code, out, errOut = run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--verify")
 	assert.Equal(t, 0, code, out+errOut)
+	t.Logf("kplan reassign apply --verify:\n%s", out)
 	var audit struct {
 		ReplicaSkew struct{ Min, Max int } `json:"replica_skew"`
 	}

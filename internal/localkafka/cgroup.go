@@ -1,0 +1,110 @@
+package localkafka
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Per-broker CPU (--broker-cpu): every broker JVM runs in a cgroup of its
+// own whose CFS quota allows FRACTION of one CPU per period, so a broker that
+// leads more partitions saturates while the others idle, as a busy broker on
+// its own machine would. cgroup v1's cpu controller and cgroup v2's cpu.max
+// are both supported.
+
+// cgroupRoots are where the cpu controller may be mounted; tests override.
+var cgroupRoots = struct{ v1, v2 string }{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup"}
+
+// cfsPeriodUS is the CFS period of the lab's cgroups.
+const cfsPeriodUS = 100_000
+
+// cpuCgroupBase returns the directory under which the lab's cgroups go and
+// whether it is cgroup v2, or why there is none.
+func cpuCgroupBase() (string, bool, error) {
+	if os.Geteuid() != 0 {
+		return "", false, usagef("--broker-cpu needs root (cgroups)")
+	}
+	if _, err := os.Stat(filepath.Join(cgroupRoots.v1, "cpu.cfs_quota_us")); err == nil {
+		return cgroupRoots.v1, false, nil
+	}
+	if b, err := os.ReadFile(filepath.Join(cgroupRoots.v2, "cgroup.controllers")); err == nil && strings.Contains(" "+string(b)+" ", " cpu ") {
+		return cgroupRoots.v2, true, nil
+	}
+	return "", false, usagef("--broker-cpu needs a cgroup cpu controller (v1 at %s or v2 with cpu in %s/cgroup.controllers)", cgroupRoots.v1, cgroupRoots.v2)
+}
+
+// CheckCPUPrivileges tells why per-broker CPU caps cannot work here.
+func CheckCPUPrivileges() error {
+	_, _, err := cpuCgroupBase()
+	return err
+}
+
+// quotaUS is the CFS quota in microseconds per period for fraction CPUs.
+func quotaUS(fraction float64) int64 {
+	return max(1000, int64(fraction*cfsPeriodUS+0.5))
+}
+
+// cgroupDir is node id's cgroup.
+func (s *State) cgroupDir(base string, id int32) string {
+	return filepath.Join(base, fmt.Sprintf("kplan-lab-%d", subnetFor(s.Dir)), fmt.Sprintf("node-%d", id))
+}
+
+// capCPU puts pid into node id's cgroup, creating it with the lab's quota.
+func (s *State) capCPU(id int32, pid int) error {
+	base, v2, err := cpuCgroupBase()
+	if err != nil {
+		return err
+	}
+	dir := s.cgroupDir(base, id)
+	if v2 {
+		parent := filepath.Dir(dir)
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return fmt.Errorf("--broker-cpu: %w", err)
+		}
+		// Children of a v2 group get controllers the parent delegates.
+		if err := os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+cpu"), 0o644); err != nil {
+			return fmt.Errorf("--broker-cpu: enabling cpu in %s: %w", parent, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--broker-cpu: %w", err)
+	}
+	q := quotaUS(s.CPUQuota)
+	var writes [][2]string
+	if v2 {
+		writes = [][2]string{{"cpu.max", fmt.Sprintf("%d %d", q, cfsPeriodUS)}}
+	} else {
+		writes = [][2]string{{"cpu.cfs_period_us", strconv.Itoa(cfsPeriodUS)}, {"cpu.cfs_quota_us", strconv.FormatInt(q, 10)}}
+	}
+	writes = append(writes, [2]string{"cgroup.procs", strconv.Itoa(pid)})
+	for _, w := range writes {
+		if err := os.WriteFile(filepath.Join(dir, w[0]), []byte(w[1]), 0o644); err != nil {
+			return fmt.Errorf("--broker-cpu: writing %s to %s: %w", w[1], filepath.Join(dir, w[0]), err)
+		}
+	}
+	return nil
+}
+
+// removeCgroups removes the lab's cgroups once its processes are gone.
+func (s *State) removeCgroups() error {
+	if s.CPUQuota <= 0 {
+		return nil
+	}
+	base, _, err := cpuCgroupBase()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range s.Nodes {
+		if err := os.Remove(s.cgroupDir(base, n.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing cgroup: %w", err))
+		}
+	}
+	if err := os.Remove(filepath.Dir(s.cgroupDir(base, 0))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("removing cgroup: %w", err))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,62 @@
+package localkafka
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestQuotaUS(t *testing.T) {
+	for _, tc := range []struct {
+		fraction float64
+		want     int64
+	}{{0.25, 25_000}, {1, 100_000}, {1.5, 150_000}, {0.001, 1000}} {
+		assert.Equal(t, tc.want, quotaUS(tc.fraction), "%g CPU", tc.fraction)
+	}
+}
+
+// capCPU against fake cgroup trees: the quota files and the process list
+// get what the kernel expects, in v1 and in v2 layout.
+func TestCapCPUWritesQuota(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("cgroup tests run as root on this project's machines")
+	}
+	saved := cgroupRoots
+	defer func() { cgroupRoots = saved }()
+	for _, v2 := range []bool{false, true} {
+		root := t.TempDir()
+		cgroupRoots.v1, cgroupRoots.v2 = filepath.Join(root, "cpu"), filepath.Join(root, "unified")
+		if v2 {
+			require.NoError(t, os.MkdirAll(cgroupRoots.v2, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(cgroupRoots.v2, "cgroup.controllers"), []byte("cpuset cpu io memory"), 0o644))
+		} else {
+			require.NoError(t, os.MkdirAll(cgroupRoots.v1, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(cgroupRoots.v1, "cpu.cfs_quota_us"), []byte("-1"), 0o644))
+		}
+		s := &State{Dir: "/tmp/some-lab", CPUQuota: 0.25, Nodes: []Node{{ID: 2, Broker: true}}}
+		require.NoError(t, s.capCPU(2, 4242))
+		base := cgroupRoots.v1
+		if v2 {
+			base = cgroupRoots.v2
+		}
+		dir := s.cgroupDir(base, 2)
+		read := func(name string) string {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			require.NoError(t, err)
+			return string(b)
+		}
+		assert.Equal(t, "4242", read("cgroup.procs"))
+		if v2 {
+			assert.Equal(t, "25000 100000", read("cpu.max"))
+		} else {
+			assert.Equal(t, strconv.Itoa(cfsPeriodUS), read("cpu.cfs_period_us"))
+			assert.Equal(t, "25000", read("cpu.cfs_quota_us"))
+		}
+	}
+	cgroupRoots.v1, cgroupRoots.v2 = filepath.Join(t.TempDir(), "none"), filepath.Join(t.TempDir(), "none")
+	assert.ErrorIs(t, CheckCPUPrivileges(), ErrUsage)
+}
