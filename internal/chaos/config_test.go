@@ -238,3 +238,19 @@ func TestWriteReportPartitionerNeverRan(t *testing.T) {
 		assert.NoError(t, err, n)
 	}
 }
+
+// Sequential repetitions rotate the partitioners' order: the summary matches
+// them by name, not by position.
+func TestSummarizeRotatedOrder(t *testing.T) {
+	a, b := sampleResult(), sampleResult()
+	b.Partitioners[0], b.Partitioners[1] = b.Partitioners[1], b.Partitioners[0]
+	b.Partitioners[1].Lost = 5 // roundrobin, now second
+	s, err := Summarize([]*Result{a, b})
+	require.NoError(t, err)
+	require.Len(t, s.Partitioners, 2)
+	assert.Equal(t, "roundrobin", s.Partitioners[0].Name)
+	assert.Equal(t, int64(5), s.Partitioners[0].Lost)
+	assert.Zero(t, s.Partitioners[1].Lost)
+	assert.InDelta(t, 1.333, s.Partitioners[0].Phases["after"].MaxOverMean.Mean, 1e-9)
+	assert.InDelta(t, 1.0, s.Partitioners[1].Phases["after"].MaxOverMean.Mean, 1e-9)
+}

@@ -184,3 +184,34 @@ func TestConsumeAfter(t *testing.T) {
 	}
 	assert.Positive(t, p.Phases["after"].LatencyMS.Count)
 }
+
+// A sequential run stops each partitioner's producer before the next one
+// starts, even when no broker is killed: the first producer sends nothing
+// while the second one is measured.
+func TestSequentialLegsStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process cluster experiment")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := NewEmbeddedCluster(3)
+	require.NoError(t, err)
+	defer c.Close()
+	cfg := Defaults()
+	cfg.Partitioners = []string{"roundrobin", "node"}
+	cfg.Target = Target{Kind: TargetNone}
+	cfg.Sequential = true
+	cfg.Warmup, cfg.Phase = 300*time.Millisecond, 2*time.Second
+	res, err := Run(ctx, c, cfg)
+	require.NoError(t, err)
+	// The rate caps each producer at 1,000 records/s, so a 2 s before phase
+	// holds at most about 2,000 records; a producer left running would keep
+	// counting into it during the second leg's 2.3 s.
+	for _, p := range res.Partitioners {
+		before := p.Phases["before"]
+		require.NotNil(t, before, p.Name)
+		assert.Positive(t, before.Sent, p.Name)
+		assert.Less(t, before.Sent, int64(3000), "%s kept producing after its leg", p.Name)
+		assert.Zero(t, p.Lost, p.Name)
+	}
+}
