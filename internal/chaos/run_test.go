@@ -12,12 +12,10 @@ import (
 	"github.com/kplan-dev/kplan/internal/report"
 )
 
-// TestKillBroker3Acceptance is the acceptance on the embedded
-// cluster: before the kill every partitioner spreads records evenly over
-// brokers 1, 2, 3; after broker 3's partition moved to broker 1, roundrobin
-// gives broker 1 two shares while node and sqf keep brokers even; nothing
-// acknowledged is lost.
-func TestKillBroker3Acceptance(t *testing.T) {
+// runEmbedded runs the default experiment, changed by edit, on a fresh
+// embedded 3-broker cluster.
+func runEmbedded(t *testing.T, edit func(*Config)) *Result {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("in-process cluster experiment")
 	}
@@ -27,10 +25,22 @@ func TestKillBroker3Acceptance(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	cfg := Defaults()
-	cfg.Warmup, cfg.Phase = time.Second, 3*time.Second
-	cfg.Rate = 50_000 // 500 records/s per producer
+	edit(&cfg)
 	res, err := Run(ctx, c, cfg)
 	require.NoError(t, err)
+	return res
+}
+
+// TestKillBroker3Acceptance is the acceptance on the embedded
+// cluster: before the kill every partitioner spreads records evenly over
+// brokers 1, 2, 3; after broker 3's partition moved to broker 1, roundrobin
+// gives broker 1 two shares while node and sqf keep brokers even; nothing
+// acknowledged is lost.
+func TestKillBroker3Acceptance(t *testing.T) {
+	res := runEmbedded(t, func(cfg *Config) {
+		cfg.Warmup, cfg.Phase = time.Second, 3*time.Second
+		cfg.Rate = 50_000 // 500 records/s per producer
+	})
 	if testing.Verbose() {
 		require.NoError(t, report.Render(os.Stdout, report.Table, res, res.Document))
 	}
@@ -159,20 +169,11 @@ func TestRunInterrupted(t *testing.T) {
 // stopped: every record is still checked (nothing lost, nothing missing),
 // but no end-to-end latency is recorded.
 func TestConsumeAfter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("in-process cluster experiment")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := NewEmbeddedCluster(3)
-	require.NoError(t, err)
-	defer c.Close()
-	cfg := Defaults()
-	cfg.Partitioners = []string{"node"}
-	cfg.Warmup, cfg.Phase = 500*time.Millisecond, time.Second
-	cfg.ConsumeAfter = true
-	res, err := Run(ctx, c, cfg)
-	require.NoError(t, err)
+	res := runEmbedded(t, func(cfg *Config) {
+		cfg.Partitioners = []string{"node"}
+		cfg.Warmup, cfg.Phase = 500*time.Millisecond, time.Second
+		cfg.ConsumeAfter = true
+	})
 	assert.True(t, res.ConsumeAfter)
 	p := res.Partitioners[0]
 	assert.Positive(t, p.Acked)
@@ -189,21 +190,12 @@ func TestConsumeAfter(t *testing.T) {
 // starts, even when no broker is killed: the first producer sends nothing
 // while the second one is measured.
 func TestSequentialLegsStop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("in-process cluster experiment")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := NewEmbeddedCluster(3)
-	require.NoError(t, err)
-	defer c.Close()
-	cfg := Defaults()
-	cfg.Partitioners = []string{"roundrobin", "node"}
-	cfg.Target = Target{Kind: TargetNone}
-	cfg.Sequential = true
-	cfg.Warmup, cfg.Phase = 300*time.Millisecond, 2*time.Second
-	res, err := Run(ctx, c, cfg)
-	require.NoError(t, err)
+	res := runEmbedded(t, func(cfg *Config) {
+		cfg.Partitioners = []string{"roundrobin", "node"}
+		cfg.Target = Target{Kind: TargetNone}
+		cfg.Sequential = true
+		cfg.Warmup, cfg.Phase = 300*time.Millisecond, 2*time.Second
+	})
 	// The rate caps each producer at 1,000 records/s, so a 2 s before phase
 	// holds at most about 2,000 records; a producer left running would keep
 	// counting into it during the second leg's 2.3 s.
