@@ -13,8 +13,8 @@ import (
 // over that broker's partitions. Keys are ignored.
 //
 // Queues are compared with a slack: every broker whose in flight is within
-// the slack of the least is a tie, and ties go to the first such broker after
-// a rotating start. Under light load, where queues differ only by the
+// the slack of the least is a tie, and ties are served round robin (the
+// rotation resumes after the broker last chosen). Under light load, where queues differ only by the
 // brokers' acknowledgement jitter, sqf therefore serves brokers round robin
 // (the thesis's usage-balanced shares, like node); once a broker falls more
 // than the slack behind, sqf steers records away from it (join the shortest
