@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Per-broker CPU (--broker-cpu): every broker JVM runs in a cgroup of its
@@ -99,12 +101,29 @@ func (s *State) removeCgroups() error {
 	}
 	var errs []error
 	for _, n := range s.Nodes {
-		if err := os.Remove(s.cgroupDir(base, n.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("removing cgroup: %w", err))
+		if err := removeCgroup(s.cgroupDir(base, n.ID)); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if err := os.Remove(filepath.Dir(s.cgroupDir(base, 0))); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("removing cgroup: %w", err))
+	if err := removeCgroup(filepath.Dir(s.cgroupDir(base, 0))); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// removeCgroup removes an empty cgroup. A killed JVM leaves its group a
+// moment after it is reaped (its threads exit one by one), so a busy group
+// is retried for up to 10 s.
+func removeCgroup(dir string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := os.Remove(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("removing cgroup: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
