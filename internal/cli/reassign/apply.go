@@ -1,6 +1,7 @@
 package reassign
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -198,10 +199,10 @@ func loadPlan(path string) ([]kafka.Move, error) {
 	if err != nil {
 		return nil, cmdutil.UsageErrorf("plan %s: %w", path, err)
 	}
-	if t := strings.TrimLeft(string(data), " \t\r\n\ufeff"); !strings.HasPrefix(t, "{") {
+	if t := bytes.TrimLeft(data, " \t\r\n\ufeff"); !bytes.HasPrefix(t, []byte("{")) {
 		return nil, cmdutil.UsageErrorf("plan %s: not a reassignment JSON file (want {\"version\":1,\"partitions\":[...]})", path)
 	}
-	c, err := topology.Load(strings.NewReader(string(data)), path)
+	c, err := topology.Load(bytes.NewReader(data), path)
 	if err != nil {
 		return nil, cmdutil.Usage(err)
 	}
