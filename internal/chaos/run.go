@@ -170,7 +170,8 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 	if runErr != nil { // interrupted or failed: do not keep the user waiting
 		stall, limit = 5*time.Second, 5*time.Second
 	}
-	if err := r.drain(bg, cons, stall, limit); err != nil {
+	// The drain sets its own limit: bg's two minutes are for the cleanup.
+	if err := r.drain(context.Background(), cons, stall, limit); err != nil {
 		r.notes = append(r.notes, "loss check incomplete: "+err.Error()+"; lost counts are upper bounds")
 	}
 	stopCons()
