@@ -46,9 +46,12 @@ func Main() int {
 // Run executes kplan with args and returns the exit code; errors are printed
 // to f.IOStreams.ErrOut as one line.
 func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
-	root := NewRootCmd(f)
+	root, stopProfile := newRootCmd(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err == nil {
 		return cmdutil.ExitOK
 	}
@@ -80,6 +83,13 @@ func isCobraUsageError(err error) bool {
 
 // NewRootCmd returns the kplan command tree.
 func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
+	root, _ := newRootCmd(f)
+	return root
+}
+
+// newRootCmd returns the command tree and the function that finishes a
+// --cpu-profile, to call once the command has run (even when it failed).
+func newRootCmd(f *cmdutil.Factory) (*cobra.Command, func() error) {
 	root := &cobra.Command{
 		Use:   "kplan <command> [flags]",
 		Short: "Size, audit, rebalance and fault-test Apache Kafka clusters",
@@ -101,12 +111,13 @@ happens when a leader broker dies.
 		return cmdutil.Usage(err)
 	})
 	root.SetVersionTemplate("kplan {{.Version}}\n")
+	stopProfile := addProfileFlag(root)
 
 	for _, c := range verbs(f) {
 		root.AddCommand(c)
 	}
 	root.AddCommand(newVersionCmd(f))
-	return root
+	return root, stopProfile
 }
 
 func newVersionCmd(f *cmdutil.Factory) *cobra.Command {

@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -45,4 +48,18 @@ func TestCompletion(t *testing.T) {
 	code, out, _ := run("completion", "bash")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "bash completion")
+}
+
+func TestCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.out")
+	code, out, _ := run("--cpu-profile", path, "version")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "kplan ")
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Positive(t, st.Size(), "a profile, even of a short command, has a header")
+
+	code, _, errOut := run("--cpu-profile", filepath.Join(t.TempDir(), "no", "such", "dir"), "version")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--cpu-profile")
 }

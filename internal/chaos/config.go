@@ -131,6 +131,11 @@ type Config struct {
 	// SQFSlack is the sqf partitioner's slack in records (see
 	// partitioner.SQF); 0 is pure join-the-shortest-queue.
 	SQFSlack int64
+	// MaxBufferedRecords caps each producer's buffered plus unacknowledged
+	// records (kgo.MaxBufferedRecords; franz-go's default is 50,000). With
+	// no rate cap the buffer stays full, and the cap shapes how large the
+	// batches can grow.
+	MaxBufferedRecords int
 	// Seed seeds the random sources (the random partitioner, sampling).
 	Seed uint64
 	// Now is the clock; nil means time.Now. It must carry a monotonic reading.
@@ -172,7 +177,9 @@ func Defaults() Config {
 		MetadataMinAge:  100 * time.Millisecond,
 		MetadataMaxAge:  time.Second,
 		SQFSlack:        partitioner.DefaultSlackRecords,
-		Seed:            1,
+		// franz-go's default.
+		MaxBufferedRecords: 50_000,
+		Seed:               1,
 	}
 }
 

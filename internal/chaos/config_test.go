@@ -148,11 +148,11 @@ func sampleResult() *Result {
 	lat := stats.LatencySummary{Count: 1000, Mean: 7, P50: 6.3, P95: 10, P99: 11.3, P999: 13.3, Max: 20.8, ViolationRate: 0.001}
 	phase := func(per map[string]int64, leaders []int32, mom float64) *PhaseResult {
 		return &PhaseResult{DurationS: 8, Leaders: leaders, PerBroker: per, MaxOverMean: mom, CV: mom - 1, Jain: 1 / mom,
-			ThroughputMBps: 0.1, RecordsPerS: 1000, LatencyMS: lat, E2ELatencyMS: lat, TimelyThroughputMBps: 0.0999}
+			ThroughputMBps: 0.1, RecordsPerS: 1000, Batches: 40, RecordsPerBatch: 25, LatencyMS: lat, E2ELatencyMS: lat, TimelyThroughputMBps: 0.0999}
 	}
 	return &Result{
 		Cluster: "embedded", Label: EmbeddedLabel, Target: "broker-3", KilledBroker: 3, FailoverMS: 0.2,
-		Assignment: "1,2;2,3;3,1", Acks: "all", Idempotent: true, SQFSlack: 64, RateBytesPerS: 100000, RecordSize: 100,
+		Assignment: "1,2;2,3;3,1", Acks: "all", Idempotent: true, SQFSlack: 64, MaxBufferedRecords: 50000, RateBytesPerS: 100000, RecordSize: 100,
 		LatencyObjectiveMS: 100, MetadataMinAgeMS: 100, Notes: []string{"cluster: " + EmbeddedLabel},
 		Partitioners: []PartitionerResult{
 			{Name: "roundrobin", Topic: "kplan-chaos-roundrobin", Sent: 18000, Acked: 18000, KilledBroker: 3, FailoverMS: 0.2, FirstSuccessMS: 273.3,
@@ -253,4 +253,31 @@ func TestSummarizeRotatedOrder(t *testing.T) {
 	assert.Zero(t, s.Partitioners[1].Lost)
 	assert.InDelta(t, 1.333, s.Partitioners[0].Phases["after"].MaxOverMean.Mean, 1e-9)
 	assert.InDelta(t, 1.0, s.Partitioners[1].Phases["after"].MaxOverMean.Mean, 1e-9)
+}
+
+// The throughput ratio pairs each run's partitioners: run-to-run drift
+// cancels, so two runs at very different speeds but the same ratio give
+// that ratio with no spread.
+func TestSummarizeThroughputRatio(t *testing.T) {
+	a, b := sampleResult(), sampleResult()
+	set := func(r *Result, rr, node float64) {
+		r.Partitioners[0].Phases["before"].ThroughputMBps = rr
+		r.Partitioners[1].Phases["before"].ThroughputMBps = node
+	}
+	set(a, 10, 9)
+	set(b, 40, 36)
+	b.Partitioners[0], b.Partitioners[1] = b.Partitioners[1], b.Partitioners[0] // rotated order
+	s, err := Summarize([]*Result{a, b})
+	require.NoError(t, err)
+	assert.Equal(t, "roundrobin", s.Baseline)
+	node := s.Partitioners[1].Phases["before"]
+	assert.Equal(t, 2, node.ThroughputRatio.N)
+	assert.InDelta(t, 0.9, node.ThroughputRatio.Mean, 1e-9)
+	assert.InDelta(t, 0, node.ThroughputRatio.Half, 1e-9)
+	assert.Greater(t, node.ThroughputMBps.Half, 10.0, "the plain interval carries the drift")
+	assert.InDelta(t, 1, s.Partitioners[0].Phases["before"].ThroughputRatio.Mean, 1e-9)
+	var buf bytes.Buffer
+	require.NoError(t, report.Render(&buf, report.Table, s, s.Document))
+	assert.Contains(t, buf.String(), "MB/s vs roundrobin")
+	assert.Contains(t, buf.String(), "0.900 ± 0.000")
 }

@@ -131,6 +131,9 @@ type producer struct {
 	rereads int64   // records read again at the same position
 
 	sentIn [numPhases]atomic.Int64
+	// Batches acknowledged, and the records in them, by the phase at
+	// acknowledgement (HookProduceBatchWritten).
+	batches, batchRecords [numPhases]atomic.Int64
 
 	moved         atomic.Pointer[map[int32]bool] // partitions the victim led
 	killAt        atomic.Int64                   // ns since epoch, 0 before a kill
@@ -138,6 +141,24 @@ type producer struct {
 }
 
 func (p *producer) since() time.Duration { return p.now().Sub(p.epoch) }
+
+// OnProduceBatchWritten implements kgo.HookProduceBatchWritten: it counts
+// acknowledged batches and their records, so results show how well a
+// partitioner lets franz-go batch (fewer, larger batches cost the producer
+// and the brokers less per record).
+func (p *producer) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.ProduceBatchMetrics) {
+	if p.phase == nil {
+		return // not part of a leg yet
+	}
+	ph := Phase(p.phase.Load())
+	if ph >= numPhases {
+		return
+	}
+	p.batches[ph].Add(1)
+	p.batchRecords[ph].Add(int64(m.NumRecords))
+}
+
+var _ kgo.HookProduceBatchWritten = (*producer)(nil)
 
 // loop sends records until stop closes or ctx ends, paced at cfg.Rate.
 func (p *producer) loop(ctx context.Context, stop <-chan struct{}) {

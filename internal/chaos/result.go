@@ -44,6 +44,8 @@ type Result struct {
 	MetadataMinAgeMS float64 `json:"metadata_min_age_ms"`
 	// SQFSlack is the sqf partitioner's slack in records.
 	SQFSlack int64 `json:"sqf_slack"`
+	// MaxBufferedRecords is each producer's buffer cap in records.
+	MaxBufferedRecords int `json:"max_buffered_records"`
 	// ConsumeAfter: records were consumed back only after the run, so
 	// there are no end-to-end latencies.
 	ConsumeAfter bool `json:"consume_after,omitempty"`
@@ -107,6 +109,10 @@ type PhaseResult struct {
 	// ThroughputMBps is acknowledged MB (10^6 bytes) per second of phase.
 	ThroughputMBps float64 `json:"throughput_mbps"`
 	RecordsPerS    float64 `json:"records_per_s"`
+	// Batches is how many record batches were acknowledged during the phase;
+	// RecordsPerBatch their mean size in records.
+	Batches         int64   `json:"batches"`
+	RecordsPerBatch float64 `json:"records_per_batch"`
 	// LatencyMS is the produce latency (send to acknowledgement);
 	// E2ELatencyMS the end-to-end latency (send to consumer receipt).
 	LatencyMS    stats.LatencySummary `json:"latency_ms"`
@@ -127,7 +133,7 @@ func (r *runner) result() *Result {
 	cfg := r.cfg
 	res := &Result{
 		Cluster: r.c.Kind(), Label: r.c.Label(), Target: cfg.Target.String(), KilledBroker: -1, FailoverMS: -1,
-		Assignment: FormatAssignment(cfg.Assignment), Acks: string(cfg.Acks), Idempotent: cfg.Acks == AcksAll, SQFSlack: cfg.SQFSlack, ConsumeAfter: cfg.ConsumeAfter,
+		Assignment: FormatAssignment(cfg.Assignment), Acks: string(cfg.Acks), Idempotent: cfg.Acks == AcksAll, SQFSlack: cfg.SQFSlack, MaxBufferedRecords: cfg.MaxBufferedRecords, ConsumeAfter: cfg.ConsumeAfter,
 		Sequential: cfg.Sequential, RateBytesPerS: cfg.Rate, RecordSize: cfg.RecordSize,
 		LatencyObjectiveMS: ms(cfg.Objective), MetadataMinAgeMS: ms(cfg.MetadataMinAge),
 		Notes: append([]string{fmt.Sprintf("cluster: %s", r.c.Label())}, r.notes...),
@@ -197,6 +203,10 @@ func (r *runner) partitionerResult(l *leg, p *producer) PartitionerResult {
 			RecordsPerS:    float64(s.acked) / d.Seconds(),
 			LatencyMS:      s.prod.Summary(),
 			E2ELatencyMS:   s.e2e.Summary(),
+			Batches:        p.batches[ph].Load(),
+		}
+		if out.Batches > 0 {
+			out.RecordsPerBatch = float64(p.batchRecords[ph].Load()) / float64(out.Batches)
 		}
 		for id, bc := range s.perBroker {
 			out.PerBroker[strconv.Itoa(int(id))] = bc.records
@@ -259,7 +269,7 @@ func (res *Result) Document() report.Document {
 	}
 	perf := report.Section{
 		Title:  "Throughput and latency (ms; produce = send to ack, e2e = send to consumer)",
-		Header: []string{"partitioner", "phase", "MB/s", "rec/s", "produce p50", "p99", "p99.9", "max", "e2e p50", "e2e p99", fmt.Sprintf("> %gms", res.LatencyObjectiveMS), "timely MB/s"},
+		Header: []string{"partitioner", "phase", "MB/s", "rec/s", "rec/batch", "produce p50", "p99", "p99.9", "max", "e2e p50", "e2e p99", fmt.Sprintf("> %gms", res.LatencyObjectiveMS), "timely MB/s"},
 	}
 	for _, p := range res.Partitioners {
 		for _, ph := range measuredPhases {
@@ -273,7 +283,7 @@ func (res *Result) Document() report.Document {
 			if pr.E2ELatencyMS.Count == 0 { // --consume-after: judged on produce latency
 				e50, e99, viol = "-", "-", pr.LatencyMS.ViolationRate
 			}
-			perf.Rows = append(perf.Rows, []string{p.Name, ph.String(), f3(pr.ThroughputMBps), fmt.Sprintf("%.0f", pr.RecordsPerS),
+			perf.Rows = append(perf.Rows, []string{p.Name, ph.String(), f3(pr.ThroughputMBps), fmt.Sprintf("%.0f", pr.RecordsPerS), f1(pr.RecordsPerBatch),
 				f1(pr.LatencyMS.P50), f1(pr.LatencyMS.P99), f1(pr.LatencyMS.P999), f1(pr.LatencyMS.Max),
 				e50, e99, pct(viol), f3(pr.TimelyThroughputMBps)})
 		}

@@ -336,7 +336,9 @@ func (r *runner) newProducers(runID uint64) error {
 			r.closeProducers()
 			return err
 		}
+		p := &producer{idx: i, name: name, topic: r.topics[i], cfg: cfg, epoch: r.epoch, now: r.now, runID: runID}
 		kopts = append(kopts,
+			kgo.WithHooks(p),
 			kgo.SeedBrokers(r.c.Seeds()...),
 			kgo.MetadataMinAge(cfg.MetadataMinAge),
 			kgo.MetadataMaxAge(cfg.MetadataMaxAge),
@@ -346,6 +348,7 @@ func (r *runner) newProducers(runID uint64) error {
 			// runs: record values are mostly padding, and compressed they
 			// would slip under a --broker-bandwidth limit.
 			kgo.ProducerBatchCompression(kgo.NoCompression()),
+			kgo.MaxBufferedRecords(cfg.MaxBufferedRecords),
 		)
 		if cfg.Acks == AcksLeader {
 			kopts = append(kopts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
@@ -359,7 +362,7 @@ func (r *runner) newProducers(runID uint64) error {
 		}
 		bind(cl)
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1))
-		p := &producer{idx: i, name: name, topic: r.topics[i], cl: cl, cfg: cfg, epoch: r.epoch, now: r.now, runID: runID}
+		p.cl = cl
 		for ph := range p.phases {
 			p.phases[ph] = newPhaseStats(cfg.Objective, rng)
 		}

@@ -59,6 +59,11 @@ func TestKillBroker3Acceptance(t *testing.T) {
 		assert.Equal(t, p.Sent, p.Acked, p.Name)
 		assert.Positive(t, after.Acked, p.Name)
 		assert.GreaterOrEqual(t, p.FirstSuccessMS, 0.0, p.Name)
+		// Every acknowledged record came in a counted batch (a batch that
+		// spans a phase boundary is counted where it was acknowledged).
+		assert.Positive(t, before.Batches, p.Name)
+		assert.GreaterOrEqual(t, before.RecordsPerBatch, 1.0, p.Name)
+		assert.InDelta(t, float64(before.Acked), float64(before.Batches)*before.RecordsPerBatch, 0.2*float64(before.Acked), p.Name)
 		switch p.Name {
 		case "roundrobin", "node", "sqf":
 			assert.LessOrEqual(t, before.MaxOverMean, 1.05, "%s before", p.Name)

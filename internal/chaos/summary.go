@@ -15,13 +15,16 @@ const Level = 0.99
 // Summary is K repetitions of one experiment: means with 99% confidence
 // intervals. Its JSON form is kplan chaos --repeat K -o json.
 type Summary struct {
-	Cluster      string               `json:"cluster"`
-	Label        string               `json:"label"`
-	Target       string               `json:"target"`
-	KilledBroker int32                `json:"killed_broker"`
-	Repeat       int                  `json:"repeat"`
-	Level        float64              `json:"level"`
-	FailoverMS   stats.Interval       `json:"failover_ms"`
+	Cluster      string         `json:"cluster"`
+	Label        string         `json:"label"`
+	Target       string         `json:"target"`
+	KilledBroker int32          `json:"killed_broker"`
+	Repeat       int            `json:"repeat"`
+	Level        float64        `json:"level"`
+	FailoverMS   stats.Interval `json:"failover_ms"`
+	// Baseline is the partitioner the others' throughput is compared with
+	// run by run: the first one named.
+	Baseline     string               `json:"baseline"`
 	Partitioners []PartitionerSummary `json:"partitioners"`
 	Runs         []*Result            `json:"runs"`
 }
@@ -47,6 +50,12 @@ type PhaseSummary struct {
 	E2ELatencyMS   map[string]stats.Interval `json:"e2e_latency_ms"`
 	ViolationRate  stats.Interval            `json:"violation_rate"`
 	TimelyMBps     stats.Interval            `json:"timely_throughput_mbps"`
+	// ThroughputRatio is the paired comparison with the first partitioner
+	// named (Summary.Baseline): per run, this partitioner's throughput over
+	// the baseline's in the same run, then the mean of those ratios. Pairing
+	// cancels the drift between runs that dominates the plain intervals on
+	// a shared machine.
+	ThroughputRatio stats.Interval `json:"throughput_vs_baseline"`
 }
 
 // partitioner returns the named partitioner's result, or nil.
@@ -75,6 +84,9 @@ func Summarize(runs []*Result) (*Summary, error) {
 		}
 	}
 	s.FailoverMS = ci(fo)
+	if len(first.Partitioners) > 0 {
+		s.Baseline = first.Partitioners[0].Name
+	}
 	for _, p0 := range first.Partitioners {
 		ps := PartitionerSummary{Name: p0.Name, Phases: map[string]*PhaseSummary{}}
 		var first []float64
@@ -94,7 +106,7 @@ func Summarize(runs []*Result) (*Summary, error) {
 		ps.FirstSuccessMS = ci(first)
 		for _, ph := range measuredPhases {
 			name := ph.String()
-			var mom, tput, viol, timely []float64
+			var mom, tput, viol, timely, ratio []float64
 			lat := map[string][]float64{}
 			e2e := map[string][]float64{}
 			per := map[string]int64{}
@@ -114,6 +126,9 @@ func Summarize(runs []*Result) (*Summary, error) {
 				tput = append(tput, pr.ThroughputMBps)
 				viol = append(viol, pr.E2ELatencyMS.ViolationRate)
 				timely = append(timely, pr.TimelyThroughputMBps)
+				if b := r.partitioner(s.Baseline); b != nil && b.Phases[name] != nil && b.Phases[name].ThroughputMBps > 0 {
+					ratio = append(ratio, pr.ThroughputMBps/b.Phases[name].ThroughputMBps)
+				}
 				for k, v := range percentiles(pr.LatencyMS) {
 					lat[k] = append(lat[k], v)
 				}
@@ -125,7 +140,7 @@ func Summarize(runs []*Result) (*Summary, error) {
 				continue
 			}
 			phs := &PhaseSummary{PerBroker: per, MaxOverMean: ci(mom), ThroughputMBps: ci(tput), ViolationRate: ci(viol),
-				TimelyMBps: ci(timely), LatencyMS: map[string]stats.Interval{}, E2ELatencyMS: map[string]stats.Interval{}}
+				TimelyMBps: ci(timely), ThroughputRatio: ci(ratio), LatencyMS: map[string]stats.Interval{}, E2ELatencyMS: map[string]stats.Interval{}}
 			for k, v := range lat {
 				phs.LatencyMS[k] = ci(v)
 			}
@@ -172,7 +187,7 @@ func (s *Summary) Document() report.Document {
 	doc := report.Document{Title: fmt.Sprintf("kplan chaos: %s, %d runs, means with %g%% confidence intervals — %s", what, s.Repeat, 100*s.Level, s.Label)}
 	sec := report.Section{
 		Title:  "Per partitioner and phase",
-		Header: []string{"partitioner", "phase", "max/mean", "MB/s", "produce p50 ms", "produce p99 ms", "e2e p50 ms", "e2e p99 ms", "violation rate", "timely MB/s"},
+		Header: []string{"partitioner", "phase", "max/mean", "MB/s", "MB/s vs " + s.Baseline, "produce p50 ms", "produce p99 ms", "e2e p50 ms", "e2e p99 ms", "violation rate", "timely MB/s"},
 	}
 	for _, p := range s.Partitioners {
 		for _, ph := range measuredPhases {
@@ -180,7 +195,7 @@ func (s *Summary) Document() report.Document {
 			if x == nil {
 				continue
 			}
-			sec.Rows = append(sec.Rows, []string{p.Name, ph.String(), civ(x.MaxOverMean, 2), civ(x.ThroughputMBps, 3),
+			sec.Rows = append(sec.Rows, []string{p.Name, ph.String(), civ(x.MaxOverMean, 2), civ(x.ThroughputMBps, 3), civ(x.ThroughputRatio, 3),
 				civ(x.LatencyMS["p50"], 1), civ(x.LatencyMS["p99"], 1), civ(x.E2ELatencyMS["p50"], 1), civ(x.E2ELatencyMS["p99"], 1),
 				civ(x.ViolationRate, 4), civ(x.TimelyMBps, 3)})
 		}

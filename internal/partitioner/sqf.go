@@ -1,6 +1,7 @@
 package partitioner
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -66,31 +67,42 @@ func (p *SQF) Inflight() *Inflight { return p.inflight }
 
 // ForTopic implements kgo.Partitioner.
 func (p *SQF) ForTopic(topic string) kgo.TopicPartitioner {
-	return &brokerTopic{topic: topic, leaders: p.leaders, policy: &leastInflight{in: p.inflight, bytes: p.bytes, slack: p.slack}}
+	return &brokerTopic{topic: topic, leaders: p.leaders, policy: newLeastInflight(p.inflight, p.bytes, p.slack)}
 }
 
 const (
 	// exactBrokers is the largest leader set scanned on every record.
 	exactBrokers = 16
-	// horizon is how many records a wider scan serves: the scan keeps the
-	// horizon least-loaded brokers, and the next horizon records choose among
-	// them, adding their own weight as the hook will. Only changes made by
-	// acknowledgements and other producers are seen up to horizon-1 records
-	// late; with this producer alone and nothing acknowledged, the choices are
-	// those of a full scan per record.
-	horizon = 8
+	// horizon is how many brokers a wider scan keeps: the horizon least
+	// loaded. The next refillEvery records choose among them, adding their
+	// own weight as the hook will. Only changes made by acknowledgements and
+	// other producers are seen up to refillEvery-1 records late; with this
+	// producer alone and nothing acknowledged, the choices are those of a
+	// full scan per record as long as no kept broker's load, grown by those
+	// records, passes a broker left out (refillEvery/horizon records each).
+	horizon     = 8
+	refillEvery = 16
 )
 
 type leastInflight struct {
 	in    *Inflight
-	bytes bool
+	unit  int // unitRecords or unitBytes
 	slack int64
 
 	slots    []*slot        // brokers' counters by broker index, for scans
 	cand     [horizon]int   // broker indexes, ascending load
 	candLoad [horizon]int64 // their loads, plus what this chooser added since
 	ncand    int
+	ccur     int // rotation among the candidates
 	left     int // records left before the next scan
+}
+
+func newLeastInflight(in *Inflight, bytes bool, slack int64) *leastInflight {
+	c := &leastInflight{in: in, unit: unitRecords, slack: slack}
+	if bytes {
+		c.unit = unitBytes
+	}
+	return c
 }
 
 func (c *leastInflight) slotFor(id int32) *slot { return c.in.slot(id) }
@@ -103,15 +115,10 @@ func (c *leastInflight) reset(brokers []brokerParts) {
 	}
 }
 
-func (c *leastInflight) value(s *slot) int64 {
-	if c.bytes {
-		return s.bytes.Load()
-	}
-	return s.records.Load()
-}
+func (c *leastInflight) value(s *slot) int64 { return s.v[c.unit].Load() }
 
 func (c *leastInflight) weight(r *kgo.Record) int64 {
-	if !c.bytes {
+	if c.unit == unitRecords {
 		return 1
 	}
 	if r == nil {
@@ -141,19 +148,27 @@ func (c *leastInflight) choose(brokers []brokerParts, cur *int, r *kgo.Record) i
 	}
 	if c.left == 0 {
 		c.refill(c.slots, start)
-		c.left = horizon
+		c.left = refillEvery
 	}
 	c.left--
 	least := c.candLoad[0]
-	for i := 1; i < c.ncand; i++ {
-		least = min(least, c.candLoad[i])
+	for _, l := range c.candLoad[1:c.ncand] {
+		least = min(least, l)
 	}
-	best := 0
-	for i := range c.ncand {
-		if j := (start + i) % c.ncand; c.candLoad[j] <= least+c.slack {
-			best = j
+	// The first candidate within the slack of the least, from a rotating
+	// position, so ties are served in turn.
+	best := c.ccur
+	for range c.ncand {
+		if best >= c.ncand {
+			best = 0
+		}
+		if c.candLoad[best] <= least+c.slack {
 			break
 		}
+		best++
+	}
+	if c.ccur = best + 1; c.ccur >= c.ncand {
+		c.ccur = 0
 	}
 	c.candLoad[best] += c.weight(r)
 	return c.cand[best]
@@ -187,45 +202,148 @@ func (c *leastInflight) scan(slots []*slot, start int) int {
 
 // refill scans every broker from start and keeps the horizon least loaded.
 func (c *leastInflight) refill(slots []*slot, start int) {
-	n := len(slots)
 	c.ncand = 0
-	i := start
-	for range n {
-		l := c.value(slots[i])
-		if c.ncand < horizon || l < c.candLoad[c.ncand-1] {
-			j := min(c.ncand, horizon-1)
-			for ; j > 0 && c.candLoad[j-1] > l; j-- {
-				c.cand[j], c.candLoad[j] = c.cand[j-1], c.candLoad[j-1]
-			}
-			c.cand[j], c.candLoad[j] = i, l
-			if c.ncand < horizon {
-				c.ncand++
-			}
+	c.refillFrom(slots[start:], start)
+	c.refillFrom(slots[:start], 0)
+}
+
+// refillFrom offers slots (broker indexes from base) to the candidates.
+func (c *leastInflight) refillFrom(slots []*slot, base int) {
+	unit, n := c.unit, c.ncand
+	worst := int64(math.MaxInt64) // the load a broker must beat to be kept
+	if n == horizon {
+		worst = c.candLoad[horizon-1]
+	}
+	if worst <= 0 {
+		return // horizon idle brokers: nobody can be less loaded
+	}
+	for k, s := range slots {
+		l := s.v[unit].Load()
+		if l >= worst {
+			continue
 		}
-		if c.ncand == horizon && c.candLoad[horizon-1] <= 0 {
-			return // horizon idle brokers: nobody can be less loaded
+		j := min(n, horizon-1)
+		for ; j > 0 && c.candLoad[j-1] > l; j-- {
+			c.cand[j], c.candLoad[j] = c.cand[j-1], c.candLoad[j-1]
 		}
-		if i++; i == n {
-			i = 0
+		c.cand[j], c.candLoad[j] = base+k, l
+		if n < horizon {
+			n++
+		}
+		if n == horizon {
+			if worst = c.candLoad[horizon-1]; worst <= 0 {
+				break
+			}
 		}
 	}
+	c.ncand = n
 }
+
+// Gauge units: the index into slot.v.
+const (
+	unitRecords = 0
+	unitBytes   = 1
+)
 
 // slot holds one broker's in-flight gauges. They are bounded by what the
 // producers may buffer, so int64 never overflows; they return to zero when
 // every record has been answered. Padded to keep brokers off one cache line.
 type slot struct {
-	records atomic.Int64
-	bytes   atomic.Int64
-	_       [48]byte
+	v [2]atomic.Int64 // by unit: records, bytes
+	_ [48]byte
 }
 
-const shards = 64
+// charge is one record in flight: the broker charged and how much.
+type charge struct {
+	r     *kgo.Record
+	s     *slot
+	bytes int64
+}
 
-type shard struct {
-	mu sync.Mutex
-	m  map[*kgo.Record]*slot
-	_  [40]byte
+// queue is one partition's records in flight, oldest first, in a ring whose
+// size is a power of two.
+// franz-go partitions a partition's records under that partition's lock and
+// answers them in the same order (batches are finished, or failed, oldest
+// first), so the record unbuffered is the head in all but odd cases: those
+// are searched, and a record that was never charged is not found. Padded to
+// keep partitions' locks off one cache line.
+type queue struct {
+	mu     sync.Mutex
+	ring   []charge
+	head   int
+	n      int
+	s      *slot // the gauges of leader, the broker charged last
+	leader int32
+	_      [4]byte
+}
+
+func (q *queue) push(c charge) {
+	if q.n == len(q.ring) {
+		grown := make([]charge, max(16, 2*len(q.ring)))
+		for i := range q.n {
+			grown[i] = q.ring[(q.head+i)&(len(q.ring)-1)]
+		}
+		q.ring, q.head = grown, 0
+	}
+	q.ring[(q.head+q.n)&(len(q.ring)-1)] = c
+	q.n++
+}
+
+// remove takes r's charge out of the queue and reports whether r was there.
+func (q *queue) remove(r *kgo.Record) (charge, bool) {
+	mask := len(q.ring) - 1
+	for k := range q.n {
+		i := (q.head + k) & mask
+		if q.ring[i].r != r {
+			continue
+		}
+		c := q.ring[i]
+		// Close the gap from the head side: the older entries move up one.
+		for ; k > 0; k-- {
+			prev := (q.head + k - 1) & mask
+			q.ring[i] = q.ring[prev]
+			i = prev
+		}
+		q.ring[q.head] = charge{} // let the record go
+		q.head = (q.head + 1) & mask
+		q.n--
+		return c, true
+	}
+	return charge{}, false
+}
+
+// topicQueues holds one topic's per-partition queues.
+type topicQueues struct {
+	name  string
+	mu    sync.Mutex // serializes growth
+	parts atomic.Pointer[[]*queue]
+}
+
+// queue returns partition p's queue, creating it (and any below it) when
+// create is set; nil when p is out of range and create is not.
+func (t *topicQueues) queue(p int32, create bool) *queue {
+	if p < 0 {
+		return nil
+	}
+	if parts := *t.parts.Load(); int(p) < len(parts) {
+		return parts[p]
+	}
+	if !create {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur := *t.parts.Load()
+	if int(p) < len(cur) {
+		return cur[p]
+	}
+	next := make([]*queue, p+1)
+	copy(next, cur)
+	for i := len(cur); i < len(next); i++ {
+		next[i] = new(queue)
+	}
+	t.parts.Store(&next)
+	return next[p]
 }
 
 // Inflight tracks records and bytes in flight per broker for producers that
@@ -233,14 +351,15 @@ type shard struct {
 // franz-go buffers it into a partition (HookProduceRecordPartitioned, which
 // names the leader broker) until its promise is about to run
 // (HookProduceRecordUnbuffered), that is buffered plus unacknowledged. The
-// broker charged is remembered per record, so every increment is undone
-// exactly once even if the partition's leader changes in between, and
-// records that failed before being partitioned are not counted at all.
-// It is safe for concurrent use by any number of clients.
+// broker charged is remembered per record, in its partition's queue, so
+// every increment is undone exactly once even if the partition's leader
+// changes in between, and records that failed before being partitioned are
+// not counted at all. It is safe for concurrent use by any number of clients.
 type Inflight struct {
-	mu     sync.Mutex                      // serializes slot creation
-	slots  atomic.Pointer[map[int32]*slot] // copy-on-write: lock-free reads
-	shards [shards]shard
+	mu     sync.Mutex                              // serializes slot and topic creation
+	slots  atomic.Pointer[map[int32]*slot]         // copy-on-write: lock-free reads
+	topics atomic.Pointer[map[string]*topicQueues] // copy-on-write
+	last   atomic.Pointer[topicQueues]             // the topic looked up last
 }
 
 // NewInflight returns an empty tracker.
@@ -248,9 +367,8 @@ func NewInflight() *Inflight {
 	in := new(Inflight)
 	m := map[int32]*slot{}
 	in.slots.Store(&m)
-	for i := range in.shards {
-		in.shards[i].m = make(map[*kgo.Record]*slot)
-	}
+	t := map[string]*topicQueues{}
+	in.topics.Store(&t)
 	return in
 }
 
@@ -274,6 +392,42 @@ func (in *Inflight) slot(id int32) *slot {
 	return s
 }
 
+// topic returns a topic's queues, creating them when create is set; nil
+// when the topic is unknown and create is not.
+func (in *Inflight) topic(name string, create bool) *topicQueues {
+	if t := in.last.Load(); t != nil && t.name == name {
+		return t
+	}
+	t := (*in.topics.Load())[name]
+	if t == nil {
+		if !create {
+			return nil
+		}
+		t = in.newTopic(name)
+	}
+	in.last.Store(t)
+	return t
+}
+
+func (in *Inflight) newTopic(name string) *topicQueues {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	cur := *in.topics.Load()
+	if t := cur[name]; t != nil {
+		return t
+	}
+	next := make(map[string]*topicQueues, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	t := &topicQueues{name: name}
+	parts := []*queue{}
+	t.parts.Store(&parts)
+	next[name] = t
+	in.topics.Store(&next)
+	return t
+}
+
 func recordBytes(r *kgo.Record) int64 {
 	n := len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
@@ -282,33 +436,40 @@ func recordBytes(r *kgo.Record) int64 {
 	return int64(n)
 }
 
-func (in *Inflight) shardOf(r *kgo.Record) *shard {
-	return &in.shards[uint32(r.Partition)%shards]
-}
-
 // OnProduceRecordPartitioned implements kgo.HookProduceRecordPartitioned.
 func (in *Inflight) OnProduceRecordPartitioned(r *kgo.Record, leader int32) {
-	s := in.slot(leader)
-	s.records.Add(1)
-	s.bytes.Add(recordBytes(r))
-	sh := in.shardOf(r)
-	sh.mu.Lock()
-	sh.m[r] = s
-	sh.mu.Unlock()
+	q := in.topic(r.Topic, true).queue(r.Partition, true)
+	if q == nil {
+		return // a negative partition: franz-go never buffers one
+	}
+	c := charge{r: r, bytes: recordBytes(r)}
+	q.mu.Lock()
+	if q.s == nil || q.leader != leader {
+		q.s, q.leader = in.slot(leader), leader
+	}
+	c.s = q.s
+	q.push(c)
+	q.mu.Unlock()
+	c.s.v[unitRecords].Add(1)
+	c.s.v[unitBytes].Add(c.bytes)
 }
 
 // OnProduceRecordUnbuffered implements kgo.HookProduceRecordUnbuffered.
 func (in *Inflight) OnProduceRecordUnbuffered(r *kgo.Record, _ error) {
-	sh := in.shardOf(r)
-	sh.mu.Lock()
-	s, ok := sh.m[r]
-	if ok {
-		delete(sh.m, r)
+	t := in.topic(r.Topic, false)
+	if t == nil {
+		return
 	}
-	sh.mu.Unlock()
+	q := t.queue(r.Partition, false)
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	c, ok := q.remove(r)
+	q.mu.Unlock()
 	if ok {
-		s.records.Add(-1)
-		s.bytes.Add(-recordBytes(r))
+		c.s.v[unitRecords].Add(-1)
+		c.s.v[unitBytes].Add(-c.bytes)
 	}
 }
 
@@ -318,7 +479,7 @@ func (in *Inflight) Broker(id int32) (records, bytes int64) {
 	if s == nil {
 		return 0, 0
 	}
-	return s.records.Load(), s.bytes.Load()
+	return s.v[unitRecords].Load(), s.v[unitBytes].Load()
 }
 
 // Add charges (or, with negative values, relieves) a broker directly. It is
@@ -326,8 +487,8 @@ func (in *Inflight) Broker(id int32) (records, bytes int64) {
 // hooks, and for tests.
 func (in *Inflight) Add(id int32, records, bytes int64) {
 	s := in.slot(id)
-	s.records.Add(records)
-	s.bytes.Add(bytes)
+	s.v[unitRecords].Add(records)
+	s.v[unitBytes].Add(bytes)
 }
 
 var (

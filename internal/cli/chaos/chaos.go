@@ -57,6 +57,7 @@ type flags struct {
 	restore, sequential, allowUnavailable                                               bool
 	seed                                                                                uint64
 	sqfSlack                                                                            int64
+	maxBuffered                                                                         int
 	consumeAfter                                                                        bool
 	output                                                                              cmdutil.OutputFlag
 	origin                                                                              map[string]string
@@ -147,6 +148,7 @@ flags given on the command line override it.`,
 	fs.StringVar(&c.labDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
 	fs.BoolVar(&c.consumeAfter, "consume-after", false, "consume the records back only after the run: no end-to-end latency, but the checking consumer stays off the brokers' links while throughput is measured")
 	fs.Int64Var(&c.sqfSlack, "sqf-slack", d.SQFSlack, "sqf's slack in records: brokers whose in-flight records are within it of the least are served round robin (0: pure shortest queue)")
+	fs.IntVar(&c.maxBuffered, "max-buffered-records", d.MaxBufferedRecords, "each producer's cap on buffered plus unacknowledged records (franz-go's default); with --rate unlimited it bounds batch sizes")
 	fs.Uint64Var(&c.seed, "seed", d.Seed, "random seed")
 	fs.DurationVar(&c.minAge, "metadata-min-age", d.MetadataMinAge, "clients' metadata min age: how soon they can learn a leader moved (franz-go's default is 5s)")
 	fs.DurationVar(&c.maxAge, "metadata-max-age", d.MetadataMaxAge, "clients' metadata max age: the periodic refresh")
@@ -259,6 +261,10 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		return nil, cmdutil.UsageErrorf("%s: must not be negative, got %d", c.where("sqf-slack"), c.sqfSlack)
 	}
 	cfg.SQFSlack, cfg.ConsumeAfter = c.sqfSlack, c.consumeAfter
+	if c.maxBuffered < 1 || c.maxBuffered > 100_000_000 {
+		return nil, cmdutil.UsageErrorf("%s: want 1 to 100000000, got %d", c.where("max-buffered-records"), c.maxBuffered)
+	}
+	cfg.MaxBufferedRecords = c.maxBuffered
 	if c.repeat < 1 || c.repeat > 1000 {
 		return nil, cmdutil.UsageErrorf("%s: want 1 to 1000, got %d", c.where("repeat"), c.repeat)
 	}
