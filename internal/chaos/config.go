@@ -136,6 +136,9 @@ type Config struct {
 	// no rate cap the buffer stays full, and the cap shapes how large the
 	// batches can grow.
 	MaxBufferedRecords int
+	// Stick is how many records node and sqf send in a row to each
+	// partition they choose (1: a choice per record, as in the thesis).
+	Stick int
 	// Seed seeds the random sources (the random partitioner, sampling).
 	Seed uint64
 	// Now is the clock; nil means time.Now. It must carry a monotonic reading.
@@ -179,6 +182,7 @@ func Defaults() Config {
 		SQFSlack:        partitioner.DefaultSlackRecords,
 		// franz-go's default.
 		MaxBufferedRecords: 50_000,
+		Stick:              1,
 		Seed:               1,
 	}
 }

@@ -152,7 +152,7 @@ func sampleResult() *Result {
 	}
 	return &Result{
 		Cluster: "embedded", Label: EmbeddedLabel, Target: "broker-3", KilledBroker: 3, FailoverMS: 0.2,
-		Assignment: "1,2;2,3;3,1", Acks: "all", Idempotent: true, SQFSlack: 64, MaxBufferedRecords: 50000, RateBytesPerS: 100000, RecordSize: 100,
+		Assignment: "1,2;2,3;3,1", Acks: "all", Idempotent: true, SQFSlack: 64, MaxBufferedRecords: 50000, Stick: 1, RateBytesPerS: 100000, RecordSize: 100,
 		LatencyObjectiveMS: 100, MetadataMinAgeMS: 100, Notes: []string{"cluster: " + EmbeddedLabel},
 		Partitioners: []PartitionerResult{
 			{Name: "roundrobin", Topic: "kplan-chaos-roundrobin", Sent: 18000, Acked: 18000, KilledBroker: 3, FailoverMS: 0.2, FirstSuccessMS: 273.3,

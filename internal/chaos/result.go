@@ -46,6 +46,8 @@ type Result struct {
 	SQFSlack int64 `json:"sqf_slack"`
 	// MaxBufferedRecords is each producer's buffer cap in records.
 	MaxBufferedRecords int `json:"max_buffered_records"`
+	// Stick is node's and sqf's run length in records.
+	Stick int `json:"stick"`
 	// ConsumeAfter: records were consumed back only after the run, so
 	// there are no end-to-end latencies.
 	ConsumeAfter bool `json:"consume_after,omitempty"`
@@ -133,7 +135,7 @@ func (r *runner) result() *Result {
 	cfg := r.cfg
 	res := &Result{
 		Cluster: r.c.Kind(), Label: r.c.Label(), Target: cfg.Target.String(), KilledBroker: -1, FailoverMS: -1,
-		Assignment: FormatAssignment(cfg.Assignment), Acks: string(cfg.Acks), Idempotent: cfg.Acks == AcksAll, SQFSlack: cfg.SQFSlack, MaxBufferedRecords: cfg.MaxBufferedRecords, ConsumeAfter: cfg.ConsumeAfter,
+		Assignment: FormatAssignment(cfg.Assignment), Acks: string(cfg.Acks), Idempotent: cfg.Acks == AcksAll, SQFSlack: cfg.SQFSlack, MaxBufferedRecords: cfg.MaxBufferedRecords, Stick: cfg.Stick, ConsumeAfter: cfg.ConsumeAfter,
 		Sequential: cfg.Sequential, RateBytesPerS: cfg.Rate, RecordSize: cfg.RecordSize,
 		LatencyObjectiveMS: ms(cfg.Objective), MetadataMinAgeMS: ms(cfg.MetadataMinAge),
 		Notes: append([]string{fmt.Sprintf("cluster: %s", r.c.Label())}, r.notes...),

@@ -330,7 +330,7 @@ func head(xs []string) string {
 func (r *runner) newProducers(runID uint64) error {
 	cfg := r.cfg
 	for i, name := range cfg.Partitioners {
-		popts := []partitioner.Option{partitioner.WithRand(mrand.New(mrand.NewSource(int64(cfg.Seed) + int64(i)))), partitioner.WithSlack(cfg.SQFSlack)} //nolint:gosec // experiment randomness, seeded for repeatability
+		popts := []partitioner.Option{partitioner.WithRand(mrand.New(mrand.NewSource(int64(cfg.Seed) + int64(i)))), partitioner.WithSlack(cfg.SQFSlack), partitioner.WithStick(cfg.Stick)} //nolint:gosec // experiment randomness, seeded for repeatability
 		kopts, bind, err := partitioner.ClientOpts(name, popts...)
 		if err != nil {
 			r.closeProducers()

@@ -44,6 +44,10 @@ type brokerTopic struct {
 	dcur    int     // probe cursor into down
 	fcur    int     // fallback round-robin cursor when no partition has a leader
 	builds  uint64  // layout builds, for tests and diagnostics
+
+	stick int   // records sent in a row to one partition (1: choose per record)
+	left  int   // records left in the current run of last
+	last  int32 // the partition of the current run
 }
 
 // RequiresConsistency implements kgo.TopicPartitioner: the broker-aware
@@ -54,6 +58,15 @@ func (*brokerTopic) RequiresConsistency(*kgo.Record) bool { return true }
 // Partition implements kgo.TopicPartitioner. n is the topic's partition count.
 func (t *brokerTopic) Partition(r *kgo.Record, n int) int {
 	if n != t.n {
+		t.rebuild(n)
+	}
+	if t.left > 0 { // within a run: the same partition while its leader holds
+		p := t.last
+		if l, e, ok := t.leaders(t.topic, p); ok && l == t.leader[p] && e == t.epoch[p] {
+			t.left--
+			return int(p)
+		}
+		t.left = 0
 		t.rebuild(n)
 	}
 	for range maxRetries {
@@ -69,6 +82,7 @@ func (t *brokerTopic) Partition(r *kgo.Record, n int) int {
 			b.cur = 0
 		}
 		if l, e, ok := t.leaders(t.topic, p); ok && l == t.leader[p] && e == t.epoch[p] {
+			t.last, t.left = p, t.stick-1
 			return int(p)
 		}
 		t.rebuild(n) // the client's view moved: follow it before sending
@@ -100,6 +114,7 @@ func (t *brokerTopic) probeDown() bool {
 // Round-robin cursors survive for brokers that keep leading partitions.
 func (t *brokerTopic) rebuild(n int) {
 	t.builds++
+	t.left = 0
 	old := make(map[int32]int, len(t.brokers))
 	for i := range t.brokers {
 		old[t.brokers[i].id] = t.brokers[i].cur
@@ -149,14 +164,26 @@ func (t *brokerTopic) Layout() map[int32][]int32 {
 // broker's partitions. Keys are ignored (thesis §6.3).
 type Node struct {
 	leaders LeaderSource
+	stick   int
 }
 
-// NewNode returns a Node partitioner reading leaders from src.
-func NewNode(src LeaderSource) *Node { return &Node{leaders: src} }
+// NewNode returns a Node partitioner reading leaders from src, choosing per
+// record.
+func NewNode(src LeaderSource) *Node { return &Node{leaders: src, stick: 1} }
+
+// WithStick makes the partitioner send n records in a row to each partition
+// it chooses (values below 1 count as 1, a choice per record) and returns p.
+// Runs let franz-go fill one batch at a time, as its sticky partitioners do;
+// shares over brokers stay equal to within n records. A leader change ends
+// a run at once.
+func (p *Node) WithStick(n int) *Node {
+	p.stick = max(n, 1)
+	return p
+}
 
 // ForTopic implements kgo.Partitioner.
 func (p *Node) ForTopic(topic string) kgo.TopicPartitioner {
-	return &brokerTopic{topic: topic, leaders: p.leaders, policy: roundRobinBrokers{}}
+	return &brokerTopic{topic: topic, leaders: p.leaders, policy: roundRobinBrokers{}, stick: p.stick}
 }
 
 type roundRobinBrokers struct{}

@@ -59,6 +59,7 @@ type config struct {
 	inflight *Inflight
 	bytes    bool
 	slack    *int64
+	stick    int
 }
 
 // WithLeaders sets the leader source of the broker-aware partitioners (node,
@@ -80,6 +81,11 @@ func WithInflight(in *Inflight) Option { return func(c *config) { c.inflight = i
 // is pure join-the-shortest-queue. Without it sqf uses DefaultSlackRecords or
 // DefaultSlackBytes.
 func WithSlack(n int64) Option { return func(c *config) { c.slack = &n } }
+
+// WithStick makes node and sqf send n records in a row to each partition
+// they choose (see Node.WithStick); without it, or below 1, they choose per
+// record.
+func WithStick(n int) Option { return func(c *config) { c.stick = n } }
 
 // WithBytes makes sqf compare in-flight bytes instead of in-flight records.
 func WithBytes() Option { return func(c *config) { c.bytes = true } }
@@ -107,7 +113,7 @@ var registry = map[string]constructor{
 		if c.leaders == nil {
 			return nil, fmt.Errorf("partitioner node: %w", errNoLeaders)
 		}
-		return NewNode(c.leaders), nil
+		return NewNode(c.leaders).WithStick(c.stick), nil
 	}},
 	"sqf": {"the leader broker with the least in flight (buffered plus unacknowledged), then round robin over its partitions", func(c *config) (kgo.Partitioner, error) {
 		if c.leaders == nil {
@@ -117,7 +123,7 @@ var registry = map[string]constructor{
 		if in == nil {
 			in = NewInflight()
 		}
-		p := NewSQF(c.leaders, in, c.bytes)
+		p := NewSQF(c.leaders, in, c.bytes).WithStick(c.stick)
 		if c.slack != nil {
 			p.WithSlack(*c.slack)
 		}

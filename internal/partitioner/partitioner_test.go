@@ -443,3 +443,43 @@ func TestInflightAnyOrder(t *testing.T) {
 		assert.Zero(t, rec+by, "broker %d after draining", b)
 	}
 }
+
+// With WithStick(n), node and sqf send n records in a row to each chosen
+// partition, then choose again: shares stay equal to within n records, and a
+// leader change ends a run at once.
+func TestStick(t *testing.T) {
+	for _, name := range []string{"node", "sqf"} {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(1, 2, 3, 1, 2, 3)
+			p, err := New(name, WithLeaders(f.src), WithStick(4))
+			require.NoError(t, err)
+			tp := p.ForTopic("t")
+			r := &kgo.Record{Value: []byte("x")}
+			var seq []int
+			for range 24 {
+				seq = append(seq, tp.Partition(r, len(f.leader)))
+			}
+			for i := 0; i < len(seq); i += 4 {
+				assert.Equal(t, []int{seq[i], seq[i], seq[i], seq[i]}, seq[i:i+4], "run %d", i/4)
+				if i > 0 {
+					assert.NotEqual(t, f.leader[seq[i-1]], f.leader[seq[i]], "runs move to the next broker")
+				}
+			}
+			perBroker, _ := pick(tp, f, 1200)
+			assert.Equal(t, map[int32]int{1: 400, 2: 400, 3: 400}, perBroker)
+
+			// A run in progress on broker 3's partition ends when broker 1
+			// takes it over: no further record goes to broker 3.
+			for f.leader[tp.Partition(r, len(f.leader))] != 3 {
+			}
+			f.move(2, 1)
+			f.move(5, 2)
+			after, _ := pick(tp, f, 40)
+			assert.Zero(t, after[3], "records to broker 3 after it lost its partitions")
+			assert.InDelta(t, 20, after[1], 4)
+		})
+	}
+	n, err := New("node", WithLeaders(newFake(1).src), WithStick(0))
+	require.NoError(t, err)
+	assert.Equal(t, 1, n.(*Node).stick, "below 1 is a choice per record")
+}

@@ -32,6 +32,7 @@ type SQF struct {
 	inflight *Inflight
 	bytes    bool
 	slack    int64
+	stick    int
 }
 
 // Default slacks: DefaultSlackRecords records, or DefaultSlackBytes bytes
@@ -49,7 +50,15 @@ func NewSQF(src LeaderSource, in *Inflight, bytes bool) *SQF {
 	if bytes {
 		slack = DefaultSlackBytes
 	}
-	return &SQF{leaders: src, inflight: in, bytes: bytes, slack: slack}
+	return &SQF{leaders: src, inflight: in, bytes: bytes, slack: slack, stick: 1}
+}
+
+// WithStick makes the partitioner send n records in a row to each partition
+// it chooses (values below 1 count as 1) and returns p; see Node.WithStick.
+// The queues are compared once per run.
+func (p *SQF) WithStick(n int) *SQF {
+	p.stick = max(n, 1)
+	return p
 }
 
 // WithSlack sets the slack (records, or bytes with WithBytes; 0 is pure
@@ -67,7 +76,7 @@ func (p *SQF) Inflight() *Inflight { return p.inflight }
 
 // ForTopic implements kgo.Partitioner.
 func (p *SQF) ForTopic(topic string) kgo.TopicPartitioner {
-	return &brokerTopic{topic: topic, leaders: p.leaders, policy: newLeastInflight(p.inflight, p.bytes, p.slack)}
+	return &brokerTopic{topic: topic, leaders: p.leaders, policy: newLeastInflight(p.inflight, p.bytes, p.slack), stick: p.stick}
 }
 
 const (

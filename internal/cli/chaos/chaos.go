@@ -57,7 +57,7 @@ type flags struct {
 	restore, sequential, allowUnavailable                                               bool
 	seed                                                                                uint64
 	sqfSlack                                                                            int64
-	maxBuffered                                                                         int
+	maxBuffered, stick                                                                  int
 	consumeAfter                                                                        bool
 	output                                                                              cmdutil.OutputFlag
 	origin                                                                              map[string]string
@@ -109,7 +109,8 @@ flags given on the command line override it.`,
   $ kplan chaos --kill broker-3 --report out/chaos
   $ kplan chaos --kill busiest --partitioner roundrobin,node --acks 1 --phase-duration 20s -o json
   $ kplan chaos --file chaos/u2-acks-all.yaml --repeat 5 --sequential
-  $ kplan chaos --cluster lab --kill broker-2 --restore --report out/lab-chaos`,
+  $ kplan chaos --cluster lab --kill broker-2 --restore --report out/lab-chaos
+  $ kplan chaos --cluster lab --kill none --sequential --rate unlimited --partitioner default,node,sqf --stick 64 --repeat 8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := c.options(cmd, f)
@@ -148,6 +149,7 @@ flags given on the command line override it.`,
 	fs.StringVar(&c.labDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
 	fs.BoolVar(&c.consumeAfter, "consume-after", false, "consume the records back only after the run: no end-to-end latency, but the checking consumer stays off the brokers' links while throughput is measured")
 	fs.Int64Var(&c.sqfSlack, "sqf-slack", d.SQFSlack, "sqf's slack in records: brokers whose in-flight records are within it of the least are served round robin (0: pure shortest queue)")
+	fs.IntVar(&c.stick, "stick", d.Stick, "node and sqf: records sent in a row to each partition they choose (1: a choice per record, as in the thesis)")
 	fs.IntVar(&c.maxBuffered, "max-buffered-records", d.MaxBufferedRecords, "each producer's cap on buffered plus unacknowledged records (franz-go's default); with --rate unlimited it bounds batch sizes")
 	fs.Uint64Var(&c.seed, "seed", d.Seed, "random seed")
 	fs.DurationVar(&c.minAge, "metadata-min-age", d.MetadataMinAge, "clients' metadata min age: how soon they can learn a leader moved (franz-go's default is 5s)")
@@ -265,6 +267,10 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		return nil, cmdutil.UsageErrorf("%s: want 1 to 100000000, got %d", c.where("max-buffered-records"), c.maxBuffered)
 	}
 	cfg.MaxBufferedRecords = c.maxBuffered
+	if c.stick < 1 || c.stick > 1_000_000 {
+		return nil, cmdutil.UsageErrorf("%s: want 1 to 1000000, got %d", c.where("stick"), c.stick)
+	}
+	cfg.Stick = c.stick
 	if c.repeat < 1 || c.repeat > 1000 {
 		return nil, cmdutil.UsageErrorf("%s: want 1 to 1000, got %d", c.where("repeat"), c.repeat)
 	}

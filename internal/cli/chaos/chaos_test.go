@@ -89,6 +89,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--kill", "broker-3", "--phase-duration", "0s"}, "--phase-duration: must be positive"},
 		{[]string{"--kill", "broker-3", "--repeat", "0"}, "--repeat:"},
 		{[]string{"--kill", "broker-3", "--max-buffered-records", "0"}, "--max-buffered-records:"},
+		{[]string{"--kill", "broker-3", "--stick", "0"}, "--stick:"},
 		{[]string{"--kill", "broker-3", "--metadata-max-age", "10ms"}, "--metadata-max-age:"},
 	} {
 		_, err := parse(t, tc.argv...)
