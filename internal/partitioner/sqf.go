@@ -385,20 +385,26 @@ func (in *Inflight) slot(id int32) *slot {
 	if s := (*in.slots.Load())[id]; s != nil {
 		return s
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	cur := *in.slots.Load()
-	if s := cur[id]; s != nil {
-		return s
+	return insertOnce(&in.mu, &in.slots, id, func() *slot { return new(slot) })
+}
+
+// insertOnce returns m's value for k, adding mk() under mu when k is
+// missing. The map is copy-on-write, so readers load it without a lock.
+func insertOnce[K comparable, V any](mu *sync.Mutex, m *atomic.Pointer[map[K]*V], k K, mk func() *V) *V {
+	mu.Lock()
+	defer mu.Unlock()
+	cur := *m.Load()
+	if v := cur[k]; v != nil {
+		return v
 	}
-	next := make(map[int32]*slot, len(cur)+1)
-	for k, v := range cur {
-		next[k] = v
+	next := make(map[K]*V, len(cur)+1)
+	for kk, vv := range cur {
+		next[kk] = vv
 	}
-	s := new(slot)
-	next[id] = s
-	in.slots.Store(&next)
-	return s
+	v := mk()
+	next[k] = v
+	m.Store(&next)
+	return v
 }
 
 // topic returns a topic's queues, creating them when create is set; nil
@@ -419,22 +425,12 @@ func (in *Inflight) topic(name string, create bool) *topicQueues {
 }
 
 func (in *Inflight) newTopic(name string) *topicQueues {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	cur := *in.topics.Load()
-	if t := cur[name]; t != nil {
+	return insertOnce(&in.mu, &in.topics, name, func() *topicQueues {
+		t := &topicQueues{name: name}
+		parts := []*queue{}
+		t.parts.Store(&parts)
 		return t
-	}
-	next := make(map[string]*topicQueues, len(cur)+1)
-	for k, v := range cur {
-		next[k] = v
-	}
-	t := &topicQueues{name: name}
-	parts := []*queue{}
-	t.parts.Store(&parts)
-	next[name] = t
-	in.topics.Store(&next)
-	return t
+	})
 }
 
 func recordBytes(r *kgo.Record) int64 {
