@@ -66,8 +66,7 @@ func (t *brokerTopic) Partition(r *kgo.Record, n int) int {
 			t.left--
 			return int(p)
 		}
-		t.left = 0
-		t.rebuild(n)
+		t.rebuild(n) // the leader moved: the run ends, choose again
 	}
 	for range maxRetries {
 		if len(t.brokers) == 0 || (len(t.down) > 0 && t.probeDown()) {
