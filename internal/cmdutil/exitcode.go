@@ -5,6 +5,8 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
 // Exit codes of kplan. They are the only ones the binary returns; `kplan
@@ -84,5 +86,19 @@ func ExitCode(err error) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
-	return ExitRuntime
+	return KindExit(errkind.KindOf(err))
+}
+
+// KindExit maps an error kind to its exit code.
+func KindExit(k errkind.Kind) int {
+	switch k {
+	case errkind.Usage:
+		return ExitUsage
+	case errkind.Negative:
+		return ExitFindings
+	case errkind.Refused:
+		return ExitRefused
+	default:
+		return ExitRuntime
+	}
 }

@@ -1,0 +1,139 @@
+// Package errkind gives errors a kind (usage, negative result, refused,
+// runtime) and the field they are about, through types that errors.As finds.
+// Domain packages return these; internal/app maps a kind to an exit code and
+// internal/cli spells a field as its flag. Nothing here matches message text.
+package errkind
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind says what sort of failure an error is; internal/cmdutil maps each kind
+// to one exit code.
+type Kind int
+
+const (
+	// Runtime is a failure of the environment or of Kafka (exit 1). It is the
+	// kind of every error that says nothing else.
+	Runtime Kind = iota
+	// Usage is bad usage or bad input: a flag, file, line or field is wrong
+	// (exit 2).
+	Usage
+	// Negative is a negative answer that was still printed: an infeasible
+	// sizing, or findings at or above --fail-on (exit 3).
+	Negative
+	// Refused is a destructive action refused for safety (exit 4).
+	Refused
+)
+
+// String names the kind.
+func (k Kind) String() string {
+	switch k {
+	case Usage:
+		return "usage"
+	case Negative:
+		return "negative"
+	case Refused:
+		return "refused"
+	default:
+		return "runtime"
+	}
+}
+
+// Kinded is implemented by every error type that knows its kind; KindOf finds
+// the outermost one in a chain with errors.As.
+type Kinded interface {
+	error
+	ErrorKind() Kind
+}
+
+// Fielded is implemented by every error type that names the input field it is
+// about, spelled as the domain spells it (e.g. "brokers", "broker-cpu"); the
+// CLI turns the field into its flag.
+type Fielded interface {
+	error
+	ErrorField() string
+}
+
+// Error is an error of a kind, optionally about one field.
+type Error struct {
+	Kind  Kind
+	Field string
+	Err   error
+}
+
+// Error prints "field: message", or the message alone without a field.
+func (e *Error) Error() string {
+	msg := "<nil>"
+	if e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if e.Field == "" {
+		return msg
+	}
+	return e.Field + ": " + msg
+}
+
+// Unwrap returns the wrapped error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorKind returns e's kind.
+func (e *Error) ErrorKind() Kind { return e.Kind }
+
+// ErrorField returns the field e is about, or "".
+func (e *Error) ErrorField() string { return e.Field }
+
+// New returns an error of kind about field ("" for none), formatted like
+// fmt.Errorf (so %w wraps).
+func New(kind Kind, field, format string, a ...any) error {
+	return &Error{Kind: kind, Field: field, Err: fmt.Errorf(format, a...)}
+}
+
+// Wrap gives err a kind and a field; nil stays nil.
+func Wrap(kind Kind, field string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Kind: kind, Field: field, Err: err}
+}
+
+// Usagef is New(Usage, field, ...).
+func Usagef(field, format string, a ...any) error { return New(Usage, field, format, a...) }
+
+// Refusedf is New(Refused, field, ...).
+func Refusedf(field, format string, a ...any) error { return New(Refused, field, format, a...) }
+
+// KindOf returns the kind of the outermost Kinded error in err's chain, or
+// Runtime when there is none.
+func KindOf(err error) Kind {
+	var k Kinded
+	if errors.As(err, &k) {
+		return k.ErrorKind()
+	}
+	return Runtime
+}
+
+// FieldOf returns the field of the outermost Fielded error in err's chain
+// that names one, or "".
+func FieldOf(err error) string {
+	for err != nil {
+		if f, ok := err.(Fielded); ok && f.ErrorField() != "" {
+			return f.ErrorField()
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if f := FieldOf(e); f != "" {
+					return f
+				}
+			}
+			return ""
+		default:
+			return ""
+		}
+	}
+	return ""
+}
