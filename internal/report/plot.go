@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -87,36 +86,6 @@ func WritePanelsPNG(path string, panels []Panel, cols int) error {
 	}
 	return writeAtomic(path, func(f *os.File) error {
 		_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(f)
-		return err
-	})
-}
-
-// writeAtomic writes through a temp file in path's directory and renames it
-// into place, so a failure never leaves a half-written file.
-func writeAtomic(path string, write func(*os.File) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) //nolint:errcheck // gone after a successful rename
-	if err := write(f); err != nil {
-		f.Close() //nolint:errcheck // the write error is the one to report
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
-
-// WriteFileAtomic writes data to path through a temp file and a rename.
-func WriteFileAtomic(path string, data []byte) error {
-	return writeAtomic(path, func(f *os.File) error {
-		_, err := f.Write(data)
 		return err
 	})
 }

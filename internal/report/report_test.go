@@ -2,6 +2,9 @@ package report
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -84,4 +87,19 @@ func TestRenderDispatch(t *testing.T) {
 	require.NoError(t, Render(&b, Table, nil, doc))
 	assert.Equal(t, 1, called)
 	assert.Contains(t, b.String(), "LEADERS")
+}
+
+// Files people hand on are written 0644 less the umask, not os.CreateTemp's
+// 0600 (a regression: plans, reports and PNGs were 0600).
+func TestWriteFileAtomicMode(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "plan.json")
+	require.NoError(t, WriteFileAtomic(path, []byte("{}\n")))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temp file left behind")
 }
