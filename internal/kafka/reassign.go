@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -12,21 +11,6 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/topology"
 )
-
-// Move is one partition's target replica list, preferred leader first.
-type Move struct {
-	Topic     string
-	Partition int32
-	Replicas  []int32
-}
-
-// Key returns the move's topic-partition.
-func (m Move) Key() topology.Key { return topology.Key{Topic: m.Topic, Partition: m.Partition} }
-
-// Ongoing is a partition reassignment the controller is still carrying out.
-type Ongoing struct {
-	Replicas, Adding, Removing []int32
-}
 
 // The dynamic configs of a replication throttle, as Kafka's
 // kafka-reassign-partitions sets them.
@@ -37,68 +21,20 @@ const (
 	followerReplicas = "follower.replication.throttled.replicas"
 )
 
-// Throttle is a replication throttle for a set of moves: the rate on every
-// broker involved, and per topic the replicas it applies to (the current
-// replicas lead the copy, the added ones follow), as Kafka's own tool
-// computes them.
-type Throttle struct {
-	Rate int64 // bytes/s
-	// Brokers are every broker holding a current or a target replica.
-	Brokers []int32
-	// Leaders and Followers are, per topic, "partition:broker" lists.
-	Leaders, Followers map[string][]string
-}
-
-// ThrottleFor returns the throttle of moves at rate bytes/s; current gives
-// each moved partition's replicas now.
-func ThrottleFor(rate int64, moves []Move, current map[topology.Key][]int32) Throttle {
-	t := Throttle{Rate: rate, Leaders: map[string][]string{}, Followers: map[string][]string{}}
-	var brokers []int32
-	for _, m := range moves {
-		cur := current[m.Key()]
-		for _, b := range cur {
-			t.Leaders[m.Topic] = append(t.Leaders[m.Topic], fmt.Sprintf("%d:%d", m.Partition, b))
-		}
-		for _, b := range m.Replicas {
-			if !slices.Contains(cur, b) {
-				t.Followers[m.Topic] = append(t.Followers[m.Topic], fmt.Sprintf("%d:%d", m.Partition, b))
-			}
-		}
-		brokers = append(brokers, cur...)
-		brokers = append(brokers, m.Replicas...)
-	}
-	slices.Sort(brokers)
-	t.Brokers = slices.Compact(brokers)
-	return t
-}
-
-// Topics returns the topics the throttle names, sorted.
-func (t Throttle) Topics() []string {
-	var out []string
-	for topic := range t.Leaders {
-		out = append(out, topic)
-	}
-	for topic := range t.Followers {
-		if _, ok := t.Leaders[topic]; !ok {
-			out = append(out, topic)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // SetThrottle applies t: the rate on its brokers, the replica lists on its
 // topics.
-func (a *Admin) SetThrottle(ctx context.Context, t Throttle) error {
+func (a *Admin) SetThrottle(ctx context.Context, t topology.Throttle) error {
 	adm, err := a.kadm()
 	if err != nil {
 		return err
 	}
 	rate := strconv.FormatInt(t.Rate, 10)
-	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
-		{Op: kadm.SetConfig, Name: leaderRate, Value: &rate},
-		{Op: kadm.SetConfig, Name: followerRate, Value: &rate},
-	}, t.Brokers...)
+	res, err := bounded(ctx, a, func(ctx context.Context) (kadm.AlterConfigsResponses, error) {
+		return adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+			{Op: kadm.SetConfig, Name: leaderRate, Value: &rate},
+			{Op: kadm.SetConfig, Name: followerRate, Value: &rate},
+		}, t.Brokers...)
+	})
 	if err := alterErr("broker throttle", res, err); err != nil {
 		return a.classify(err)
 	}
@@ -110,7 +46,9 @@ func (a *Admin) SetThrottle(ctx context.Context, t Throttle) error {
 		if f := strings.Join(t.Followers[topic], ","); f != "" {
 			cfg = append(cfg, kadm.AlterConfig{Op: kadm.SetConfig, Name: followerReplicas, Value: &f})
 		}
-		res, err := adm.AlterTopicConfigs(ctx, cfg, topic)
+		res, err := bounded(ctx, a, func(ctx context.Context) (kadm.AlterConfigsResponses, error) {
+			return adm.AlterTopicConfigs(ctx, cfg, topic)
+		})
 		if err := alterErr("topic "+topic+" throttle", res, err); err != nil {
 			return a.classify(err)
 		}
@@ -126,17 +64,21 @@ func (a *Admin) ClearThrottle(ctx context.Context, brokers []int32, topics []str
 		return err
 	}
 	if len(brokers) > 0 {
-		res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
-			{Op: kadm.DeleteConfig, Name: leaderRate}, {Op: kadm.DeleteConfig, Name: followerRate},
-		}, brokers...)
+		res, err := bounded(ctx, a, func(ctx context.Context) (kadm.AlterConfigsResponses, error) {
+			return adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+				{Op: kadm.DeleteConfig, Name: leaderRate}, {Op: kadm.DeleteConfig, Name: followerRate},
+			}, brokers...)
+		})
 		if err := alterErr("broker throttle", res, err); err != nil {
 			return a.classify(err)
 		}
 	}
 	for _, topic := range topics {
-		res, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
-			{Op: kadm.DeleteConfig, Name: leaderReplicas}, {Op: kadm.DeleteConfig, Name: followerReplicas},
-		}, topic)
+		res, err := bounded(ctx, a, func(ctx context.Context) (kadm.AlterConfigsResponses, error) {
+			return adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+				{Op: kadm.DeleteConfig, Name: leaderReplicas}, {Op: kadm.DeleteConfig, Name: followerReplicas},
+			}, topic)
+		})
 		if err := alterErr("topic "+topic+" throttle", res, err); err != nil {
 			return a.classify(err)
 		}
@@ -158,8 +100,9 @@ func alterErr(what string, res kadm.AlterConfigsResponses, err error) error {
 }
 
 // Reassign asks the controller to move every partition to its target
-// replicas (AlterPartitionReassignments). Partition errors are joined.
-func (a *Admin) Reassign(ctx context.Context, moves []Move) error {
+// replicas (AlterPartitionReassignments); moves carry the target replica
+// lists. Partition errors are joined.
+func (a *Admin) Reassign(ctx context.Context, moves []topology.Partition) error {
 	req := kadm.AlterPartitionAssignmentsReq{}
 	for _, m := range moves {
 		req.Assign(m.Topic, m.Partition, m.Replicas)
@@ -182,6 +125,8 @@ func (a *Admin) alterAssignments(ctx context.Context, req kadm.AlterPartitionAss
 	if err != nil {
 		return err
 	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
 	res, err := adm.AlterPartitionAssignments(ctx, req)
 	if err != nil {
 		return a.classify(fmt.Errorf("%s: %w", what, err))
@@ -196,11 +141,13 @@ func (a *Admin) alterAssignments(ctx context.Context, req kadm.AlterPartitionAss
 }
 
 // Ongoing lists the reassignments in progress among keys.
-func (a *Admin) Ongoing(ctx context.Context, keys []topology.Key) (map[topology.Key]Ongoing, error) {
+func (a *Admin) Ongoing(ctx context.Context, keys []topology.Key) (map[topology.Key]topology.Ongoing, error) {
 	adm, err := a.kadm()
 	if err != nil {
 		return nil, err
 	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
 	set := kadm.TopicsSet{}
 	for _, k := range keys {
 		set.Add(k.Topic, k.Partition)
@@ -209,11 +156,18 @@ func (a *Admin) Ongoing(ctx context.Context, keys []topology.Key) (map[topology.
 	if err != nil {
 		return nil, a.classify(fmt.Errorf("list reassignments: %w", err))
 	}
-	out := map[topology.Key]Ongoing{}
+	out := map[topology.Key]topology.Ongoing{}
 	for _, r := range res.Sorted() {
-		out[topology.Key{Topic: r.Topic, Partition: r.Partition}] = Ongoing{Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas}
+		out[topology.Key{Topic: r.Topic, Partition: r.Partition}] = topology.Ongoing{Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas}
 	}
 	return out, nil
+}
+
+// bounded runs one request within the connection timeout.
+func bounded[T any](ctx context.Context, a *Admin, req func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
+	return req(ctx)
 }
 
 func (a *Admin) kadm() (*kadm.Client, error) {

@@ -1,0 +1,563 @@
+// Package apply carries out a reassignment plan on a running cluster, as
+// kafka-reassign-partitions --execute, --verify and --cancel do: it reads
+// the state of the plan's partitions, refuses what is unsafe, sets the
+// replication throttle, starts the reassignment, waits for it and removes
+// the throttle. It reaches Kafka only through the Admin interface and
+// prints nothing: progress goes to Options.Progress, the outcome is
+// returned, and the clock is injected.
+package apply
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// Schema versions the JSON of `kplan reassign apply -o json`.
+const Schema = "kplan.reassign.apply/v1"
+
+// Admin is what applying a plan needs from a cluster; internal/kafka's
+// Admin implements it.
+type Admin interface {
+	// Snapshot returns the live layout of the topics the filter accepts:
+	// the running brokers, and each partition's replicas, leader and
+	// offline replicas.
+	Snapshot(ctx context.Context, topicFilter func(string) bool) (*topology.Cluster, error)
+	// Ongoing returns the reassignments in progress among keys.
+	Ongoing(ctx context.Context, keys []topology.Key) (map[topology.Key]topology.Ongoing, error)
+	// SetThrottle sets a replication throttle.
+	SetThrottle(ctx context.Context, t topology.Throttle) error
+	// ClearThrottle removes the throttle configs from brokers and topics.
+	ClearThrottle(ctx context.Context, brokers []int32, topics []string) error
+	// Reassign starts moving every partition to its replicas.
+	Reassign(ctx context.Context, moves []topology.Partition) error
+	// CancelReassign cancels the reassignments in progress of keys.
+	CancelReassign(ctx context.Context, keys []topology.Key) error
+}
+
+// Clock tells the time and waits; tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits for d, or returns ctx's error when ctx ends first.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Mode is what to do with the plan.
+type Mode string
+
+// The modes, as `kplan reassign apply` names them.
+const (
+	ModeExecute Mode = "execute"
+	ModeVerify  Mode = "verify"
+	ModeCancel  Mode = "cancel"
+)
+
+// Status is one plan partition's state on the cluster.
+type Status string
+
+// The statuses of a plan partition.
+const (
+	// Pending: the partition is about to be reassigned (execute only).
+	Pending Status = "pending"
+	// Complete: the partition has its target replicas and no reassignment
+	// is in progress.
+	Complete Status = "complete"
+	// InProgress: the controller is reassigning the partition.
+	InProgress Status = "in-progress"
+	// Differs: the partition's replicas differ from the plan and nothing is
+	// moving them.
+	Differs Status = "differs"
+	// Missing: the partition does not exist on the cluster.
+	Missing Status = "missing"
+)
+
+// Outcome is how a run ended.
+type Outcome string
+
+// The outcomes of a run.
+const (
+	// NothingToDo: every partition already had its target replicas.
+	NothingToDo Outcome = "nothing-to-do"
+	// Started: the controller accepted the moves; nobody waited for them.
+	Started Outcome = "started"
+	// Done: every partition has its target replicas (and, after a verify
+	// or a wait, the throttle is gone).
+	Done Outcome = "complete"
+	// StillInProgress: a verify found reassignments still running.
+	StillInProgress Outcome = "in-progress"
+	// Diverged: a verify found partitions that differ from the plan with
+	// nothing moving them.
+	Diverged Outcome = "differs"
+	// Cancelled: the reassignments in progress were cancelled.
+	Cancelled Outcome = "cancelled"
+)
+
+// PartitionStatus is one plan partition: its replicas now and in the plan.
+type PartitionStatus struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Current   []int32 `json:"current"`
+	Target    []int32 `json:"target"`
+	Status    Status  `json:"status"`
+}
+
+// Key returns the partition's key.
+func (s PartitionStatus) Key() topology.Key {
+	return topology.Key{Topic: s.Topic, Partition: s.Partition}
+}
+
+// Result is the state of the plan's partitions at the end of a run.
+type Result struct {
+	Mode    Mode
+	Outcome Outcome
+	// Partitions are in plan order.
+	Partitions []PartitionStatus
+	// Complete, InProgress and Differs count Partitions by status; Differs
+	// also counts pending and missing ones.
+	Complete, InProgress, Differs int
+	// Moves counts the partition moves started (execute) or the
+	// reassignments cancelled (cancel).
+	Moves int
+}
+
+func (r *Result) tally() {
+	r.Complete, r.InProgress, r.Differs = 0, 0, 0
+	for _, s := range r.Partitions {
+		switch s.Status {
+		case Complete:
+			r.Complete++
+		case InProgress:
+			r.InProgress++
+		default:
+			r.Differs++
+		}
+	}
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// EventPlan: the partitions about to change, before anything changes
+	// and before a refusal.
+	EventPlan EventKind = iota
+	// EventAccepted: the controller accepted Event.Moves partition moves.
+	EventAccepted
+	// EventProgress: one poll while waiting for completion.
+	EventProgress
+)
+
+// Event is a step of a run, reported through Options.Progress.
+type Event struct {
+	Kind EventKind
+	// Result is the state at this step; the callback must not keep it.
+	Result *Result
+	// Moves is the number of partition moves the controller accepted.
+	Moves int
+	// Elapsed is the time since the wait began (EventProgress).
+	Elapsed time.Duration
+}
+
+// Options tune a run.
+type Options struct {
+	// Throttle is the replication throttle in bytes/s while replicas move
+	// (0: none).
+	Throttle int64
+	// Yes confirms a change on a cluster that is not the local kplan lab.
+	Yes bool
+	// Lab says the cluster is the local kplan lab, where changes need no
+	// confirmation.
+	Lab bool
+	// NoWait returns once the controller accepted the moves.
+	NoWait bool
+	// WaitTimeout bounds the wait for completion (0: no bound).
+	WaitTimeout time.Duration
+	// Poll is the interval between polls while waiting (0: 1 s).
+	Poll time.Duration
+	// Clock tells the time and sleeps while waiting; required unless
+	// NoWait.
+	Clock Clock
+	// Progress, when set, receives each step.
+	Progress func(Event)
+}
+
+func (o *Options) emit(e Event) {
+	if o.Progress != nil {
+		o.Progress(e)
+	}
+}
+
+// ErrNotDone is wrapped when the wait stops before the plan is complete;
+// the reassignment goes on in the cluster.
+var ErrNotDone = errors.New("the reassignment goes on")
+
+// Rule names a reason to refuse executing a plan.
+type Rule string
+
+// The refusal rules.
+const (
+	// RuleInProgress: a reassignment of the partition is in progress.
+	RuleInProgress Rule = "in-progress"
+	// RuleNoLeader: the partition has no leader.
+	RuleNoLeader Rule = "no-leader"
+	// RuleBrokerDown: a target broker is known to the cluster but down
+	// (its replicas are offline).
+	RuleBrokerDown Rule = "broker-down"
+	// RuleBrokerUnknown: a target broker is not a running broker of the
+	// cluster.
+	RuleBrokerUnknown Rule = "broker-unknown"
+)
+
+// Refusal is one reason not to execute the plan.
+type Refusal struct {
+	Rule      Rule
+	Partition topology.Key
+	// Broker is the target broker at fault (broker rules only).
+	Broker int32
+}
+
+func (r Refusal) String() string {
+	p := fmt.Sprintf("%s/%d", r.Partition.Topic, r.Partition.Partition)
+	switch r.Rule {
+	case RuleInProgress:
+		return p + " is already being reassigned (verify or cancel that first)"
+	case RuleNoLeader:
+		return p + " has no leader"
+	case RuleBrokerDown:
+		return fmt.Sprintf("%s: target broker %d is down", p, r.Broker)
+	default:
+		return fmt.Sprintf("%s: target broker %d is not a running broker of the cluster", p, r.Broker)
+	}
+}
+
+// Refusals are the reasons not to execute a plan; the error Execute
+// returns wraps them as an errkind.Refused error about the field "plan".
+type Refusals []Refusal
+
+// Error lists the first five refusals.
+func (rs Refusals) Error() string {
+	var b bytes.Buffer
+	b.WriteString("refusing to execute: ")
+	for i, r := range rs {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more", len(rs)-5)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(r.String())
+	}
+	return b.String()
+}
+
+// ParsePlan reads a plan: Kafka's reassignment JSON, as kplan reassign
+// --out or kafka-reassign-partitions write it. name labels errors. Every
+// error is a usage error; its field is "plan" unless the message names
+// name itself.
+func ParsePlan(r io.Reader, name string) ([]topology.Partition, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, errkind.Wrap(errkind.Usage, "plan", err)
+	}
+	if t := bytes.TrimLeft(data, " \t\r\n\ufeff"); !bytes.HasPrefix(t, []byte("{")) {
+		return nil, errkind.Usagef("plan", "not a reassignment JSON file (want {\"version\":1,\"partitions\":[...]})")
+	}
+	c, err := topology.Load(bytes.NewReader(data), name)
+	if err != nil {
+		return nil, errkind.Wrap(errkind.Usage, "", err)
+	}
+	if len(c.Partitions) == 0 {
+		return nil, errkind.Usagef("plan", "no partitions")
+	}
+	moves := make([]topology.Partition, len(c.Partitions))
+	for i, p := range c.Partitions {
+		moves[i] = topology.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: slices.Clone(p.Replicas), Leader: topology.NoLeader}
+	}
+	return moves, nil
+}
+
+// state is the cluster as it bears on the plan.
+type state struct {
+	res *Result
+	// current are the plan partitions on the cluster.
+	current map[topology.Key]topology.Partition
+	// running are the brokers that run; named, every other broker the
+	// snapshot mentions.
+	running, named map[int32]bool
+}
+
+// read takes a snapshot of the plan's topics and the reassignments in
+// progress, and classifies every plan partition.
+func read(ctx context.Context, adm Admin, mode Mode, plan []topology.Partition) (*state, error) {
+	topics := map[string]bool{}
+	keys := make([]topology.Key, len(plan))
+	for i, m := range plan {
+		topics[m.Topic] = true
+		keys[i] = m.Key()
+	}
+	c, err := adm.Snapshot(ctx, func(t string) bool { return topics[t] })
+	if err != nil {
+		return nil, err
+	}
+	ongoing, err := adm.Ongoing(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{current: map[topology.Key]topology.Partition{}, running: map[int32]bool{}, named: map[int32]bool{}}
+	down := map[int32]bool{}
+	for _, p := range c.Partitions {
+		st.current[p.Key()] = p
+		for _, b := range p.Offline {
+			down[b] = true
+		}
+		for _, b := range p.Replicas {
+			st.named[b] = true
+		}
+	}
+	for _, b := range c.Brokers {
+		st.named[b.ID] = true
+		if !down[b.ID] {
+			st.running[b.ID] = true
+		}
+	}
+	st.res = &Result{Mode: mode, Partitions: make([]PartitionStatus, len(plan))}
+	for i, m := range plan {
+		p, ok := st.current[m.Key()]
+		s := PartitionStatus{Topic: m.Topic, Partition: m.Partition, Current: p.Replicas, Target: m.Replicas}
+		_, busy := ongoing[m.Key()]
+		switch {
+		case !ok:
+			s.Status = Missing
+		case busy:
+			s.Status = InProgress
+		case slices.Equal(p.Replicas, m.Replicas):
+			s.Status = Complete
+		default:
+			s.Status = Differs
+		}
+		st.res.Partitions[i] = s
+	}
+	st.res.tally()
+	return st, nil
+}
+
+// runningBrokers returns the running brokers, sorted.
+func (st *state) runningBrokers() []int32 {
+	out := make([]int32, 0, len(st.running))
+	for b := range st.running {
+		out = append(out, b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Execute starts the plan's moves and, unless o.NoWait, waits until they
+// are complete, then removes the throttle. Before anything changes it
+// refuses (an errkind.Refused error) when a partition to move is being
+// reassigned already, has no leader, or has a target broker that is not
+// running (the error wraps Refusals, field "plan"), and, outside the lab,
+// without o.Yes (field "yes"). A plan partition missing from the cluster
+// is a usage error about "plan".
+func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Options) (*Result, error) {
+	if o.Clock == nil && !o.NoWait {
+		return nil, errors.New("apply: Options.Clock is nil")
+	}
+	st, err := read(ctx, adm, ModeExecute, plan)
+	if err != nil {
+		return nil, err
+	}
+	res := st.res
+	var todo []topology.Partition
+	var refusals Refusals
+	current := map[topology.Key][]int32{}
+	for i, m := range plan {
+		s := &res.Partitions[i]
+		switch s.Status {
+		case Missing:
+			return nil, errkind.Usagef("plan", "%s/%d does not exist on the cluster", m.Topic, m.Partition)
+		case InProgress:
+			refusals = append(refusals, Refusal{Rule: RuleInProgress, Partition: m.Key()})
+			continue
+		case Complete:
+			continue
+		}
+		p := st.current[m.Key()]
+		if p.Leader == topology.NoLeader {
+			refusals = append(refusals, Refusal{Rule: RuleNoLeader, Partition: m.Key()})
+		}
+		for _, b := range m.Replicas {
+			switch {
+			case st.running[b]:
+			case st.named[b]:
+				refusals = append(refusals, Refusal{Rule: RuleBrokerDown, Partition: m.Key(), Broker: b})
+			default:
+				refusals = append(refusals, Refusal{Rule: RuleBrokerUnknown, Partition: m.Key(), Broker: b})
+			}
+		}
+		s.Status = Pending
+		current[m.Key()] = p.Replicas
+		todo = append(todo, m)
+	}
+	o.emit(Event{Kind: EventPlan, Result: res})
+	if len(refusals) > 0 {
+		return nil, errkind.Wrap(errkind.Refused, "plan", refusals)
+	}
+	if len(todo) == 0 {
+		res.Outcome = NothingToDo
+		return res, nil
+	}
+	if !o.Yes && !o.Lab {
+		return nil, errkind.Refusedf("yes", "needed to execute %d partition moves on a cluster that is not the local kplan lab; nothing was changed", len(todo))
+	}
+	throttle := topology.ThrottleFor(o.Throttle, todo, current)
+	if o.Throttle > 0 {
+		if err := adm.SetThrottle(ctx, throttle); err != nil {
+			return nil, fmt.Errorf("setting the replication throttle: %w", err)
+		}
+	}
+	if err := adm.Reassign(ctx, todo); err != nil {
+		if o.Throttle > 0 {
+			return nil, fmt.Errorf("executing the plan (nothing was changed but the replication throttle, which stays until the plan is verified or cancelled): %w", err)
+		}
+		return nil, fmt.Errorf("executing the plan (nothing else was changed): %w", err)
+	}
+	res.Moves = len(todo)
+	o.emit(Event{Kind: EventAccepted, Result: res, Moves: len(todo)})
+	if o.NoWait {
+		res.Outcome = Started
+		return res, nil
+	}
+	if err := wait(ctx, adm, plan, res, o); err != nil {
+		return nil, err
+	}
+	if o.Throttle > 0 {
+		if err := adm.ClearThrottle(ctx, throttle.Brokers, throttle.Topics()); err != nil {
+			return nil, fmt.Errorf("the plan is complete, but removing the throttle failed: %w", err)
+		}
+	}
+	res.Outcome = Done
+	return res, nil
+}
+
+// wait polls until every plan partition is complete, reporting each poll.
+func wait(ctx context.Context, adm Admin, plan []topology.Partition, res *Result, o Options) error {
+	poll := o.Poll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	start := o.Clock.Now()
+	for {
+		st, err := read(ctx, adm, ModeExecute, plan)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("stopped waiting (%w): %w", ctx.Err(), ErrNotDone)
+			}
+			return err
+		}
+		res.Partitions = st.res.Partitions
+		res.tally()
+		elapsed := o.Clock.Now().Sub(start)
+		o.emit(Event{Kind: EventProgress, Result: res, Moves: res.Moves, Elapsed: elapsed})
+		if res.Complete == len(plan) {
+			return nil
+		}
+		if res.InProgress == 0 {
+			return fmt.Errorf("%d partitions are neither complete nor in progress: the reassignment was cancelled or replaced", res.Differs)
+		}
+		d := poll
+		if o.WaitTimeout > 0 {
+			left := o.WaitTimeout - elapsed
+			if left <= 0 {
+				return errkind.Wrap(errkind.Runtime, "wait-timeout", fmt.Errorf("not complete after %v: %w", o.WaitTimeout, ErrNotDone))
+			}
+			d = min(d, left)
+		}
+		if err := o.Clock.Sleep(ctx, d); err != nil {
+			return fmt.Errorf("stopped waiting (%w): %w", err, ErrNotDone)
+		}
+	}
+}
+
+// Verify reports the plan's progress, like kafka-reassign-partitions
+// --verify: StillInProgress while a reassignment runs, Diverged when a
+// partition differs from the plan with nothing moving it, and Done when
+// every partition is complete, after removing the throttle from every
+// running broker and the plan's topics.
+func Verify(ctx context.Context, adm Admin, plan []topology.Partition) (*Result, error) {
+	st, err := read(ctx, adm, ModeVerify, plan)
+	if err != nil {
+		return nil, err
+	}
+	res := st.res
+	switch {
+	case res.InProgress > 0:
+		res.Outcome = StillInProgress
+		return res, nil
+	case res.Complete < len(plan):
+		res.Outcome = Diverged
+		return res, nil
+	}
+	// Like Kafka's --verify: every broker, since the plan's sources may
+	// have left the replica lists.
+	if err := adm.ClearThrottle(ctx, st.runningBrokers(), planTopics(plan)); err != nil {
+		return nil, fmt.Errorf("the plan is complete, but removing the throttle failed: %w", err)
+	}
+	res.Outcome = Done
+	return res, nil
+}
+
+// Cancel cancels the plan's reassignments in progress (those partitions go
+// back to their previous replicas) and removes the throttle from every
+// running broker and the plan's topics. Outside the lab, cancelling needs
+// o.Yes (a refusal about the field "yes"); o.Throttle, NoWait, WaitTimeout
+// and Poll do not apply.
+func Cancel(ctx context.Context, adm Admin, plan []topology.Partition, o Options) (*Result, error) {
+	st, err := read(ctx, adm, ModeCancel, plan)
+	if err != nil {
+		return nil, err
+	}
+	var keys []topology.Key
+	for _, s := range st.res.Partitions {
+		if s.Status == InProgress {
+			keys = append(keys, s.Key())
+		}
+	}
+	if len(keys) > 0 && !o.Yes && !o.Lab {
+		o.emit(Event{Kind: EventPlan, Result: st.res})
+		return nil, errkind.Refusedf("yes", "needed to cancel %d reassignments on a cluster that is not the local kplan lab; nothing was changed", len(keys))
+	}
+	if len(keys) > 0 {
+		if err := adm.CancelReassign(ctx, keys); err != nil {
+			return nil, fmt.Errorf("cancelling the reassignments: %w", err)
+		}
+	}
+	if err := adm.ClearThrottle(ctx, st.runningBrokers(), planTopics(plan)); err != nil {
+		return nil, fmt.Errorf("removing the throttle: %w", err)
+	}
+	after, err := read(ctx, adm, ModeCancel, plan)
+	if err != nil {
+		return nil, err
+	}
+	res := after.res
+	res.Moves = len(keys)
+	res.Outcome = Cancelled
+	return res, nil
+}
+
+// planTopics returns the plan's topics, sorted.
+func planTopics(plan []topology.Partition) []string {
+	out := make([]string, 0, len(plan))
+	for _, m := range plan {
+		out = append(out, m.Topic)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
