@@ -1,21 +1,23 @@
 package reassign
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/localkafka"
+	"github.com/kplan-dev/kplan/internal/reassign/apply"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/units"
@@ -32,8 +34,8 @@ type ApplyOptions struct {
 	Timeout          time.Duration
 	// Throttle is the replication throttle in bytes/s (0: none).
 	Throttle int64
-	// Mode is "execute", "verify" or "cancel".
-	Mode   string
+	// Mode is execute, verify or cancel.
+	Mode   apply.Mode
 	Yes    bool
 	NoWait bool
 	// WaitTimeout bounds the wait for completion (0: no bound).
@@ -100,12 +102,12 @@ return to their previous replicas) and removes the throttle.`,
 			if verify && cancel {
 				return cmdutil.UsageErrorf("--verify and --cancel: give one")
 			}
-			opts.Mode = "execute"
+			opts.Mode = apply.ModeExecute
 			switch {
 			case verify:
-				opts.Mode = "verify"
+				opts.Mode = apply.ModeVerify
 			case cancel:
-				opts.Mode = "cancel"
+				opts.Mode = apply.ModeCancel
 			}
 			switch strings.ToLower(strings.TrimSpace(throttle)) {
 			case "", "none", "0":
@@ -142,29 +144,25 @@ return to their previous replicas) and removes the throttle.`,
 	return cmd
 }
 
-// partStatus is one plan partition's state on the cluster.
-type partStatus struct {
-	Topic     string  `json:"topic"`
-	Partition int32   `json:"partition"`
-	Current   []int32 `json:"current"`
-	Target    []int32 `json:"target"`
-	// Status: pending (execute, before), complete, in-progress, differs.
-	Status string `json:"status"`
+// output is the JSON of `kplan reassign apply -o json`.
+type output struct {
+	Schema     string                  `json:"schema"`
+	Mode       apply.Mode              `json:"mode"`
+	Bootstrap  string                  `json:"bootstrap"`
+	Throttle   int64                   `json:"throttle_bytes_per_s"`
+	Outcome    apply.Outcome           `json:"outcome"`
+	Partitions []apply.PartitionStatus `json:"partitions"`
+	Complete   int                     `json:"complete"`
+	InProgress int                     `json:"in_progress"`
+	Differs    int                     `json:"differs"`
+	Message    string                  `json:"message"`
 }
 
-type applyResult struct {
-	Mode       string       `json:"mode"`
-	Bootstrap  string       `json:"bootstrap"`
-	Throttle   int64        `json:"throttle_bytes_per_s"`
-	Partitions []partStatus `json:"partitions"`
-	Complete   int          `json:"complete"`
-	InProgress int          `json:"in_progress"`
-	Differs    int          `json:"differs"`
-	Message    string       `json:"message"`
-}
+// The Admin of internal/kafka is what the workflow talks to.
+var _ apply.Admin = (*kafka.Admin)(nil)
 
 func runApply(ctx context.Context, o *ApplyOptions) error {
-	moves, err := loadPlan(o.Plan)
+	plan, err := o.loadPlan()
 	if err != nil {
 		return err
 	}
@@ -173,300 +171,105 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	if _, err := adm.Client(); err != nil {
 		return cmdutil.Usage(err)
 	}
-	st, cur, live, err := status(ctx, adm, moves)
+	ao := apply.Options{
+		Throttle:    o.Throttle,
+		Yes:         o.Yes,
+		Lab:         o.isLab(),
+		NoWait:      o.NoWait,
+		WaitTimeout: o.WaitTimeout,
+		Poll:        o.Poll,
+		Clock:       systemClock{},
+		Progress:    o.progress(),
+	}
+	var res *apply.Result
+	switch o.Mode {
+	case apply.ModeVerify:
+		res, err = apply.Verify(ctx, adm, plan)
+	case apply.ModeCancel:
+		res, err = apply.Cancel(ctx, adm, plan, ao)
+	default:
+		res, err = apply.Execute(ctx, adm, plan, ao)
+	}
 	if err != nil {
+		return o.spell(err)
+	}
+	if err := o.render(res); err != nil {
 		return err
 	}
-	res := &applyResult{Mode: o.Mode, Bootstrap: o.BootstrapServers, Throttle: o.Throttle, Partitions: st}
-	tally(res)
-	switch o.Mode {
-	case "verify":
-		return o.verify(ctx, adm, moves, live, res)
-	case "cancel":
-		return o.cancel(ctx, adm, moves, live, res)
+	switch res.Outcome {
+	case apply.StillInProgress:
+		return cmdutil.SilentExit(cmdutil.ExitFindings)
+	case apply.Diverged:
+		return cmdutil.SilentExit(cmdutil.ExitRuntime)
 	}
-	return o.execute(ctx, adm, moves, cur, live, res)
+	return nil
 }
 
-// loadPlan reads a reassignment JSON file into moves.
-func loadPlan(path string) ([]kafka.Move, error) {
-	f, err := os.Open(path)
+// loadPlan reads the plan file.
+func (o *ApplyOptions) loadPlan() ([]topology.Partition, error) {
+	f, err := os.Open(o.Plan)
 	if err != nil {
 		return nil, cmdutil.UsageErrorf("plan: %w", err)
 	}
 	defer f.Close() //nolint:errcheck // read-only
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, cmdutil.UsageErrorf("plan %s: %w", path, err)
-	}
-	if t := bytes.TrimLeft(data, " \t\r\n\ufeff"); !bytes.HasPrefix(t, []byte("{")) {
-		return nil, cmdutil.UsageErrorf("plan %s: not a reassignment JSON file (want {\"version\":1,\"partitions\":[...]})", path)
-	}
-	c, err := topology.Load(bytes.NewReader(data), path)
-	if err != nil {
-		return nil, cmdutil.Usage(err)
-	}
-	if len(c.Partitions) == 0 {
-		return nil, cmdutil.UsageErrorf("plan %s: no partitions", path)
-	}
-	moves := make([]kafka.Move, 0, len(c.Partitions))
-	for _, p := range c.Partitions {
-		moves = append(moves, kafka.Move{Topic: p.Topic, Partition: p.Partition, Replicas: slices.Clone(p.Replicas)})
-	}
-	return moves, nil
+	plan, err := apply.ParsePlan(f, o.Plan)
+	return plan, o.spell(err)
 }
 
-// status reads the cluster and classifies every plan partition. It also
-// returns the live layout of those partitions and the running brokers.
-func status(ctx context.Context, adm *kafka.Admin, moves []kafka.Move) ([]partStatus, map[topology.Key]topology.Partition, []int32, error) {
-	topics := map[string]bool{}
-	keys := make([]topology.Key, len(moves))
-	for i, m := range moves {
-		topics[m.Topic] = true
-		keys[i] = m.Key()
-	}
-	c, err := adm.Snapshot(ctx, func(t string) bool { return topics[t] })
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cur := map[topology.Key]topology.Partition{}
-	for _, p := range c.Partitions {
-		cur[topology.Key{Topic: p.Topic, Partition: p.Partition}] = p
-	}
-	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	ongoing, err := adm.Ongoing(bctx, keys)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	out := make([]partStatus, len(moves))
-	for i, m := range moves {
-		p, ok := cur[m.Key()]
-		s := partStatus{Topic: m.Topic, Partition: m.Partition, Current: p.Replicas, Target: m.Replicas}
-		_, busy := ongoing[m.Key()]
-		switch {
-		case !ok:
-			s.Status = "missing"
-		case busy:
-			s.Status = "in-progress"
-		case slices.Equal(p.Replicas, m.Replicas):
-			s.Status = "complete"
-		default:
-			s.Status = "differs"
+// spell names a domain error's field as the command line does: the plan
+// file, or a flag. The workflow returns fielded errors unwrapped.
+func (o *ApplyOptions) spell(err error) error {
+	var e *errkind.Error
+	if errors.As(err, &e) && error(e) == err && e.Field != "" {
+		name := map[string]string{"plan": "plan " + o.Plan, "yes": "--yes", "wait-timeout": "--wait-timeout"}[e.Field]
+		if name == "" {
+			name = "--" + e.Field
 		}
-		out[i] = s
+		err = &errkind.Error{Kind: e.Kind, Field: name, Err: e.Err}
 	}
-	return out, cur, liveBrokers(c), nil
+	if errors.Is(err, apply.ErrNotDone) {
+		err = fmt.Errorf("%w; follow it with --verify or stop it with --cancel", err)
+	}
+	return err
 }
 
-// liveBrokers returns the brokers in the metadata that no partition reports
-// offline.
-func liveBrokers(c *topology.Cluster) []int32 {
-	off := map[int32]bool{}
-	for _, p := range c.Partitions {
-		for _, b := range p.Offline {
-			off[b] = true
-		}
-	}
-	var live []int32
-	for _, b := range c.Brokers {
-		if !off[b.ID] {
-			live = append(live, b.ID)
-		}
-	}
-	return live
-}
+// systemClock is the wall clock the workflow waits with.
+type systemClock struct{}
 
-func tally(r *applyResult) {
-	r.Complete, r.InProgress, r.Differs = 0, 0, 0
-	for _, s := range r.Partitions {
-		switch s.Status {
-		case "complete":
-			r.Complete++
-		case "in-progress":
-			r.InProgress++
-		default:
-			r.Differs++
-		}
+func (systemClock) Now() time.Time { return time.Now() }
+
+func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
-func (o *ApplyOptions) execute(ctx context.Context, adm *kafka.Admin, moves []kafka.Move, cur map[topology.Key]topology.Partition, live []int32, res *applyResult) error {
-	var todo []kafka.Move
-	var refuse []string
-	current := map[topology.Key][]int32{}
-	for i, m := range moves {
-		s := &res.Partitions[i]
-		switch s.Status {
-		case "missing":
-			return cmdutil.UsageErrorf("plan %s: %s/%d does not exist on %s", o.Plan, m.Topic, m.Partition, o.BootstrapServers)
-		case "in-progress":
-			refuse = append(refuse, fmt.Sprintf("%s/%d is already being reassigned (use --verify or --cancel)", m.Topic, m.Partition))
-			continue
-		case "complete":
-			continue
-		}
-		p := cur[m.Key()]
-		if p.Leader == topology.NoLeader {
-			refuse = append(refuse, fmt.Sprintf("%s/%d has no leader", m.Topic, m.Partition))
-		}
-		for _, b := range m.Replicas {
-			if !slices.Contains(live, b) {
-				refuse = append(refuse, fmt.Sprintf("%s/%d: broker %d is not a running broker of the cluster", m.Topic, m.Partition, b))
+// progress prints the workflow's steps on stderr, so stdout stays the
+// result: the plan, the controller's acceptance, and while waiting a line
+// when a partition finished and every 10 s otherwise.
+func (o *ApplyOptions) progress() func(apply.Event) {
+	lastDone, said := -1, time.Duration(0)
+	return func(e apply.Event) {
+		w := o.IO.ErrOut
+		switch e.Kind {
+		case apply.EventPlan:
+			o.showPlan(e.Result)
+		case apply.EventAccepted:
+			fmt.Fprintf(w, "kplan reassign apply: the controller accepted %d partition moves\n", e.Moves)
+		case apply.EventProgress:
+			if e.Result.Complete == lastDone && e.Elapsed-said < 10*time.Second {
+				return
 			}
-		}
-		s.Status = "pending"
-		current[m.Key()] = p.Replicas
-		todo = append(todo, m)
-	}
-	o.showPlan(res)
-	if len(refuse) > 0 {
-		if len(refuse) > 5 {
-			refuse = append(refuse[:5], fmt.Sprintf("and %d more", len(refuse)-5))
-		}
-		return cmdutil.RefusedErrorf("refusing to execute the plan: %s", strings.Join(refuse, "; "))
-	}
-	if len(todo) == 0 {
-		res.Message = "nothing to do: every partition already has its target replicas"
-		return o.render(res)
-	}
-	if !o.Yes && !o.isLab() {
-		return cmdutil.RefusedErrorf("refusing to execute %d partition moves on %s, which is not the local kplan lab, without --yes", len(todo), o.BootstrapServers)
-	}
-	throttle := kafka.ThrottleFor(o.Throttle, todo, current)
-	if o.Throttle > 0 {
-		if err := adm.SetThrottle(ctx, throttle); err != nil {
-			return fmt.Errorf("setting the replication throttle: %w", err)
+			fmt.Fprintf(w, "kplan reassign apply: %d of %d partitions complete, %d in progress (%s)\n",
+				e.Result.Complete, len(e.Result.Partitions), e.Result.InProgress, e.Elapsed.Round(time.Second))
+			lastDone, said = e.Result.Complete, e.Elapsed
 		}
 	}
-	if err := adm.Reassign(ctx, todo); err != nil {
-		return fmt.Errorf("executing the plan (nothing else was changed%s): %w", throttleNote(o.Throttle), err)
-	}
-	fmt.Fprintf(o.IO.ErrOut, "kplan reassign apply: the controller accepted %d partition moves\n", len(todo))
-	if o.NoWait {
-		res.Message = fmt.Sprintf("%d partition moves started; run with --verify to follow them%s", len(todo), throttleNote(o.Throttle))
-		return o.render(res)
-	}
-	if err := o.wait(ctx, adm, moves, res); err != nil {
-		return err
-	}
-	if o.Throttle > 0 {
-		if err := adm.ClearThrottle(ctx, throttle.Brokers, throttle.Topics()); err != nil {
-			return fmt.Errorf("the plan is complete, but removing the throttle failed: %w", err)
-		}
-	}
-	res.Message = fmt.Sprintf("complete: %d partitions have their target replicas", res.Complete)
-	return o.render(res)
-}
-
-func throttleNote(rate int64) string {
-	if rate <= 0 {
-		return ""
-	}
-	return "; the throttle stays until --verify or --cancel removes it"
-}
-
-// wait polls until every plan partition is complete, printing progress.
-func (o *ApplyOptions) wait(ctx context.Context, adm *kafka.Admin, moves []kafka.Move, res *applyResult) error {
-	var deadline <-chan time.Time
-	if o.WaitTimeout > 0 {
-		t := time.NewTimer(o.WaitTimeout)
-		defer t.Stop()
-		deadline = t.C
-	}
-	start := time.Now()
-	var said time.Time
-	lastDone := -1
-	for {
-		st, _, _, err := status(ctx, adm, moves)
-		if err != nil {
-			return err
-		}
-		res.Partitions = st
-		tally(res)
-		// A line when something finished, and every 10 s otherwise.
-		if res.Complete != lastDone || time.Since(said) >= 10*time.Second {
-			fmt.Fprintf(o.IO.ErrOut, "kplan reassign apply: %d of %d partitions complete, %d in progress (%s)\n",
-				res.Complete, len(moves), res.InProgress, time.Since(start).Round(time.Second))
-			lastDone, said = res.Complete, time.Now()
-		}
-		if res.Complete == len(moves) {
-			return nil
-		}
-		if res.InProgress == 0 {
-			return fmt.Errorf("%d partitions are neither complete nor in progress: the reassignment was cancelled or replaced", res.Differs)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("stopped waiting (the reassignment goes on; --verify or --cancel it): %w", ctx.Err())
-		case <-deadline:
-			return fmt.Errorf("not complete after --wait-timeout %v (the reassignment goes on; --verify or --cancel it)", o.WaitTimeout)
-		case <-time.After(o.Poll):
-		}
-	}
-}
-
-func (o *ApplyOptions) verify(ctx context.Context, adm *kafka.Admin, moves []kafka.Move, live []int32, res *applyResult) error {
-	switch {
-	case res.InProgress > 0:
-		res.Message = fmt.Sprintf("in progress: %d of %d partitions complete", res.Complete, len(moves))
-		if err := o.render(res); err != nil {
-			return err
-		}
-		return cmdutil.SilentExit(cmdutil.ExitFindings)
-	case res.Complete < len(moves):
-		res.Message = fmt.Sprintf("%d partitions differ from the plan and are not being reassigned", res.Differs)
-		if err := o.render(res); err != nil {
-			return err
-		}
-		return cmdutil.SilentExit(cmdutil.ExitRuntime)
-	}
-	// Like Kafka's --verify: every broker, since the plan's sources may
-	// have left the replica lists.
-	if err := adm.ClearThrottle(ctx, live, planTopics(moves)); err != nil {
-		return fmt.Errorf("the plan is complete, but removing the throttle failed: %w", err)
-	}
-	res.Message = fmt.Sprintf("complete: %d partitions have their target replicas; throttle removed", res.Complete)
-	return o.render(res)
-}
-
-func (o *ApplyOptions) cancel(ctx context.Context, adm *kafka.Admin, moves []kafka.Move, live []int32, res *applyResult) error {
-	var keys []topology.Key
-	for i, m := range moves {
-		if res.Partitions[i].Status == "in-progress" {
-			keys = append(keys, m.Key())
-		}
-	}
-	if len(keys) > 0 && !o.Yes && !o.isLab() {
-		o.showPlan(res)
-		return cmdutil.RefusedErrorf("refusing to cancel %d reassignments on %s, which is not the local kplan lab, without --yes", len(keys), o.BootstrapServers)
-	}
-	if len(keys) > 0 {
-		if err := adm.CancelReassign(ctx, keys); err != nil {
-			return err
-		}
-	}
-	if err := adm.ClearThrottle(ctx, live, planTopics(moves)); err != nil {
-		return fmt.Errorf("removing the throttle: %w", err)
-	}
-	st, _, _, err := status(ctx, adm, moves)
-	if err != nil {
-		return err
-	}
-	res.Partitions = st
-	tally(res)
-	res.Message = fmt.Sprintf("cancelled %d reassignments in progress; throttle removed", len(keys))
-	return o.render(res)
-}
-
-// planTopics returns the plan's topics, sorted.
-func planTopics(moves []kafka.Move) []string {
-	var out []string
-	for _, m := range moves {
-		out = append(out, m.Topic)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // isLab reports whether every bootstrap address belongs to the local kplan
@@ -492,25 +295,23 @@ func (o *ApplyOptions) isLab() bool {
 	return true
 }
 
-// showPlan prints the partitions to change on stderr, so stdout stays the
-// result.
-func (o *ApplyOptions) showPlan(res *applyResult) {
+// showPlan prints the partitions to change.
+func (o *ApplyOptions) showPlan(res *apply.Result) {
 	w := o.IO.ErrOut
 	n := 0
 	for _, s := range res.Partitions {
-		if s.Status != "complete" {
+		if s.Status != apply.Complete {
 			n++
 		}
 	}
-	fmt.Fprintf(w, "Plan for %s: %d of %d partitions to change%s\n", o.BootstrapServers, n, len(res.Partitions), func() string {
-		if o.Throttle > 0 {
-			return ", replication throttled to " + units.FormatRate(o.Throttle)
-		}
-		return ""
-	}())
+	throttled := ""
+	if o.Throttle > 0 {
+		throttled = ", replication throttled to " + units.FormatRate(o.Throttle)
+	}
+	fmt.Fprintf(w, "Plan for %s: %d of %d partitions to change%s\n", o.BootstrapServers, n, len(res.Partitions), throttled)
 	shown := 0
 	for _, s := range res.Partitions {
-		if s.Status == "complete" {
+		if s.Status == apply.Complete {
 			continue
 		}
 		if shown == 20 {
@@ -525,19 +326,47 @@ func (o *ApplyOptions) showPlan(res *applyResult) {
 func ids(xs []int32) string {
 	parts := make([]string, len(xs))
 	for i, x := range xs {
-		parts[i] = fmt.Sprint(x)
+		parts[i] = strconv.Itoa(int(x))
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
-func (o *ApplyOptions) render(res *applyResult) error {
-	return report.Render(o.IO.Out, o.Format, res, func() report.Document {
-		rows := make([][]string, 0, len(res.Partitions))
-		for _, s := range res.Partitions {
-			rows = append(rows, []string{s.Topic, fmt.Sprint(s.Partition), ids(s.Current), ids(s.Target), s.Status})
+// message says in one line how the run ended.
+func (o *ApplyOptions) message(res *apply.Result) string {
+	switch res.Outcome {
+	case apply.NothingToDo:
+		return "nothing to do: every partition already has its target replicas"
+	case apply.Started:
+		note := ""
+		if o.Throttle > 0 {
+			note = "; the throttle stays until --verify or --cancel removes it"
+		}
+		return fmt.Sprintf("%d partition moves started; run with --verify to follow them%s", res.Moves, note)
+	case apply.StillInProgress:
+		return fmt.Sprintf("in progress: %d of %d partitions complete", res.Complete, len(res.Partitions))
+	case apply.Diverged:
+		return fmt.Sprintf("%d partitions differ from the plan and are not being reassigned", res.Differs)
+	case apply.Cancelled:
+		return fmt.Sprintf("cancelled %d reassignments in progress; throttle removed", res.Moves)
+	}
+	if res.Mode == apply.ModeVerify {
+		return fmt.Sprintf("complete: %d partitions have their target replicas; throttle removed", res.Complete)
+	}
+	return fmt.Sprintf("complete: %d partitions have their target replicas", res.Complete)
+}
+
+func (o *ApplyOptions) render(res *apply.Result) error {
+	out := output{
+		Schema: apply.Schema, Mode: res.Mode, Bootstrap: o.BootstrapServers, Throttle: o.Throttle, Outcome: res.Outcome,
+		Partitions: res.Partitions, Complete: res.Complete, InProgress: res.InProgress, Differs: res.Differs, Message: o.message(res),
+	}
+	return report.Render(o.IO.Out, o.Format, out, func() report.Document {
+		rows := make([][]string, 0, len(out.Partitions))
+		for _, s := range out.Partitions {
+			rows = append(rows, []string{s.Topic, strconv.Itoa(int(s.Partition)), ids(s.Current), ids(s.Target), string(s.Status)})
 		}
 		return report.Document{
-			Title: "kplan reassign apply (" + res.Mode + "): " + res.Message,
+			Title: "kplan reassign apply (" + string(out.Mode) + "): " + out.Message,
 			Sections: []report.Section{{
 				Title:  "Partitions",
 				Header: []string{"TOPIC", "PARTITION", "CURRENT", "TARGET", "STATUS"},

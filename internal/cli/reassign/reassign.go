@@ -17,6 +17,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/cli/source"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/reassign"
@@ -231,7 +232,7 @@ func runReassign(ctx context.Context, opts *Options) error {
 		}
 		return err
 	}
-	if err := check(c, plan, ro); err != nil {
+	if err := reassign.Check(c, plan, ro); err != nil {
 		return fmt.Errorf("refusing to write the plan: %w", err)
 	}
 	files, err := planFiles(opts, plan)
@@ -244,40 +245,6 @@ func runReassign(ctx context.Context, opts *Options) error {
 	}
 	r := result{Summary: plan.Summary, Files: written}
 	return report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) })
-}
-
-// check is the last line of defence before a file reaches Kafka: every
-// replica on a target broker, no duplicates, no empty list, and no
-// replication factor change unless asked.
-func check(c *topology.Cluster, p *reassign.Plan, o reassign.Options) error {
-	target := map[int32]bool{}
-	brokers := o.Brokers
-	if len(brokers) == 0 {
-		brokers = c.Brokers
-	}
-	for _, b := range brokers {
-		target[b.ID] = true
-	}
-	for _, ch := range p.Changes {
-		k := ch.New.Key()
-		switch {
-		case len(ch.New.Replicas) == 0:
-			return fmt.Errorf("%s: empty replica list", k)
-		case o.ReplicationFactor == 0 && len(ch.New.Replicas) != len(ch.Old.Replicas):
-			return fmt.Errorf("%s: replication factor %d -> %d without --replication-factor", k, len(ch.Old.Replicas), len(ch.New.Replicas))
-		case o.ReplicationFactor > 0 && len(ch.New.Replicas) != o.ReplicationFactor:
-			return fmt.Errorf("%s: replication factor %d, not %d", k, len(ch.New.Replicas), o.ReplicationFactor)
-		}
-		for j, r := range ch.New.Replicas {
-			if !target[r] {
-				return fmt.Errorf("%s: broker %d is not a target broker", k, r)
-			}
-			if slices.Contains(ch.New.Replicas[:j], r) {
-				return fmt.Errorf("%s: broker %d twice", k, r)
-			}
-		}
-	}
-	return nil
 }
 
 type file struct {
@@ -306,7 +273,7 @@ func planFiles(opts *Options, plan *reassign.Plan) ([]file, error) {
 	if err := add(opts.Rollback, func(b *bytes.Buffer) error { return topology.WriteReassignment(b, plan.Rollback()) }); err != nil {
 		return nil, err
 	}
-	if err := add(opts.ElectionOut, func(b *bytes.Buffer) error { return WriteElection(b, plan.Elections) }); err != nil {
+	if err := add(opts.ElectionOut, func(b *bytes.Buffer) error { return topology.WriteElection(b, plan.Elections) }); err != nil {
 		return nil, err
 	}
 	if opts.Waves > 0 || opts.MaxMovesPerWave > 0 {
@@ -324,23 +291,6 @@ func planFiles(opts *Options, plan *reassign.Plan) ([]file, error) {
 	return files, nil
 }
 
-// WriteElection writes kafka-leader-election's --path-to-json-file format.
-func WriteElection(w *bytes.Buffer, keys []topology.Key) error {
-	w.WriteString("{\"partitions\":[")
-	for i, k := range keys {
-		if i > 0 {
-			w.WriteByte(',')
-		}
-		q := strconv.Quote(k.Topic)
-		fmt.Fprintf(w, "\n  {\"topic\":%s,\"partition\":%d}", q, k.Partition)
-	}
-	if len(keys) > 0 {
-		w.WriteByte('\n')
-	}
-	w.WriteString("]}\n")
-	return nil
-}
-
 // writeAll writes every file to a temp file beside it, then renames them
 // all; on any error it removes the temp files and leaves the targets as
 // they were.
@@ -352,10 +302,10 @@ func writeAll(files []file) ([]string, error) {
 		}
 	}
 	for _, f := range files {
-		tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp-*")
+		tmp, err := report.CreateTemp(f.path, report.PermShared)
 		if err != nil {
 			cleanup()
-			return nil, cmdutil.UsageErrorf("cannot write %s: %w", f.path, err)
+			return nil, errkind.Usagef("", "cannot write %s: %w", f.path, err)
 		}
 		temps = append(temps, tmp.Name())
 		_, werr := tmp.Write(f.data)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/reassign/apply/applytest"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
@@ -44,55 +45,59 @@ func key(topic string, p int32) topology.Key { return topology.Key{Topic: topic,
 // Every refusal rule: nothing changes on the cluster, the plan is shown
 // first, and the error is a refusal about the plan that lists each reason.
 func TestExecuteRefusals(t *testing.T) {
-	leaderless := part("a", 1, 1, 2)
+	leaderless := applytest.Part("a", 1, 1, 2)
 	leaderless.Leader = topology.NoLeader
 	// Broker 3 is down: its replica of a/2 (a plan topic's partition that
 	// the plan leaves alone) is offline and the metadata no longer lists it.
-	offline := part("a", 2, 3, 1)
+	offline := applytest.Part("a", 2, 3, 1)
 	offline.Leader, offline.Offline = 1, []int32{3}
 	for _, tc := range []struct {
 		name  string
-		fake  func() *fakeAdmin
+		fake  func() *applytest.Admin
 		plan  []topology.Partition
 		want  []Refusal
 		words []string
 	}{
 		{
-			name:  "leaderless partition",
-			fake:  func() *fakeAdmin { return newFake([]int32{1, 2, 3}, part("a", 0, 1, 2), leaderless) },
-			plan:  []topology.Partition{move("a", 0, 2, 3), move("a", 1, 2, 3)},
+			name: "leaderless partition",
+			fake: func() *applytest.Admin {
+				return applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2), leaderless)
+			},
+			plan:  []topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("a", 1, 2, 3)},
 			want:  []Refusal{{Rule: RuleNoLeader, Partition: key("a", 1)}},
 			words: []string{"a/1 has no leader"},
 		},
 		{
 			name:  "dead target broker",
-			fake:  func() *fakeAdmin { return newFake([]int32{1, 2}, part("a", 0, 1, 2), offline) },
-			plan:  []topology.Partition{move("a", 0, 2, 3)},
+			fake:  func() *applytest.Admin { return applytest.New([]int32{1, 2}, applytest.Part("a", 0, 1, 2), offline) },
+			plan:  []topology.Partition{applytest.Move("a", 0, 2, 3)},
 			want:  []Refusal{{Rule: RuleBrokerDown, Partition: key("a", 0), Broker: 3}},
 			words: []string{"a/0: target broker 3 is down"},
 		},
 		{
 			name:  "unknown target broker",
-			fake:  func() *fakeAdmin { return newFake([]int32{1, 2, 3}, part("a", 0, 1, 2)) },
-			plan:  []topology.Partition{move("a", 0, 2, 9)},
+			fake:  func() *applytest.Admin { return applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2)) },
+			plan:  []topology.Partition{applytest.Move("a", 0, 2, 9)},
 			want:  []Refusal{{Rule: RuleBrokerUnknown, Partition: key("a", 0), Broker: 9}},
 			words: []string{"a/0: target broker 9 is not a running broker"},
 		},
 		{
 			name: "reassignment already in progress",
-			fake: func() *fakeAdmin {
-				f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2), part("a", 1, 1, 2))
-				f.ongoing[key("a", 1)] = []int32{1, 3}
+			fake: func() *applytest.Admin {
+				f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2), applytest.Part("a", 1, 1, 2))
+				f.Moving[key("a", 1)] = []int32{1, 3}
 				return f
 			},
-			plan:  []topology.Partition{move("a", 0, 2, 3), move("a", 1, 2, 3)},
+			plan:  []topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("a", 1, 2, 3)},
 			want:  []Refusal{{Rule: RuleInProgress, Partition: key("a", 1)}},
 			words: []string{"a/1 is already being reassigned"},
 		},
 		{
-			name:  "every reason, in plan order",
-			fake:  func() *fakeAdmin { return newFake([]int32{1, 2}, part("a", 0, 1, 2), leaderless, offline) },
-			plan:  []topology.Partition{move("a", 0, 2, 3), move("a", 1, 2, 7)},
+			name: "every reason, in plan order",
+			fake: func() *applytest.Admin {
+				return applytest.New([]int32{1, 2}, applytest.Part("a", 0, 1, 2), leaderless, offline)
+			},
+			plan:  []topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("a", 1, 2, 7)},
 			want:  []Refusal{{Rule: RuleBrokerDown, Partition: key("a", 0), Broker: 3}, {Rule: RuleNoLeader, Partition: key("a", 1)}, {Rule: RuleBrokerUnknown, Partition: key("a", 1), Broker: 7}},
 			words: []string{"target broker 3 is down; a/1 has no leader; a/1: target broker 7"},
 		},
@@ -100,7 +105,7 @@ func TestExecuteRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.fake()
 			var rec recorder
-			res, err := Execute(context.Background(), f, tc.plan, Options{Throttle: 1000, Yes: true, Clock: newClock(), Progress: rec.progress})
+			res, err := Execute(context.Background(), f, tc.plan, Options{Throttle: 1000, Yes: true, Clock: applytest.NewClock(), Progress: rec.progress})
 			require.Error(t, err)
 			assert.Nil(t, res)
 			assert.Equal(t, errkind.Refused, errkind.KindOf(err))
@@ -111,7 +116,7 @@ func TestExecuteRefusals(t *testing.T) {
 			for _, w := range tc.words {
 				assert.ErrorContains(t, err, w)
 			}
-			assert.Empty(t, f.calls, "a refused plan changed the cluster")
+			assert.Empty(t, f.Calls, "a refused plan changed the cluster")
 			assert.Equal(t, []EventKind{EventPlan}, rec.kinds(), "the plan is shown before the refusal")
 		})
 	}
@@ -129,18 +134,18 @@ func TestRefusalsListFive(t *testing.T) {
 
 // A plan partition that does not exist is bad input, named.
 func TestExecuteMissingPartition(t *testing.T) {
-	f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2))
-	_, err := Execute(context.Background(), f, []topology.Partition{move("a", 0, 2, 3), move("a", 5, 1, 2)}, Options{Yes: true, Clock: newClock()})
+	f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2))
+	_, err := Execute(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("a", 5, 1, 2)}, Options{Yes: true, Clock: applytest.NewClock()})
 	require.Error(t, err)
 	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
 	assert.Equal(t, "plan", errkind.FieldOf(err))
 	assert.ErrorContains(t, err, "a/5 does not exist on the cluster")
-	assert.Empty(t, f.calls)
+	assert.Empty(t, f.Calls)
 }
 
 // Outside the local lab a change needs Yes; in the lab it does not.
 func TestExecuteConfirmation(t *testing.T) {
-	plan := []topology.Partition{move("a", 0, 2, 3)}
+	plan := []topology.Partition{applytest.Move("a", 0, 2, 3)}
 	for _, tc := range []struct {
 		name    string
 		yes     bool
@@ -152,10 +157,10 @@ func TestExecuteConfirmation(t *testing.T) {
 		{"lab", false, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2))
-			f.finishPerPoll = 1
+			f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2))
+			f.FinishPerPoll = 1
 			var rec recorder
-			res, err := Execute(context.Background(), f, plan, Options{Yes: tc.yes, Lab: tc.lab, Clock: newClock(), Progress: rec.progress})
+			res, err := Execute(context.Background(), f, plan, Options{Yes: tc.yes, Lab: tc.lab, Clock: applytest.NewClock(), Progress: rec.progress})
 			if !tc.refused {
 				require.NoError(t, err)
 				assert.Equal(t, Done, res.Outcome)
@@ -165,7 +170,7 @@ func TestExecuteConfirmation(t *testing.T) {
 			assert.Equal(t, errkind.Refused, errkind.KindOf(err))
 			assert.Equal(t, "yes", errkind.FieldOf(err))
 			assert.ErrorContains(t, err, "needed to execute 1 partition moves on a cluster that is not the local kplan lab")
-			assert.Empty(t, f.calls)
+			assert.Empty(t, f.Calls)
 			assert.Equal(t, []EventKind{EventPlan}, rec.kinds())
 			assert.Equal(t, []Status{Pending}, statuses(rec.events[0].Result))
 		})
@@ -174,23 +179,23 @@ func TestExecuteConfirmation(t *testing.T) {
 
 // Nothing to move: no confirmation needed, nothing changed.
 func TestExecuteNothingToDo(t *testing.T) {
-	f := newFake([]int32{1, 2, 3}, part("a", 0, 2, 3))
-	res, err := Execute(context.Background(), f, []topology.Partition{move("a", 0, 2, 3)}, Options{Throttle: 5, Clock: newClock()})
+	f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 2, 3))
+	res, err := Execute(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 2, 3)}, Options{Throttle: 5, Clock: applytest.NewClock()})
 	require.NoError(t, err)
 	assert.Equal(t, NothingToDo, res.Outcome)
 	assert.Equal(t, 1, res.Complete)
-	assert.Empty(t, f.calls)
+	assert.Empty(t, f.Calls)
 }
 
 // The sequence: throttle, reassign, poll until complete, unthrottle; a
 // partition already in place is left alone; progress is reported per poll
 // with the injected clock's time.
 func TestExecuteSequence(t *testing.T) {
-	f := newFake([]int32{1, 2, 3, 4}, part("a", 0, 1, 2), part("a", 1, 1, 2), part("b", 0, 3, 4))
-	f.finishPerPoll = 1
-	clock := newClock()
+	f := applytest.New([]int32{1, 2, 3, 4}, applytest.Part("a", 0, 1, 2), applytest.Part("a", 1, 1, 2), applytest.Part("b", 0, 3, 4))
+	f.FinishPerPoll = 1
+	clock := applytest.NewClock()
 	var rec recorder
-	plan := []topology.Partition{move("a", 0, 2, 3), move("a", 1, 1, 4), move("b", 0, 3, 4)}
+	plan := []topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("a", 1, 1, 4), applytest.Move("b", 0, 3, 4)}
 	res, err := Execute(context.Background(), f, plan, Options{Throttle: 50_000_000, Yes: true, Poll: 2 * time.Second, Clock: clock, Progress: rec.progress})
 	require.NoError(t, err)
 	assert.Equal(t, Done, res.Outcome)
@@ -203,7 +208,7 @@ func TestExecuteSequence(t *testing.T) {
 		"Reassign a-0 [2 3]",
 		"Reassign a-1 [1 4]",
 		"ClearThrottle [1 2 3 4] [a]",
-	}, f.calls)
+	}, f.Calls)
 	// Plan, accepted, then one poll per partition finishing.
 	assert.Equal(t, []EventKind{EventPlan, EventAccepted, EventProgress, EventProgress}, rec.kinds())
 	assert.Equal(t, []Status{Pending, Pending, Complete}, statuses(rec.events[0].Result))
@@ -212,62 +217,62 @@ func TestExecuteSequence(t *testing.T) {
 	assert.Equal(t, 1, rec.events[2].Result.InProgress)
 	assert.Equal(t, time.Duration(0), rec.events[2].Elapsed)
 	assert.Equal(t, 2*time.Second, rec.events[3].Elapsed)
-	assert.Equal(t, []time.Duration{2 * time.Second}, clock.sleeps)
+	assert.Equal(t, []time.Duration{2 * time.Second}, clock.Sleeps)
 }
 
 // Without a throttle nothing is set or cleared.
 func TestExecuteNoThrottle(t *testing.T) {
-	f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2))
-	f.finishPerPoll = 1
-	res, err := Execute(context.Background(), f, []topology.Partition{move("a", 0, 2, 3)}, Options{Lab: true, Clock: newClock()})
+	f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2))
+	f.FinishPerPoll = 1
+	res, err := Execute(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 2, 3)}, Options{Lab: true, Clock: applytest.NewClock()})
 	require.NoError(t, err)
 	assert.Equal(t, Done, res.Outcome)
-	assert.Equal(t, []string{"Reassign a-0 [2 3]"}, f.calls)
+	assert.Equal(t, []string{"Reassign a-0 [2 3]"}, f.Calls)
 }
 
 // NoWait returns once the moves are accepted; the throttle stays.
 func TestExecuteNoWait(t *testing.T) {
-	f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2))
-	res, err := Execute(context.Background(), f, []topology.Partition{move("a", 0, 2, 3)}, Options{Throttle: 7, Yes: true, NoWait: true})
+	f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2))
+	res, err := Execute(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 2, 3)}, Options{Throttle: 7, Yes: true, NoWait: true})
 	require.NoError(t, err)
 	assert.Equal(t, Started, res.Outcome)
 	assert.Equal(t, 1, res.Moves)
-	require.Len(t, f.calls, 2)
-	assert.True(t, strings.HasPrefix(f.calls[0], "SetThrottle 7 "))
-	assert.Equal(t, "Reassign a-0 [2 3]", f.calls[1])
-	assert.Equal(t, 1, f.snapshots, "no poll")
+	require.Len(t, f.Calls, 2)
+	assert.True(t, strings.HasPrefix(f.Calls[0], "SetThrottle 7 "))
+	assert.Equal(t, "Reassign a-0 [2 3]", f.Calls[1])
+	assert.Equal(t, 1, f.Snapshots, "no poll")
 }
 
 // The ways a wait ends before completion.
 func TestExecuteWaitEnds(t *testing.T) {
-	plan := []topology.Partition{move("a", 0, 2, 3)}
+	plan := []topology.Partition{applytest.Move("a", 0, 2, 3)}
 	t.Run("wait timeout", func(t *testing.T) {
-		f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2))
-		clock := newClock()
+		f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2))
+		clock := applytest.NewClock()
 		_, err := Execute(context.Background(), f, plan, Options{Throttle: 1, Yes: true, Poll: 4 * time.Second, WaitTimeout: 10 * time.Second, Clock: clock})
 		require.Error(t, err)
 		assert.Equal(t, "wait-timeout", errkind.FieldOf(err))
 		assert.ErrorIs(t, err, ErrNotDone)
 		assert.ErrorContains(t, err, "not complete after 10s")
 		// The last sleep stops at the deadline, then one last poll.
-		assert.Equal(t, []time.Duration{4 * time.Second, 4 * time.Second, 2 * time.Second}, clock.sleeps)
-		assert.NotContains(t, strings.Join(f.calls, "\n"), "ClearThrottle", "the throttle stays while the reassignment goes on")
+		assert.Equal(t, []time.Duration{4 * time.Second, 4 * time.Second, 2 * time.Second}, clock.Sleeps)
+		assert.NotContains(t, strings.Join(f.Calls, "\n"), "ClearThrottle", "the throttle stays while the reassignment goes on")
 	})
 	t.Run("interrupted", func(t *testing.T) {
-		f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2))
+		f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		clock := newClock()
-		clock.cancel = cancel
+		clock := applytest.NewClock()
+		clock.Cancel = cancel
 		_, err := Execute(ctx, f, plan, Options{Yes: true, Clock: clock})
 		require.Error(t, err)
 		assert.ErrorIs(t, err, ErrNotDone)
 		assert.ErrorIs(t, err, context.Canceled)
 	})
 	t.Run("cancelled elsewhere", func(t *testing.T) {
-		f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2))
-		f.dropOnPoll = true
-		_, err := Execute(context.Background(), f, plan, Options{Yes: true, Clock: newClock()})
+		f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2))
+		f.DropOnPoll = true
+		_, err := Execute(context.Background(), f, plan, Options{Yes: true, Clock: applytest.NewClock()})
 		require.Error(t, err)
 		assert.ErrorContains(t, err, "1 partitions are neither complete nor in progress")
 		assert.Equal(t, errkind.Runtime, errkind.KindOf(err))
@@ -276,7 +281,7 @@ func TestExecuteWaitEnds(t *testing.T) {
 
 // A failure on the way is reported with what was and was not changed.
 func TestExecuteFailures(t *testing.T) {
-	plan := []topology.Partition{move("a", 0, 2, 3)}
+	plan := []topology.Partition{applytest.Move("a", 0, 2, 3)}
 	boom := errors.New("boom")
 	for _, tc := range []struct {
 		method   string
@@ -292,54 +297,58 @@ func TestExecuteFailures(t *testing.T) {
 		{"Ongoing", 0, "boom", 0},
 	} {
 		t.Run(tc.method, func(t *testing.T) {
-			f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2))
-			f.finishPerPoll = 1
-			f.errs[tc.method] = boom
-			_, err := Execute(context.Background(), f, plan, Options{Throttle: tc.throttle, Yes: true, Clock: newClock()})
+			f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2))
+			f.FinishPerPoll = 1
+			f.Errs[tc.method] = boom
+			_, err := Execute(context.Background(), f, plan, Options{Throttle: tc.throttle, Yes: true, Clock: applytest.NewClock()})
 			require.ErrorIs(t, err, boom)
 			assert.ErrorContains(t, err, tc.want)
-			assert.Len(t, f.calls, tc.calls, "%q", f.calls)
+			assert.Len(t, f.Calls, tc.calls, "%q", f.Calls)
 		})
 	}
 }
 
 func TestExecuteNeedsClock(t *testing.T) {
-	f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2))
-	_, err := Execute(context.Background(), f, []topology.Partition{move("a", 0, 2, 3)}, Options{Yes: true})
+	f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2))
+	_, err := Execute(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 2, 3)}, Options{Yes: true})
 	require.Error(t, err)
-	assert.Empty(t, f.calls)
+	assert.Empty(t, f.Calls)
 }
 
 // Every verify outcome; only a complete plan clears the throttle, from
 // every running broker and the plan's topics.
 func TestVerify(t *testing.T) {
-	inProgress := func() *fakeAdmin {
-		f := newFake([]int32{1, 2, 3}, part("a", 0, 2, 3), part("b", 0, 1, 2))
-		f.ongoing[key("b", 0)] = []int32{1, 3}
+	inProgress := func() *applytest.Admin {
+		f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 2, 3), applytest.Part("b", 0, 1, 2))
+		f.Moving[key("b", 0)] = []int32{1, 3}
 		return f
 	}
-	down := part("b", 0, 2, 4)
+	down := applytest.Part("b", 0, 2, 4)
 	down.Offline = []int32{4}
 	for _, tc := range []struct {
 		name     string
-		fake     func() *fakeAdmin
+		fake     func() *applytest.Admin
 		plan     []topology.Partition
 		outcome  Outcome
 		statuses []Status
 		calls    []string
 	}{
-		{"complete", func() *fakeAdmin { return newFake([]int32{1, 2, 3}, part("a", 0, 2, 3), part("b", 0, 1, 3)) },
-			[]topology.Partition{move("a", 0, 2, 3), move("b", 0, 1, 3)}, Done, []Status{Complete, Complete},
+		{"complete", func() *applytest.Admin {
+			return applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 2, 3), applytest.Part("b", 0, 1, 3))
+		},
+			[]topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("b", 0, 1, 3)}, Done, []Status{Complete, Complete},
 			[]string{"ClearThrottle [1 2 3] [a b]"}},
-		{"complete with a broker down", func() *fakeAdmin { return newFake([]int32{1, 2, 3, 4}, part("a", 0, 2, 3), down) },
-			[]topology.Partition{move("a", 0, 2, 3), move("b", 0, 2, 4)}, Done, []Status{Complete, Complete},
+		{"complete with a broker down", func() *applytest.Admin { return applytest.New([]int32{1, 2, 3, 4}, applytest.Part("a", 0, 2, 3), down) },
+			[]topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("b", 0, 2, 4)}, Done, []Status{Complete, Complete},
 			[]string{"ClearThrottle [1 2 3] [a b]"}},
 		{"in progress", inProgress,
-			[]topology.Partition{move("a", 0, 2, 3), move("b", 0, 1, 3)}, StillInProgress, []Status{Complete, InProgress}, nil},
-		{"differs", func() *fakeAdmin { return newFake([]int32{1, 2, 3}, part("a", 0, 2, 3), part("b", 0, 1, 2)) },
-			[]topology.Partition{move("a", 0, 2, 3), move("b", 0, 1, 3)}, Diverged, []Status{Complete, Differs}, nil},
-		{"missing", func() *fakeAdmin { return newFake([]int32{1, 2, 3}, part("a", 0, 2, 3)) },
-			[]topology.Partition{move("a", 0, 2, 3), move("a", 1, 1, 3)}, Diverged, []Status{Complete, Missing}, nil},
+			[]topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("b", 0, 1, 3)}, StillInProgress, []Status{Complete, InProgress}, nil},
+		{"differs", func() *applytest.Admin {
+			return applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 2, 3), applytest.Part("b", 0, 1, 2))
+		},
+			[]topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("b", 0, 1, 3)}, Diverged, []Status{Complete, Differs}, nil},
+		{"missing", func() *applytest.Admin { return applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 2, 3)) },
+			[]topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("a", 1, 1, 3)}, Diverged, []Status{Complete, Missing}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.fake()
@@ -348,19 +357,19 @@ func TestVerify(t *testing.T) {
 			assert.Equal(t, ModeVerify, res.Mode)
 			assert.Equal(t, tc.outcome, res.Outcome)
 			assert.Equal(t, tc.statuses, statuses(res))
-			assert.Equal(t, tc.calls, f.calls)
+			assert.Equal(t, tc.calls, f.Calls)
 		})
 	}
 	t.Run("clearing fails", func(t *testing.T) {
-		f := newFake([]int32{1, 2, 3}, part("a", 0, 2, 3))
-		f.errs["ClearThrottle"] = errors.New("denied")
-		_, err := Verify(context.Background(), f, []topology.Partition{move("a", 0, 2, 3)})
+		f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 2, 3))
+		f.Errs["ClearThrottle"] = errors.New("denied")
+		_, err := Verify(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 2, 3)})
 		assert.ErrorContains(t, err, "the plan is complete, but removing the throttle failed: denied")
 	})
 	t.Run("cluster unreachable", func(t *testing.T) {
-		f := newFake([]int32{1})
-		f.errs["Snapshot"] = errors.New("unreachable")
-		_, err := Verify(context.Background(), f, []topology.Partition{move("a", 0, 1)})
+		f := applytest.New([]int32{1})
+		f.Errs["Snapshot"] = errors.New("unreachable")
+		_, err := Verify(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 1)})
 		assert.ErrorContains(t, err, "unreachable")
 	})
 }
@@ -368,10 +377,10 @@ func TestVerify(t *testing.T) {
 // Cancel: the reassignments in progress are cancelled (with Yes or in the
 // lab), the throttle removed, and the state read again.
 func TestCancel(t *testing.T) {
-	plan := []topology.Partition{move("a", 0, 2, 3), move("a", 1, 1, 3)}
-	fake := func() *fakeAdmin {
-		f := newFake([]int32{1, 2, 3}, part("a", 0, 1, 2), part("a", 1, 1, 3))
-		f.ongoing[key("a", 0)] = []int32{2, 3}
+	plan := []topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("a", 1, 1, 3)}
+	fake := func() *applytest.Admin {
+		f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2), applytest.Part("a", 1, 1, 3))
+		f.Moving[key("a", 0)] = []int32{2, 3}
 		return f
 	}
 	for _, tc := range []struct {
@@ -385,7 +394,7 @@ func TestCancel(t *testing.T) {
 			assert.Equal(t, Cancelled, res.Outcome)
 			assert.Equal(t, ModeCancel, res.Mode)
 			assert.Equal(t, 1, res.Moves)
-			assert.Equal(t, []string{"Cancel a-0", "ClearThrottle [1 2 3] [a]"}, f.calls)
+			assert.Equal(t, []string{"Cancel a-0", "ClearThrottle [1 2 3] [a]"}, f.Calls)
 			assert.Equal(t, []Status{Differs, Complete}, statuses(res), "read again after the cancel")
 		})
 	}
@@ -398,26 +407,26 @@ func TestCancel(t *testing.T) {
 		assert.Equal(t, errkind.Refused, errkind.KindOf(err))
 		assert.Equal(t, "yes", errkind.FieldOf(err))
 		assert.ErrorContains(t, err, "needed to cancel 1 reassignments")
-		assert.Empty(t, f.calls)
+		assert.Empty(t, f.Calls)
 		assert.Equal(t, []EventKind{EventPlan}, rec.kinds())
 	})
 	t.Run("nothing in progress", func(t *testing.T) {
-		f := newFake([]int32{1, 2, 3}, part("a", 0, 2, 3), part("a", 1, 1, 3))
+		f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 2, 3), applytest.Part("a", 1, 1, 3))
 		res, err := Cancel(context.Background(), f, plan, Options{})
 		require.NoError(t, err, "nothing to cancel needs no confirmation")
 		assert.Equal(t, 0, res.Moves)
-		assert.Equal(t, []string{"ClearThrottle [1 2 3] [a]"}, f.calls)
+		assert.Equal(t, []string{"ClearThrottle [1 2 3] [a]"}, f.Calls)
 	})
 	t.Run("cancel fails", func(t *testing.T) {
 		f := fake()
-		f.errs["CancelReassign"] = errors.New("NO_REASSIGNMENT_IN_PROGRESS")
+		f.Errs["CancelReassign"] = errors.New("NO_REASSIGNMENT_IN_PROGRESS")
 		_, err := Cancel(context.Background(), f, plan, Options{Yes: true})
 		assert.ErrorContains(t, err, "cancelling the reassignments: NO_REASSIGNMENT_IN_PROGRESS")
-		assert.Equal(t, []string{"Cancel a-0"}, f.calls, "the throttle is not touched after a failed cancel")
+		assert.Equal(t, []string{"Cancel a-0"}, f.Calls, "the throttle is not touched after a failed cancel")
 	})
 	t.Run("clearing fails", func(t *testing.T) {
 		f := fake()
-		f.errs["ClearThrottle"] = errors.New("denied")
+		f.Errs["ClearThrottle"] = errors.New("denied")
 		_, err := Cancel(context.Background(), f, plan, Options{Yes: true})
 		assert.ErrorContains(t, err, "removing the throttle: denied")
 	})
@@ -427,7 +436,7 @@ func TestCancel(t *testing.T) {
 func TestParsePlan(t *testing.T) {
 	got, err := ParsePlan(strings.NewReader(`{"version":1,"partitions":[{"topic":"t","partition":1,"replicas":[3,1]},{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}`), "plan.json")
 	require.NoError(t, err)
-	assert.Equal(t, []topology.Partition{move("t", 0, 1, 2), move("t", 1, 3, 1)}, got)
+	assert.Equal(t, []topology.Partition{applytest.Move("t", 0, 1, 2), applytest.Move("t", 1, 3, 1)}, got)
 
 	for _, tc := range []struct {
 		name, body, field, want string

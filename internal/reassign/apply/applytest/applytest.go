@@ -1,0 +1,172 @@
+// Package applytest is an in-memory cluster for tests of the apply
+// workflow (internal/reassign/apply) and of the command that wires it.
+package applytest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// Admin is a cluster in memory that implements apply.Admin. Reassign marks
+// partitions in progress; each Snapshot after that completes up to
+// FinishPerPoll of them (0: none ever completes). Calls logs every change,
+// in order.
+type Admin struct {
+	Brokers []topology.Broker
+	Parts   []topology.Partition
+	// Moving holds the target replicas of the reassignments in progress.
+	Moving map[topology.Key][]int32
+
+	FinishPerPoll int
+	// DropOnPoll makes the reassignments vanish unfinished at the next
+	// Snapshot, as if someone else cancelled them.
+	DropOnPoll bool
+
+	// Errs makes a method (by name) fail.
+	Errs map[string]error
+	// Calls logs every change: SetThrottle, ClearThrottle, Reassign, Cancel.
+	Calls []string
+	// Snapshots counts the Snapshot calls.
+	Snapshots int
+}
+
+// New returns a cluster of running brokers holding parts.
+func New(brokers []int32, parts ...topology.Partition) *Admin {
+	f := &Admin{Moving: map[topology.Key][]int32{}, Errs: map[string]error{}}
+	for _, b := range brokers {
+		f.Brokers = append(f.Brokers, topology.Broker{ID: b})
+	}
+	f.Parts = parts
+	return f
+}
+
+// Part is a healthy partition led by its first replica.
+func Part(topic string, p int32, replicas ...int32) topology.Partition {
+	return topology.Partition{Topic: topic, Partition: p, Replicas: replicas, Leader: replicas[0], ISR: slices.Clone(replicas)}
+}
+
+// Move is a plan entry: a partition's target replicas.
+func Move(topic string, p int32, replicas ...int32) topology.Partition {
+	return topology.Partition{Topic: topic, Partition: p, Replicas: replicas, Leader: topology.NoLeader}
+}
+
+func (f *Admin) find(k topology.Key) *topology.Partition {
+	for i := range f.Parts {
+		if f.Parts[i].Key() == k {
+			return &f.Parts[i]
+		}
+	}
+	return nil
+}
+
+// Snapshot implements apply.Admin.
+func (f *Admin) Snapshot(_ context.Context, filter func(string) bool) (*topology.Cluster, error) {
+	f.Snapshots++
+	if err := f.Errs["Snapshot"]; err != nil {
+		return nil, err
+	}
+	if f.DropOnPoll {
+		clear(f.Moving)
+	}
+	done := 0
+	for _, p := range f.Parts {
+		if target, ok := f.Moving[p.Key()]; ok && done < f.FinishPerPoll {
+			q := f.find(p.Key())
+			q.Replicas, q.Leader = target, target[0]
+			delete(f.Moving, p.Key())
+			done++
+		}
+	}
+	c := &topology.Cluster{Brokers: slices.Clone(f.Brokers), Live: true}
+	for _, p := range f.Parts {
+		if filter(p.Topic) {
+			c.Partitions = append(c.Partitions, p)
+		}
+	}
+	return c, nil
+}
+
+// Ongoing implements apply.Admin.
+func (f *Admin) Ongoing(_ context.Context, keys []topology.Key) (map[topology.Key]topology.Ongoing, error) {
+	if err := f.Errs["Ongoing"]; err != nil {
+		return nil, err
+	}
+	out := map[topology.Key]topology.Ongoing{}
+	for _, k := range keys {
+		if target, ok := f.Moving[k]; ok {
+			out[k] = topology.Ongoing{Replicas: target}
+		}
+	}
+	return out, nil
+}
+
+// SetThrottle implements apply.Admin.
+func (f *Admin) SetThrottle(_ context.Context, t topology.Throttle) error {
+	f.Calls = append(f.Calls, fmt.Sprintf("SetThrottle %d %v %v %v", t.Rate, t.Brokers, t.Leaders, t.Followers))
+	return f.Errs["SetThrottle"]
+}
+
+// ClearThrottle implements apply.Admin.
+func (f *Admin) ClearThrottle(_ context.Context, brokers []int32, topics []string) error {
+	f.Calls = append(f.Calls, fmt.Sprintf("ClearThrottle %v %v", brokers, topics))
+	return f.Errs["ClearThrottle"]
+}
+
+// Reassign implements apply.Admin.
+func (f *Admin) Reassign(_ context.Context, moves []topology.Partition) error {
+	for _, m := range moves {
+		f.Calls = append(f.Calls, fmt.Sprintf("Reassign %s %v", m.Key(), m.Replicas))
+	}
+	if err := f.Errs["Reassign"]; err != nil {
+		return err
+	}
+	for _, m := range moves {
+		f.Moving[m.Key()] = m.Replicas
+	}
+	return nil
+}
+
+// CancelReassign implements apply.Admin.
+func (f *Admin) CancelReassign(_ context.Context, keys []topology.Key) error {
+	for _, k := range keys {
+		f.Calls = append(f.Calls, "Cancel "+k.String())
+	}
+	if err := f.Errs["CancelReassign"]; err != nil {
+		return err
+	}
+	for _, k := range keys {
+		delete(f.Moving, k)
+	}
+	return nil
+}
+
+// Clock advances only when slept on.
+type Clock struct {
+	T      time.Time
+	Sleeps []time.Duration
+	// Cancel, when set, is called on every Sleep (a Ctrl-C mid-wait).
+	Cancel context.CancelFunc
+}
+
+// Now implements apply.Clock.
+func (c *Clock) Now() time.Time { return c.T }
+
+// Sleep implements apply.Clock: it advances the time by d at once.
+func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
+	if c.Cancel != nil {
+		c.Cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.Sleeps = append(c.Sleeps, d)
+	c.T = c.T.Add(d)
+	return nil
+}
+
+// NewClock returns a clock at a fixed time.
+func NewClock() *Clock { return &Clock{T: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }

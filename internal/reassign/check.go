@@ -1,0 +1,44 @@
+package reassign
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// Check is the last line of defence before a plan reaches Kafka: every
+// changed partition has a non-empty replica list of distinct target brokers
+// (o.Brokers, or c's brokers when empty), and keeps its replication factor
+// unless o.ReplicationFactor sets one. A failure means a planner bug, so
+// its error is a runtime error.
+func Check(c *topology.Cluster, p *Plan, o Options) error {
+	target := map[int32]bool{}
+	brokers := o.Brokers
+	if len(brokers) == 0 {
+		brokers = c.Brokers
+	}
+	for _, b := range brokers {
+		target[b.ID] = true
+	}
+	for _, ch := range p.Changes {
+		k := ch.New.Key()
+		switch {
+		case len(ch.New.Replicas) == 0:
+			return fmt.Errorf("%s: empty replica list", k)
+		case o.ReplicationFactor == 0 && len(ch.New.Replicas) != len(ch.Old.Replicas):
+			return fmt.Errorf("%s: replication factor %d -> %d, and no replication factor was asked for", k, len(ch.Old.Replicas), len(ch.New.Replicas))
+		case o.ReplicationFactor > 0 && len(ch.New.Replicas) != o.ReplicationFactor:
+			return fmt.Errorf("%s: replication factor %d, not the %d asked for", k, len(ch.New.Replicas), o.ReplicationFactor)
+		}
+		for j, r := range ch.New.Replicas {
+			if !target[r] {
+				return fmt.Errorf("%s: broker %d is not a target broker", k, r)
+			}
+			if slices.Contains(ch.New.Replicas[:j], r) {
+				return fmt.Errorf("%s: broker %d twice", k, r)
+			}
+		}
+	}
+	return nil
+}
