@@ -46,6 +46,9 @@ type ApplyOptions struct {
 	Poll time.Duration
 
 	f *cmdutil.Factory
+	// admin and clock replace the cluster and the wall clock in tests.
+	admin apply.Admin
+	clock apply.Clock
 }
 
 // NewCmdApply returns `kplan reassign apply`. runF replaces the run function
@@ -166,10 +169,17 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	if err != nil {
 		return err
 	}
-	adm := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: o.BootstrapServers, CommandConfig: o.CommandConfig, Timeout: o.Timeout}, o.f.Version)
-	defer adm.Close()
-	if _, err := adm.Client(); err != nil {
-		return cmdutil.Usage(err)
+	adm, clock := o.admin, o.clock
+	if adm == nil {
+		ka := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: o.BootstrapServers, CommandConfig: o.CommandConfig, Timeout: o.Timeout}, o.f.Version)
+		defer ka.Close()
+		if _, err := ka.Client(); err != nil {
+			return cmdutil.Usage(err)
+		}
+		adm = ka
+	}
+	if clock == nil {
+		clock = systemClock{}
 	}
 	ao := apply.Options{
 		Throttle:    o.Throttle,
@@ -178,7 +188,7 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 		NoWait:      o.NoWait,
 		WaitTimeout: o.WaitTimeout,
 		Poll:        o.Poll,
-		Clock:       systemClock{},
+		Clock:       clock,
 		Progress:    o.progress(),
 	}
 	var res *apply.Result

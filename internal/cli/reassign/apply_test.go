@@ -14,6 +14,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/cli/reassign"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/reassign/apply"
 )
 
 func parseApply(t *testing.T, args ...string) (*reassign.ApplyOptions, error) {
@@ -39,7 +40,7 @@ func TestNewCmdApply(t *testing.T) {
 	}{
 		{"execute", "plan.json --bootstrap-server k:9092", func(t *testing.T, o *reassign.ApplyOptions) {
 			assert.Equal(t, "plan.json", o.Plan)
-			assert.Equal(t, "execute", o.Mode)
+			assert.Equal(t, apply.ModeExecute, o.Mode)
 			assert.Zero(t, o.Throttle)
 			assert.False(t, o.Yes)
 			assert.Equal(t, 15*time.Second, o.Timeout)
@@ -50,10 +51,10 @@ func TestNewCmdApply(t *testing.T) {
 			assert.True(t, o.NoWait)
 		}},
 		{"verify", "plan.json --command-config c.properties --verify", func(t *testing.T, o *reassign.ApplyOptions) {
-			assert.Equal(t, "verify", o.Mode)
+			assert.Equal(t, apply.ModeVerify, o.Mode)
 		}},
 		{"cancel", "plan.json --bootstrap-server k:9092 --cancel", func(t *testing.T, o *reassign.ApplyOptions) {
-			assert.Equal(t, "cancel", o.Mode)
+			assert.Equal(t, apply.ModeCancel, o.Mode)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,160 @@
+package reassign
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/reassign/apply"
+	"github.com/kplan-dev/kplan/internal/reassign/apply/applytest"
+	"github.com/kplan-dev/kplan/internal/report"
+)
+
+// runFake runs `kplan reassign apply` from options on a fake cluster and
+// returns the exit code, stdout, stderr and the error's one line.
+func runFake(t *testing.T, adm *applytest.Admin, plan string, mod func(*ApplyOptions)) (int, string, string, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plan.json")
+	require.NoError(t, os.WriteFile(path, []byte(plan), 0o644))
+	ios, _, out, errOut := iostreams.Test()
+	f := cmdutil.NewTestFactory()
+	f.IOStreams = ios
+	o := &ApplyOptions{IO: ios, f: f, Format: report.Table, Plan: path, BootstrapServers: "k1:9092", Mode: apply.ModeExecute,
+		Timeout: time.Second, Poll: time.Second, LabDir: t.TempDir(), admin: adm, clock: applytest.NewClock()}
+	if mod != nil {
+		mod(o)
+	}
+	err := runApply(context.Background(), o)
+	msg := ""
+	if err != nil && !errors.Is(err, cmdutil.ErrSilent) {
+		msg = err.Error()
+	}
+	return cmdutil.ExitCode(err), out.String(), errOut.String(), strings.ReplaceAll(msg, path, "PLAN")
+}
+
+const twoMoves = `{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[2,3]},{"topic":"a","partition":1,"replicas":[1,3]}]}`
+
+func skewed() *applytest.Admin {
+	return applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2), applytest.Part("a", 1, 1, 2))
+}
+
+// The JSON of every run carries the schema the README promises, and the
+// outcome and message of the run.
+func TestApplyJSON(t *testing.T) {
+	adm := skewed()
+	adm.FinishPerPoll = 1
+	code, out, errOut, msg := runFake(t, adm, twoMoves, func(o *ApplyOptions) {
+		o.Format, o.Yes, o.Throttle = report.JSON, true, 10_000_000
+	})
+	require.Equal(t, cmdutil.ExitOK, code, msg)
+	var got struct {
+		Schema     string `json:"schema"`
+		Mode       string `json:"mode"`
+		Bootstrap  string `json:"bootstrap"`
+		Throttle   int64  `json:"throttle_bytes_per_s"`
+		Outcome    string `json:"outcome"`
+		Complete   int    `json:"complete"`
+		Message    string `json:"message"`
+		Partitions []struct {
+			Status string `json:"status"`
+		} `json:"partitions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	assert.Equal(t, "kplan.reassign.apply/v1", got.Schema)
+	assert.Equal(t, "execute", got.Mode)
+	assert.Equal(t, "k1:9092", got.Bootstrap)
+	assert.Equal(t, int64(10_000_000), got.Throttle)
+	assert.Equal(t, "complete", got.Outcome)
+	assert.Equal(t, 2, got.Complete)
+	assert.Equal(t, "complete: 2 partitions have their target replicas", got.Message)
+	assert.Len(t, got.Partitions, 2)
+	assert.True(t, strings.HasPrefix(out, "{\n  \"schema\": \"kplan.reassign.apply/v1\""), out)
+	assert.Equal(t, `Plan for k1:9092: 2 of 2 partitions to change, replication throttled to 10MB/s
+  a/0: [1,2] -> [2,3] (pending)
+  a/1: [1,2] -> [1,3] (pending)
+kplan reassign apply: the controller accepted 2 partition moves
+kplan reassign apply: 1 of 2 partitions complete, 1 in progress (0s)
+kplan reassign apply: 2 of 2 partitions complete, 0 in progress (1s)
+`, errOut)
+}
+
+// Each way a run ends: the exit code, the table's title or the error's one
+// line, which names the plan file or the flag.
+func TestApplyRun(t *testing.T) {
+	leaderless := func() *applytest.Admin {
+		f := skewed()
+		f.Parts[1].Leader = -1
+		return f
+	}
+	inProgress := func() *applytest.Admin {
+		f := skewed()
+		f.Moving[f.Parts[0].Key()] = []int32{2, 3}
+		return f
+	}
+	done := func() *applytest.Admin {
+		return applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 2, 3), applytest.Part("a", 1, 1, 3))
+	}
+	for _, tc := range []struct {
+		name string
+		adm  func() *applytest.Admin
+		plan string
+		mod  func(*ApplyOptions)
+		code int
+		out  string // the table's first line
+		err  string
+	}{
+		{"refused without --yes", skewed, twoMoves, nil, cmdutil.ExitRefused, "",
+			"--yes: needed to execute 2 partition moves on a cluster that is not the local kplan lab; nothing was changed"},
+		{"refused: no leader", leaderless, twoMoves, func(o *ApplyOptions) { o.Yes = true }, cmdutil.ExitRefused, "",
+			"plan PLAN: refusing to execute: a/1 has no leader"},
+		{"refused: unknown broker", skewed, `{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[2,9]}]}`, func(o *ApplyOptions) { o.Yes = true }, cmdutil.ExitRefused, "",
+			"plan PLAN: refusing to execute: a/0: target broker 9 is not a running broker of the cluster"},
+		{"refused: in progress", inProgress, twoMoves, func(o *ApplyOptions) { o.Yes = true }, cmdutil.ExitRefused, "",
+			"plan PLAN: refusing to execute: a/0 is already being reassigned (verify or cancel that first)"},
+		{"missing partition", skewed, `{"version":1,"partitions":[{"topic":"a","partition":7,"replicas":[2,3]}]}`, nil, cmdutil.ExitUsage, "",
+			"plan PLAN: a/7 does not exist on the cluster"},
+		{"nothing to do", done, twoMoves, nil, cmdutil.ExitOK,
+			"kplan reassign apply (execute): nothing to do: every partition already has its target replicas", ""},
+		{"no wait, throttled", skewed, twoMoves, func(o *ApplyOptions) { o.Yes, o.NoWait, o.Throttle = true, true, 1000 }, cmdutil.ExitOK,
+			"kplan reassign apply (execute): 2 partition moves started; run with --verify to follow them; the throttle stays until --verify or --cancel removes it", ""},
+		{"wait timeout", skewed, twoMoves, func(o *ApplyOptions) { o.Yes, o.WaitTimeout = true, 3*time.Second }, cmdutil.ExitRuntime, "",
+			"--wait-timeout: not complete after 3s: the reassignment goes on; follow it with --verify or stop it with --cancel"},
+		{"verify: complete", done, twoMoves, func(o *ApplyOptions) { o.Mode = apply.ModeVerify }, cmdutil.ExitOK,
+			"kplan reassign apply (verify): complete: 2 partitions have their target replicas; throttle removed", ""},
+		{"verify: in progress", inProgress, twoMoves, func(o *ApplyOptions) { o.Mode = apply.ModeVerify }, cmdutil.ExitFindings,
+			"kplan reassign apply (verify): in progress: 0 of 2 partitions complete", ""},
+		{"verify: differs", skewed, twoMoves, func(o *ApplyOptions) { o.Mode = apply.ModeVerify }, cmdutil.ExitRuntime,
+			"kplan reassign apply (verify): 2 partitions differ from the plan and are not being reassigned", ""},
+		{"cancel refused without --yes", inProgress, twoMoves, func(o *ApplyOptions) { o.Mode = apply.ModeCancel }, cmdutil.ExitRefused, "",
+			"--yes: needed to cancel 1 reassignments on a cluster that is not the local kplan lab; nothing was changed"},
+		{"cancel", inProgress, twoMoves, func(o *ApplyOptions) { o.Mode, o.Yes = apply.ModeCancel, true }, cmdutil.ExitOK,
+			"kplan reassign apply (cancel): cancelled 1 reassignments in progress; throttle removed", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			adm := tc.adm()
+			code, out, errOut, msg := runFake(t, adm, tc.plan, tc.mod)
+			assert.Equal(t, tc.code, code, msg)
+			assert.Equal(t, tc.err, msg)
+			if tc.out == "" {
+				assert.Empty(t, out)
+			} else {
+				first, _, _ := strings.Cut(out, "\n")
+				assert.Equal(t, tc.out, first)
+			}
+			if tc.code == cmdutil.ExitRefused {
+				assert.Contains(t, errOut, "Plan for k1:9092", "the plan is shown before a refusal")
+				assert.NotContains(t, strings.Join(adm.Calls, ";"), "Reassign", "a refusal changed the cluster")
+			}
+		})
+	}
+}
