@@ -184,11 +184,14 @@ func TestApplyExecutesThePlan(t *testing.T) {
 	code, _, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap)
 	assert.Equal(t, 4, code, errOut)
 	assert.Contains(t, errOut, "Plan for "+lab.Bootstrap)
-	assert.Contains(t, errOut, "without --yes")
+	assert.Contains(t, errOut, "--yes: needed to execute")
+	assert.Contains(t, errOut, "not the local kplan lab; nothing was changed")
 	assert.True(t, isOriginal(), "a refused apply changed the cluster")
 
 	// Execute with a throttle and wait.
 	var res struct {
+		Schema     string `json:"schema"`
+		Outcome    string `json:"outcome"`
 		Complete   int    `json:"complete"`
 		Message    string `json:"message"`
 		Partitions []struct {
@@ -200,6 +203,8 @@ func TestApplyExecutesThePlan(t *testing.T) {
 	t.Logf("kplan reassign apply (stderr):\n%s", errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Equal(t, len(res.Partitions), res.Complete, res.Message)
+	assert.Equal(t, "kplan.reassign.apply/v1", res.Schema)
+	assert.Equal(t, "complete", res.Outcome)
 	assert.Contains(t, errOut, "partitions complete")
 	for _, b := range []string{"1", "2", "3"} {
 		assert.NotContains(t, configs(t, ctx, lab.Bootstrap, "brokers", b), "replication.throttled.rate", "broker %s keeps a throttle", b)
