@@ -227,15 +227,17 @@ func (o *ApplyOptions) loadPlan() ([]topology.Partition, error) {
 }
 
 // spell names a domain error's field as the command line does: the plan
-// file, or a flag. The workflow returns fielded errors unwrapped.
+// file, or a flag. The workflow's errors are fresh values, so the field is
+// renamed in place, keeping any wrapping around it.
 func (o *ApplyOptions) spell(err error) error {
 	var e *errkind.Error
-	if errors.As(err, &e) && error(e) == err && e.Field != "" {
-		name := map[string]string{"plan": "plan " + o.Plan, "yes": "--yes", "wait-timeout": "--wait-timeout"}[e.Field]
-		if name == "" {
-			name = "--" + e.Field
+	if errors.As(err, &e) && e.Field != "" {
+		switch e.Field {
+		case "plan":
+			e.Field = "plan " + o.Plan
+		default:
+			e.Field = "--" + e.Field
 		}
-		err = &errkind.Error{Kind: e.Kind, Field: name, Err: e.Err}
 	}
 	if errors.Is(err, apply.ErrNotDone) {
 		err = fmt.Errorf("%w; follow it with --verify or stop it with --cancel", err)
