@@ -92,9 +92,9 @@ func TestApplyBadInput(t *testing.T) {
 		{"bad timeout", []string{"reassign", "apply", empty, "--bootstrap-server", bs, "--timeout", "0s"}, "--timeout"},
 		{"bad wait timeout", []string{"reassign", "apply", empty, "--bootstrap-server", bs, "--wait-timeout", "-1s"}, "--wait-timeout"},
 		{"missing file", []string{"reassign", "apply", filepath.Join(dir, "nope.json"), "--bootstrap-server", bs}, "nope.json"},
-		{"empty plan", []string{"reassign", "apply", empty, "--bootstrap-server", bs}, "no partitions"},
+		{"empty plan", []string{"reassign", "apply", empty, "--bootstrap-server", bs}, "plan " + empty + ": no partitions"},
 		{"duplicate replica", []string{"reassign", "apply", broken, "--bootstrap-server", bs}, "broken.json:2"},
-		{"not JSON", []string{"reassign", "apply", describe, "--bootstrap-server", bs}, "not a reassignment JSON file"},
+		{"not JSON", []string{"reassign", "apply", describe, "--bootstrap-server", bs}, "plan " + describe + ": not a reassignment JSON file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := run(tc.args...)
