@@ -2,8 +2,8 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"

@@ -121,4 +121,3 @@ func TestRunnersReportLabErrors(t *testing.T) {
 	assert.EqualError(t, err, "broker-2 is already dead")
 	assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
 }
-
