@@ -53,6 +53,8 @@ func TestUsageErrorsAreTyped(t *testing.T) {
 		{[]string{"lab", "up", "extra-arg"}, `unknown command "extra-arg" for "kplan lab up"`},
 		{[]string{"lab", "kill"}, "accepts 1 arg(s), received 0"},
 		{[]string{"version", "extra"}, `unknown command "extra" for "kplan version"`},
+		{[]string{"help", "nosuch"}, `unknown help topic "nosuch"`},
+		{[]string{"help", "lab", "nosuch"}, `unknown help topic "lab nosuch"`},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"size", "--nosuch"}, "unknown flag: --nosuch"},
 		{[]string{"lab", "up", "--brokers", "many"}, `invalid argument "many" for "--brokers" flag: strconv.ParseInt: parsing "many": invalid syntax`},
@@ -78,6 +80,11 @@ func TestGroupsPrintHelp(t *testing.T) {
 		assert.Empty(t, errOut)
 		want := strings.TrimSpace("kplan " + strings.Join(args, " "))
 		assert.Contains(t, out, "Usage:\n  "+want+" [command]\n\n", "one usage line, as before")
+	}
+	for _, args := range [][]string{{"help", "lab"}, {"help", "lab", "up"}} {
+		code, out, _ := run(args...)
+		assert.Equal(t, 0, code, args)
+		assert.Contains(t, out, "Usage:\n  kplan "+strings.Join(args[1:], " "))
 	}
 	_, out, _ := run("size", "--help")
 	assert.Contains(t, out, "Usage:\n  kplan size [flags]\n  kplan size [command]\n", "a verb with subcommands keeps both lines")

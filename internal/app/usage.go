@@ -18,11 +18,10 @@ const groupAnnotation = "kplan:group"
 //
 //   - every Args validator's error (a wrong number of arguments) is wrapped
 //     as a usage error;
-//
 //   - a group command (subcommands, nothing to run of its own) answers an
 //     unknown subcommand with a usage error naming it, with cobra's wording
-//     and suggestions; without arguments it prints its help, as before.
-//
+//     and suggestions; without arguments it prints its help, as before;
+//   - `kplan help` refuses a topic that names no command;
 //   - a runnable command checks its required flags and flag groups itself,
 //     before cobra would (cobra returns those errors untyped).
 //
@@ -32,6 +31,8 @@ func typeUsageErrors(c *cobra.Command) {
 		checkFlagsFirst(c)
 	}
 	switch {
+	case c.Name() == "help" && c.HasParent() && !c.Parent().HasParent():
+		c.Args = helpTopic
 	case c.HasSubCommands() && !c.Runnable():
 		c.Args = unknownSubcommand
 		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
@@ -80,6 +81,15 @@ func checkFlagsFirst(c *cobra.Command) {
 		}
 		return nil
 	}
+}
+
+// helpTopic is the argument check of `kplan help`: the arguments must name
+// a command (group commands no longer fail cobra's own lookup).
+func helpTopic(c *cobra.Command, args []string) error {
+	if _, rest, err := c.Root().Find(args); err != nil || len(rest) > 0 {
+		return cmdutil.UsageErrorf("unknown help topic %q", strings.Join(args, " "))
+	}
+	return nil
 }
 
 // hideGroupUseLine keeps a group command's usage as cobra prints it for a
