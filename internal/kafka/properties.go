@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -202,13 +204,62 @@ func (p Properties) Opts() ([]kgo.Opt, error) {
 		}
 		opts = append(opts, kgo.DialTLSConfig(cfg))
 	}
-	switch p.SASLMechanism {
-	case "PLAIN":
-		opts = append(opts, kgo.SASL(plain.Auth{User: p.Username, Pass: p.Password}.AsMechanism()))
-	case "SCRAM-SHA-256":
-		opts = append(opts, kgo.SASL(scram.Auth{User: p.Username, Pass: p.Password}.AsSha256Mechanism()))
-	case "SCRAM-SHA-512":
-		opts = append(opts, kgo.SASL(scram.Auth{User: p.Username, Pass: p.Password}.AsSha512Mechanism()))
+	if m := p.saslMechanism(); m != nil {
+		opts = append(opts, kgo.SASL(m))
 	}
 	return opts, nil
+}
+
+// saslMechanism is the SASL mechanism of the properties, nil without SASL.
+func (p Properties) saslMechanism() sasl.Mechanism {
+	switch p.SASLMechanism {
+	case "PLAIN":
+		return typedMechanism{plain.Auth{User: p.Username, Pass: p.Password}.AsMechanism()}
+	case "SCRAM-SHA-256":
+		return typedMechanism{scram.Auth{User: p.Username, Pass: p.Password}.AsSha256Mechanism()}
+	case "SCRAM-SHA-512":
+		return typedMechanism{scram.Auth{User: p.Username, Pass: p.Password}.AsSha512Mechanism()}
+	}
+	return nil
+}
+
+// saslError is a failure of the SASL exchange on the client's side: the
+// mechanism could not start, or refused the server's answer (SCRAM reports
+// a wrong password as the server's "e=" message, a forged server as a
+// signature mismatch). franz-go's mechanisms return these as plain errors;
+// typedMechanism wraps them so that classify tells them by type.
+type saslError struct {
+	mechanism string
+	err       error
+}
+
+func (e *saslError) Error() string { return "SASL " + e.mechanism + ": " + e.err.Error() }
+
+func (e *saslError) Unwrap() error { return e.err }
+
+// typedMechanism is a SASL mechanism whose failures are *saslError.
+type typedMechanism struct{ sasl.Mechanism }
+
+// Authenticate starts the exchange.
+func (m typedMechanism) Authenticate(ctx context.Context, host string) (sasl.Session, []byte, error) {
+	s, first, err := m.Mechanism.Authenticate(ctx, host)
+	if err != nil {
+		return nil, nil, &saslError{mechanism: m.Name(), err: err}
+	}
+	return typedSession{Session: s, mechanism: m.Name()}, first, nil
+}
+
+// typedSession is a SASL session whose failures are *saslError.
+type typedSession struct {
+	sasl.Session
+	mechanism string
+}
+
+// Challenge answers the server's challenge.
+func (s typedSession) Challenge(c []byte) (bool, []byte, error) {
+	done, resp, err := s.Session.Challenge(c)
+	if err != nil {
+		return done, resp, &saslError{mechanism: s.mechanism, err: err}
+	}
+	return done, resp, nil
 }

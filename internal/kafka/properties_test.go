@@ -35,7 +35,7 @@ func TestParsePropertiesErrors(t *testing.T) {
 	}{
 		{"security.protocol=TLS\n", `c.properties:1: security.protocol: unknown protocol "TLS"`},
 		{"security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\nsasl.jaas.config=x\n", `c.properties:2: sasl.mechanism: mechanism "GSSAPI" is not supported`},
-		{"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n", "sasl.jaas.config is required"},
+		{"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n", "c.properties:2: sasl.jaas.config is required for SASL_PLAINTEXT"},
 		{"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=x required;\n", `c.properties:3: sasl.jaas.config: no username`},
 		{"security.protocol=SSL\nssl.truststore.location=/x.jks\n", "c.properties:2: ssl.truststore.location: JKS stores are not readable"},
 		{"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=" + filepath.Join(dir, "none.pem") + "\n", "c.properties:3: ssl.truststore.location: open"},

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
 // Per-broker CPU (--broker-cpu): every broker JVM runs in a cgroup of its
@@ -20,14 +22,19 @@ import (
 // cgroupRoots are where the cpu controller may be mounted; tests override.
 var cgroupRoots = struct{ v1, v2 string }{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup"}
 
+// isRoot reports whether kplan may make cgroups and network namespaces;
+// tests that work on fake trees in a temporary directory override it, so
+// they run as any user.
+var isRoot = func() bool { return os.Geteuid() == 0 }
+
 // cfsPeriodUS is the CFS period of the lab's cgroups.
 const cfsPeriodUS = 100_000
 
 // cpuCgroupBase returns the directory under which the lab's cgroups go and
 // whether it is cgroup v2, or why there is none.
 func cpuCgroupBase() (string, bool, error) {
-	if os.Geteuid() != 0 {
-		return "", false, usagef("--broker-cpu needs root (cgroups)")
+	if !isRoot() {
+		return "", false, errkind.Usagef(FieldBrokerCPU, "needs root (cgroups)")
 	}
 	if _, err := os.Stat(filepath.Join(cgroupRoots.v1, "cpu.cfs_quota_us")); err == nil {
 		return cgroupRoots.v1, false, nil
@@ -35,7 +42,7 @@ func cpuCgroupBase() (string, bool, error) {
 	if b, err := os.ReadFile(filepath.Join(cgroupRoots.v2, "cgroup.controllers")); err == nil && strings.Contains(" "+string(b)+" ", " cpu ") {
 		return cgroupRoots.v2, true, nil
 	}
-	return "", false, usagef("--broker-cpu needs a cgroup cpu controller (v1 at %s or v2 with cpu in %s/cgroup.controllers)", cgroupRoots.v1, cgroupRoots.v2)
+	return "", false, errkind.Usagef(FieldBrokerCPU, "needs a cgroup cpu controller (v1 at %s or v2 with cpu in %s/cgroup.controllers)", cgroupRoots.v1, cgroupRoots.v2)
 }
 
 // CheckCPUPrivileges tells why per-broker CPU caps cannot work here.
@@ -64,15 +71,15 @@ func (s *State) capCPU(id int32, pid int) error {
 	if v2 {
 		parent := filepath.Dir(dir)
 		if err := os.MkdirAll(parent, 0o755); err != nil {
-			return fmt.Errorf("--broker-cpu: %w", err)
+			return cpuErr("%w", err)
 		}
 		// Children of a v2 group get controllers the parent delegates.
 		if err := os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+cpu"), 0o644); err != nil {
-			return fmt.Errorf("--broker-cpu: enabling cpu in %s: %w", parent, err)
+			return cpuErr("enabling cpu in %s: %w", parent, err)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--broker-cpu: %w", err)
+		return cpuErr("%w", err)
 	}
 	q := quotaUS(s.CPUQuota)
 	var writes [][2]string
@@ -84,10 +91,17 @@ func (s *State) capCPU(id int32, pid int) error {
 	writes = append(writes, [2]string{"cgroup.procs", strconv.Itoa(pid)})
 	for _, w := range writes {
 		if err := os.WriteFile(filepath.Join(dir, w[0]), []byte(w[1]), 0o644); err != nil {
-			return fmt.Errorf("--broker-cpu: writing %s to %s: %w", w[1], filepath.Join(dir, w[0]), err)
+			return cpuErr("writing %s to %s: %w", w[1], filepath.Join(dir, w[0]), err)
 		}
 	}
 	return nil
+}
+
+// cpuErr is a failure to set up a CPU cap: a runtime error (the kernel
+// refused; an EINVAL reads "invalid argument" and is not bad usage) about
+// the broker-cpu field.
+func cpuErr(format string, a ...any) error {
+	return errkind.New(errkind.Runtime, FieldBrokerCPU, format, a...)
 }
 
 // removeCgroups removes the lab's cgroups once its processes are gone.

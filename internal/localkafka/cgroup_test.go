@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
 func TestQuotaUS(t *testing.T) {
@@ -21,10 +23,10 @@ func TestQuotaUS(t *testing.T) {
 
 // capCPU against fake cgroup trees: the quota files and the process list
 // get what the kernel expects, in v1 and in v2 layout.
+// The trees live in a temporary directory, so the test runs as any user:
+// only the root check is replaced.
 func TestCapCPUWritesQuota(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("cgroup tests run as root on this project's machines")
-	}
+	fakeRoot(t, true)
 	saved := cgroupRoots
 	defer func() { cgroupRoots = saved }()
 	for _, v2 := range []bool{false, true} {
@@ -58,5 +60,53 @@ func TestCapCPUWritesQuota(t *testing.T) {
 		}
 	}
 	cgroupRoots.v1, cgroupRoots.v2 = filepath.Join(t.TempDir(), "none"), filepath.Join(t.TempDir(), "none")
-	assert.ErrorIs(t, CheckCPUPrivileges(), ErrUsage)
+	err := CheckCPUPrivileges()
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+	assert.Equal(t, FieldBrokerCPU, errkind.FieldOf(err))
+	assert.ErrorContains(t, err, "cgroup cpu controller")
+}
+
+// fakeRoot makes the root check answer root for the test.
+func fakeRoot(t *testing.T, root bool) {
+	t.Helper()
+	saved := isRoot
+	t.Cleanup(func() { isRoot = saved })
+	isRoot = func() bool { return root }
+}
+
+// TestPrivilegesNameTheField: without root, the caps are refused as usage
+// errors naming their field, whoever runs the test.
+func TestPrivilegesNameTheField(t *testing.T) {
+	fakeRoot(t, false)
+	for _, tc := range []struct {
+		check func() error
+		field string
+	}{{CheckCPUPrivileges, FieldBrokerCPU}, {CheckNetPrivileges, FieldBrokerBandwidth}} {
+		err := tc.check()
+		assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+		assert.Equal(t, tc.field, errkind.FieldOf(err))
+		assert.ErrorContains(t, err, tc.field+": needs root")
+	}
+}
+
+// TestCapCPUKernelRefusalIsRuntime: a cgroup write the kernel refuses with
+// EINVAL ("invalid argument") is a runtime error about broker-cpu, not bad
+// usage. A file where the cgroup directory should be makes the write fail
+// without root.
+func TestCapCPUKernelRefusalIsRuntime(t *testing.T) {
+	fakeRoot(t, true)
+	saved := cgroupRoots
+	defer func() { cgroupRoots = saved }()
+	root := t.TempDir()
+	cgroupRoots.v1, cgroupRoots.v2 = filepath.Join(root, "cpu"), filepath.Join(root, "unified")
+	require.NoError(t, os.MkdirAll(cgroupRoots.v1, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cgroupRoots.v1, "cpu.cfs_quota_us"), []byte("-1"), 0o644))
+	s := &State{Dir: "/tmp/some-lab", CPUQuota: 0.25}
+	dir := s.cgroupDir(cgroupRoots.v1, 2)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "cgroup.procs"), 0o755), "a directory where the file goes")
+	err := s.capCPU(2, 4242)
+	require.Error(t, err)
+	assert.Equal(t, errkind.Runtime, errkind.KindOf(err))
+	assert.Equal(t, FieldBrokerCPU, errkind.FieldOf(err))
+	assert.ErrorContains(t, err, "cgroup.procs")
 }

@@ -22,24 +22,47 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
 // MaxCombined is the largest lab whose nodes are all broker+controller;
 // bigger labs get three dedicated controllers.
 const MaxCombined = 5
 
+// MaxBrokers is the largest lab.
+const MaxBrokers = 64
+
+// MaxCPUQuota is the largest per-broker CPU cap, in CPUs.
+const MaxCPUQuota = 64
+
+// DefaultHeapMB is each JVM's heap when Config.HeapMB is 0.
+const DefaultHeapMB = 384
+
 // controllerIDBase numbers dedicated controllers (9001..9003) so that
 // broker ids stay 1..N everywhere.
 const controllerIDBase = 9000
 
+// The fields of a Config that errors name; the CLI spells each as its flag.
+const (
+	FieldBrokers         = "brokers"
+	FieldBasePort        = "base-port"
+	FieldBrokerCPU       = "broker-cpu"
+	FieldBrokerBandwidth = "broker-bandwidth"
+	FieldHeapMB          = "heap-mb"
+	FieldDir             = "dir"
+	FieldKafkaJars       = "kafka-jars"
+)
+
 // Config describes a lab to start.
 type Config struct {
-	Brokers      int
+	Brokers int
+	// JarsDir is the directory of Kafka's jars; empty means FindJars("").
 	JarsDir      string
 	Dir          string
 	BasePort     int
 	FastFailover bool
-	// HeapMB is each JVM's heap; 0 means 384.
+	// HeapMB is each JVM's heap; 0 means DefaultHeapMB.
 	HeapMB int
 	// Java is the java binary; empty means "java" on PATH.
 	Java string
@@ -47,8 +70,32 @@ type Config struct {
 	// namespace with a tbf limit of this many bytes/s on each broker's link.
 	BandwidthBps int64
 	// CPUQuota, when positive, caps each broker JVM at this fraction of one
-	// CPU through a cgroup CFS quota (controllers are not capped).
+	// CPU through a cgroup CFS quota (controllers are not capped); 0: no cap.
 	CPUQuota float64
+}
+
+// Validate checks the request alone, before the machine is looked at. Its
+// errors are usage errors naming the field (see the Field constants).
+func (c Config) Validate() error {
+	if c.Brokers < 1 || c.Brokers > MaxBrokers {
+		return errkind.Usagef(FieldBrokers, "want 1 to %d, got %d", MaxBrokers, c.Brokers)
+	}
+	if hi := 65535 - (c.Brokers+3)*10; c.BasePort < 1024 || c.BasePort > hi {
+		return errkind.Usagef(FieldBasePort, "want 1024 to %d for %d brokers, got %d", hi, c.Brokers, c.BasePort)
+	}
+	if !(c.CPUQuota >= 0 && c.CPUQuota <= MaxCPUQuota) { // also refuses NaN
+		return errkind.Usagef(FieldBrokerCPU, "want a fraction of one CPU (e.g. 0.25), at most %d, or 0 for no cap; got %g", MaxCPUQuota, c.CPUQuota)
+	}
+	if c.BandwidthBps < 0 {
+		return errkind.Usagef(FieldBrokerBandwidth, "want a positive rate, got %d bytes/s", c.BandwidthBps)
+	}
+	if c.HeapMB < 0 {
+		return errkind.Usagef(FieldHeapMB, "want a heap in MiB (0 for %d), got %d", DefaultHeapMB, c.HeapMB)
+	}
+	if c.Dir == "" {
+		return errkind.Usagef(FieldDir, "empty: the lab needs a directory")
+	}
+	return nil
 }
 
 // Node is one JVM of the lab.
@@ -84,18 +131,23 @@ type State struct {
 	CPUQuota float64 `json:"cpu_quota,omitempty"`
 }
 
-// Errors callers map to exit codes.
-var (
-	// ErrUsage marks a problem with the request or the machine (missing jars,
-	// port in use, a lab already up, an unknown broker): exit 2.
-	ErrUsage = errors.New("usage")
-	// ErrNoLab means the directory holds no lab.
-	ErrNoLab = errors.New("no lab")
-)
+// ErrNoLab is what a NoLabError is (errors.Is): the directory holds no lab.
+var ErrNoLab = errors.New("no lab")
 
-func usagef(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, a...))
+// NoLabError says that a directory holds no lab; it is a usage error.
+type NoLabError struct {
+	Dir string
 }
+
+func (e *NoLabError) Error() string {
+	return fmt.Sprintf("no lab in %s (start one with `kplan lab up --dir %s`)", e.Dir, e.Dir)
+}
+
+// ErrorKind makes a missing lab a usage error.
+func (e *NoLabError) ErrorKind() errkind.Kind { return errkind.Usage }
+
+// Is reports whether target is ErrNoLab.
+func (e *NoLabError) Is(target error) bool { return target == ErrNoLab }
 
 // DefaultDir is the lab directory when --dir is omitted.
 func DefaultDir() string {
@@ -124,10 +176,10 @@ func FindJars(explicit string) (string, error) {
 			return filepath.Abs(d)
 		}
 		if explicit != "" {
-			return "", usagef("--kafka-jars %s holds no kafka_2.13 jar (run `make kafka`)", d)
+			return "", errkind.Usagef(FieldKafkaJars, "%s holds no kafka_2.13 jar (run `make kafka`)", d)
 		}
 	}
-	return "", usagef("Kafka's jars not found: run `make kafka` or pass --kafka-jars DIR (or set KPLAN_KAFKA_JARS)")
+	return "", errkind.Usagef(FieldKafkaJars, "Kafka's jars not found (run `make kafka`, or set KPLAN_KAFKA_JARS)")
 }
 
 // newClusterID returns a random Kafka Uuid in its base64url form.
@@ -145,7 +197,7 @@ func statePath(dir string) string { return filepath.Join(dir, "lab.json") }
 func Load(dir string) (*State, error) {
 	b, err := os.ReadFile(statePath(dir))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w in %s (start one with `kplan lab up --dir %s`)", ErrNoLab, dir, dir)
+		return nil, &NoLabError{Dir: dir}
 	}
 	if err != nil {
 		return nil, err
@@ -253,7 +305,7 @@ func (s *State) Node(id int32) (*Node, error) {
 			return &s.Nodes[i], nil
 		}
 	}
-	return nil, usagef("no broker-%d in this %d-broker lab", id, len(s.Brokers()))
+	return nil, errkind.Usagef("", "no broker-%d in this %d-broker lab", id, len(s.Brokers()))
 }
 
 // ParseBroker parses "broker-3" (or "3").
@@ -261,7 +313,7 @@ func ParseBroker(s string) (int32, error) {
 	t := strings.TrimPrefix(s, "broker-")
 	id, err := strconv.ParseInt(t, 10, 32)
 	if err != nil || id < 0 {
-		return 0, usagef("%q is not a broker (want broker-N)", s)
+		return 0, errkind.Usagef("", "%q is not a broker (want broker-N)", s)
 	}
 	return int32(id), nil
 }
@@ -358,123 +410,170 @@ logger.state.name = state.change.logger
 logger.state.level = WARN
 `
 
-func portFree(port int) error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return usagef("port %d on 127.0.0.1 is in use (pick another --base-port)", port)
-	}
-	return l.Close()
-}
-
 // Ready checks that brokers answer; Up and Restart call it until it returns
 // nil or ctx ends.
 type Ready func(ctx context.Context, bootstrap []string, brokers []int32) error
 
 // Up writes configs, formats storage and starts every node, then waits for
-// ready. On any failure it stops what it started and removes nothing else.
+// ready. Bad requests and a machine that cannot run the lab are refused
+// before anything is written; on a later failure Up stops what it started
+// and removes nothing else.
 func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
-	if cfg.Brokers < 1 || cfg.Brokers > 64 {
-		return nil, usagef("--brokers %d: want 1 to 64", cfg.Brokers)
+	cfg, err := prepare(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.BasePort < 1024 || cfg.BasePort+(cfg.Brokers+3)*10 > 65535 {
-		return nil, usagef("--base-port %d: want 1024 to %d", cfg.BasePort, 65535-(cfg.Brokers+3)*10)
+	s, err := newState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeFiles(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.launch(ctx, cfg.BandwidthBps, ready); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepare validates cfg, fills its defaults and checks that this machine can
+// run it: java, the jars, the privileges the caps need, a directory free of
+// running labs and of other files, free ports.
+func prepare(cfg Config) (Config, error) {
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
 	}
 	if cfg.HeapMB == 0 {
-		cfg.HeapMB = 384
+		cfg.HeapMB = DefaultHeapMB
 	}
 	if cfg.Java == "" {
 		cfg.Java = "java"
 	}
-	if _, err := exec.LookPath(cfg.Java); err != nil {
-		return nil, usagef("java not found on PATH: the lab needs Java 17 or later")
-	}
-	dir, err := filepath.Abs(cfg.Dir)
+	jars, err := FindJars(cfg.JarsDir)
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
-	cfg.Dir = dir
-	if old, err := Load(dir); err == nil && (old.AnyAlive() || old.Net != nil) {
-		return nil, usagef("a lab is already up in %s (kplan lab down --dir %s)", dir, dir)
+	cfg.JarsDir = jars
+	if _, err := exec.LookPath(cfg.Java); err != nil {
+		return cfg, errkind.Usagef("", "%s not found: the lab needs Java 17 or later on PATH", cfg.Java)
+	}
+	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
+		return cfg, err
 	}
 	if cfg.BandwidthBps > 0 {
 		if err := CheckNetPrivileges(); err != nil {
-			return nil, err
+			return cfg, err
 		}
-	}
-	if cfg.CPUQuota < 0 || cfg.CPUQuota > 64 {
-		return nil, usagef("--broker-cpu %g: want a fraction of one CPU above 0 (e.g. 0.25), at most 64", cfg.CPUQuota)
 	}
 	if cfg.CPUQuota > 0 {
 		if err := CheckCPUPrivileges(); err != nil {
-			return nil, err
+			return cfg, err
 		}
 	}
-	nodes := plan(cfg)
-	for _, n := range nodes {
-		if cfg.BandwidthBps > 0 {
-			break // fresh namespaces have every port free
-		}
-		for _, p := range []int{n.Port, n.ControllerPort} {
-			if p != 0 {
-				if err := portFree(p); err != nil {
-					return nil, err
+	if err := checkDir(cfg.Dir); err != nil {
+		return cfg, err
+	}
+	if cfg.BandwidthBps == 0 { // fresh namespaces have every port free
+		for _, n := range plan(cfg) {
+			for _, p := range []int{n.Port, n.ControllerPort} {
+				if p == 0 {
+					continue // a node without that listener
+				}
+				if err := portFree(p, cfg.BasePort); err != nil {
+					return cfg, err
 				}
 			}
 		}
 	}
-	// Clear a previous lab's files, but never a directory kplan did not make.
+	return cfg, nil
+}
+
+// checkDir refuses a directory where a lab runs, and one that holds files
+// but no lab: Up clears the directory, and never one kplan did not make.
+func checkDir(dir string) error {
+	if old, err := Load(dir); err == nil && (old.AnyAlive() || old.Net != nil) {
+		return errkind.Usagef("", "a lab is already up in %s (kplan lab down --dir %s)", dir, dir)
+	}
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		if _, err := os.Stat(statePath(dir)); err != nil {
-			return nil, usagef("--dir %s is not empty and holds no lab: refusing to use it", dir)
+			return errkind.Usagef(FieldDir, "%s is not empty and holds no lab: refusing to use it", dir)
 		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
+	return nil
+}
+
+func portFree(port, base int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return errkind.Usagef(FieldBasePort, "port %d on 127.0.0.1 is in use (the lab's ports start at %d; pick another)", port, base)
 	}
+	return l.Close()
+}
+
+// newState lays out a new lab of cfg with a fresh cluster id.
+func newState(cfg Config) (*State, error) {
 	id, err := newClusterID()
 	if err != nil {
 		return nil, err
 	}
-	s := &State{Version: 1, ClusterID: id, Dir: dir, JarsDir: cfg.JarsDir, Java: cfg.Java, HeapMB: cfg.HeapMB, Started: time.Now().UTC(), Nodes: nodes, CPUQuota: cfg.CPUQuota}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	return &State{Version: 1, ClusterID: id, Dir: cfg.Dir, JarsDir: cfg.JarsDir, Java: cfg.Java, HeapMB: cfg.HeapMB,
+		Started: time.Now().UTC(), Nodes: plan(cfg), CPUQuota: cfg.CPUQuota}, nil
+}
+
+// writeFiles clears the lab directory (a previous lab's files) and writes
+// the logging config and every node's server.properties.
+func (s *State) writeFiles(cfg Config) error {
+	if err := os.RemoveAll(s.Dir); err != nil {
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "log4j2.properties"), []byte(log4j2), 0o644); err != nil {
-		return nil, err
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return err
 	}
-	for _, n := range nodes {
+	if err := os.WriteFile(filepath.Join(s.Dir, "log4j2.properties"), []byte(log4j2), 0o644); err != nil {
+		return err
+	}
+	for _, n := range s.Nodes {
 		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
-			return nil, err
+			return err
 		}
-		if err := os.WriteFile(n.Config, []byte(properties(cfg, nodes, n)), 0o644); err != nil {
-			return nil, err
+		if err := os.WriteFile(n.Config, []byte(properties(cfg, s.Nodes, n)), 0o644); err != nil {
+			return err
 		}
 	}
-	if cfg.BandwidthBps > 0 {
-		if err := s.setupNet(cfg.BandwidthBps); err != nil {
-			return nil, err
+	return nil
+}
+
+// launch makes the namespaces (with bandwidth limits), formats storage,
+// starts every node and waits until the brokers answer; on failure it
+// undoes what it made.
+func (s *State) launch(ctx context.Context, bandwidth int64, ready Ready) error {
+	if bandwidth > 0 {
+		if err := s.setupNet(bandwidth); err != nil {
+			return err
 		}
+		// Saved at once, so that `kplan lab down` finds the namespaces
+		// should anything below fail without cleaning up.
 		if err := s.save(); err != nil {
 			s.teardownNet() //nolint:errcheck // the save error is the one to report
-			return nil, err
+			return err
 		}
 	}
 	if err := s.format(ctx); err != nil {
 		s.teardownNet() //nolint:errcheck // the format error is the one to report
-		return nil, err
+		return err
 	}
 	for i := range s.Nodes {
 		if err := s.start(&s.Nodes[i]); err != nil {
-			return nil, s.abort(err)
+			return s.abort(err)
 		}
 	}
 	if err := s.save(); err != nil {
-		return nil, s.abort(err)
+		return s.abort(err)
 	}
 	if err := s.waitReady(ctx, ready, nil); err != nil {
-		return nil, s.abort(err)
+		return s.abort(err)
 	}
-	return s, nil
+	return nil
 }
 
 // abort stops what a failed Up started and returns cause, joined with any
@@ -587,7 +686,7 @@ func (s *State) Kill(id int32) error {
 		return err
 	}
 	if !n.Alive() {
-		return usagef("broker-%d is already dead", id)
+		return errkind.Usagef("", "broker-%d is already dead", id)
 	}
 	if err := syscall.Kill(n.PID, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("killing broker-%d (pid %d): %w", id, n.PID, err)
@@ -605,7 +704,7 @@ func (s *State) Restart(ctx context.Context, id int32, ready Ready) error {
 		return err
 	}
 	if n.Alive() {
-		return usagef("broker-%d is running (kill it first)", id)
+		return errkind.Usagef("", "broker-%d is running (kill it first)", id)
 	}
 	if err := s.start(n); err != nil {
 		return err

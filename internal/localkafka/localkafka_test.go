@@ -3,6 +3,9 @@ package localkafka
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
 func TestPlanCombinedUpToFive(t *testing.T) {
@@ -59,11 +64,12 @@ func TestParseBrokerAndNode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(3), id)
 	_, err = ParseBroker("broker-x")
-	assert.ErrorIs(t, err, ErrUsage)
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+	assert.EqualError(t, err, `"broker-x" is not a broker (want broker-N)`)
 	s := &State{Nodes: plan(Config{Brokers: 3, Dir: "/lab", BasePort: 19092})}
 	_, err = s.Node(9)
-	assert.ErrorIs(t, err, ErrUsage)
-	assert.Contains(t, err.Error(), "no broker-9 in this 3-broker lab")
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+	assert.EqualError(t, err, "no broker-9 in this 3-broker lab")
 	assert.Equal(t, []string{"127.0.0.1:19092", "127.0.0.1:19102", "127.0.0.1:19112"}, s.Bootstrap())
 	assert.False(t, s.AnyAlive())
 }
@@ -71,8 +77,9 @@ func TestParseBrokerAndNode(t *testing.T) {
 func TestFindJarsAndLoad(t *testing.T) {
 	dir := t.TempDir()
 	_, err := FindJars(dir)
-	assert.ErrorIs(t, err, ErrUsage)
-	assert.Contains(t, err.Error(), "make kafka")
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+	assert.Equal(t, FieldKafkaJars, errkind.FieldOf(err))
+	assert.ErrorContains(t, err, "make kafka")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kafka_2.13-4.3.1.jar"), nil, 0o644))
 	got, err := FindJars(dir)
 	require.NoError(t, err)
@@ -80,6 +87,8 @@ func TestFindJarsAndLoad(t *testing.T) {
 
 	_, err = Load(filepath.Join(dir, "none"))
 	assert.ErrorIs(t, err, ErrNoLab)
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+	assert.ErrorContains(t, err, "no lab in "+filepath.Join(dir, "none"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.json"), []byte("{"), 0o644))
 	_, err = Load(dir)
 	require.Error(t, err)
@@ -102,8 +111,7 @@ for a in "$@"; do
 done
 exit 0
 `), 0o755))
-	jars := filepath.Join(dir, "jars")
-	require.NoError(t, os.MkdirAll(jars, 0o755))
+	jars := fakeJars(t)
 	cfg := Config{Brokers: 2, JarsDir: jars, Dir: filepath.Join(dir, "lab"), BasePort: 24092 + os.Getpid()%500*10, Java: fake}
 	notReady := func(context.Context, []string, []int32) error { return errors.New("not yet") }
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -121,11 +129,95 @@ func TestUpRefusesForeignDirectory(t *testing.T) {
 	dir := t.TempDir()
 	precious := filepath.Join(dir, "precious.txt")
 	require.NoError(t, os.WriteFile(precious, []byte("keep"), 0o644))
-	_, err := Up(context.Background(), Config{Brokers: 1, JarsDir: dir, Dir: dir, BasePort: 25092, Java: "/bin/true"}, nil)
-	require.ErrorIs(t, err, ErrUsage)
-	assert.Contains(t, err.Error(), "not empty and holds no lab")
+	_, err := Up(context.Background(), Config{Brokers: 1, JarsDir: fakeJars(t), Dir: dir, BasePort: 25092, Java: "/bin/true"}, nil)
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+	assert.Equal(t, FieldDir, errkind.FieldOf(err))
+	assert.ErrorContains(t, err, "not empty and holds no lab")
 	_, err = os.Stat(precious)
 	assert.NoError(t, err, "nothing deleted")
+}
+
+// fakeJars returns a directory FindJars accepts.
+func fakeJars(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kafka_2.13-4.3.1.jar"), nil, 0o644))
+	return dir
+}
+
+// TestConfigValidate: each bad request is a usage error naming its field,
+// and Up refuses it before writing anything.
+func TestConfigValidate(t *testing.T) {
+	good := Config{Brokers: 3, Dir: "/lab", BasePort: 19092}
+	require.NoError(t, good.Validate())
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Config)
+		field string
+		want  string
+	}{
+		{"no brokers", func(c *Config) { c.Brokers = 0 }, FieldBrokers, "want 1 to 64, got 0"},
+		{"too many brokers", func(c *Config) { c.Brokers = 65 }, FieldBrokers, "got 65"},
+		{"low port", func(c *Config) { c.BasePort = 80 }, FieldBasePort, "want 1024 to 65475 for 3 brokers, got 80"},
+		{"high port", func(c *Config) { c.BasePort = 65500 }, FieldBasePort, "got 65500"},
+		{"ports past 65535 for many brokers", func(c *Config) { c.Brokers, c.BasePort = 64, 65000 }, FieldBasePort, "want 1024 to 64865 for 64 brokers"},
+		{"negative cpu", func(c *Config) { c.CPUQuota = -0.5 }, FieldBrokerCPU, "got -0.5"},
+		{"too much cpu", func(c *Config) { c.CPUQuota = 65 }, FieldBrokerCPU, "at most 64"},
+		{"nan cpu", func(c *Config) { c.CPUQuota = math.NaN() }, FieldBrokerCPU, "got NaN"},
+		{"negative bandwidth", func(c *Config) { c.BandwidthBps = -1 }, FieldBrokerBandwidth, "positive rate"},
+		{"negative heap", func(c *Config) { c.HeapMB = -1 }, FieldHeapMB, "got -1"},
+		{"no dir", func(c *Config) { c.Dir = "" }, FieldDir, "needs a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := good
+			cfg.Dir = filepath.Join(t.TempDir(), "lab")
+			tc.edit(&cfg)
+			err := cfg.Validate()
+			assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+			assert.Equal(t, tc.field, errkind.FieldOf(err))
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), tc.field+": "), "names the field: %v", err)
+			assert.ErrorContains(t, err, tc.want)
+			_, upErr := Up(context.Background(), cfg, nil)
+			assert.Equal(t, err, upErr, "Up validates the same way")
+			if cfg.Dir != "" {
+				_, statErr := os.Stat(cfg.Dir)
+				assert.ErrorIs(t, statErr, os.ErrNotExist, "nothing written")
+			}
+		})
+	}
+}
+
+// TestUpChecksTheMachineFirst: missing jars, a missing java and a port in
+// use are refused before anything is written, each naming what is wrong.
+func TestUpChecksTheMachineFirst(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close() //nolint:errcheck // test listener
+	busy := l.Addr().(*net.TCPAddr).Port
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		field string
+		want  string
+	}{
+		{"no jars", Config{Brokers: 1, BasePort: 25092, JarsDir: t.TempDir(), Java: "/bin/true"}, FieldKafkaJars, "holds no kafka_2.13 jar"},
+		{"no java", Config{Brokers: 1, BasePort: 25092, JarsDir: fakeJars(t), Java: "/no/such/java"}, "", "/no/such/java not found"},
+		{"port in use", Config{Brokers: 1, BasePort: busy, JarsDir: fakeJars(t), Java: "/bin/true"}, FieldBasePort, fmt.Sprintf("port %d on 127.0.0.1 is in use", busy)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.cfg.BasePort < 1024 {
+				t.Skipf("the kernel gave a privileged port %d", tc.cfg.BasePort)
+			}
+			tc.cfg.Dir = filepath.Join(t.TempDir(), "lab")
+			_, err := Up(context.Background(), tc.cfg, nil)
+			assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+			assert.Equal(t, tc.field, errkind.FieldOf(err))
+			assert.ErrorContains(t, err, tc.want)
+			_, statErr := os.Stat(tc.cfg.Dir)
+			assert.ErrorIs(t, statErr, os.ErrNotExist, "nothing written")
+		})
+	}
 }
 
 // TestAliveThroughExec: a node started through a chain of execs (as `ip

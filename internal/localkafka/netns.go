@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
 // Per-broker capacity (--broker-bandwidth): every node runs in a network
@@ -27,12 +29,12 @@ type Net struct {
 
 // CheckNetPrivileges tells why per-broker bandwidth cannot work here.
 func CheckNetPrivileges() error {
-	if os.Geteuid() != 0 {
-		return usagef("--broker-bandwidth needs root (network namespaces and tc)")
+	if !isRoot() {
+		return errkind.Usagef(FieldBrokerBandwidth, "needs root (network namespaces and tc)")
 	}
 	for _, tool := range []string{"ip", "tc"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return usagef("--broker-bandwidth needs iproute2's %s on PATH", tool)
+			return errkind.Usagef(FieldBrokerBandwidth, "needs iproute2's %s on PATH", tool)
 		}
 	}
 	return nil
@@ -68,7 +70,7 @@ func (s *State) setupNet(rate int64) (err error) {
 		}
 	}()
 	if _, e := os.Stat("/sys/class/net/" + n.Bridge); e == nil {
-		return usagef("network bridge %s exists: another lab with bandwidth limits runs from %s? (kplan lab down)", n.Bridge, s.Dir)
+		return errkind.Usagef("", "network bridge %s exists: another lab with bandwidth limits runs from %s? (kplan lab down)", n.Bridge, s.Dir)
 	}
 	if err := run("ip", "link", "add", n.Bridge, "type", "bridge"); err != nil {
 		return err

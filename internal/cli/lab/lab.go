@@ -1,41 +1,30 @@
 // Package lab implements `kplan lab`: a real Kafka KRaft cluster on this
 // machine, for integration tests and for rehearsing reassignments and
 // broker losses.
+//
+// Each subcommand is Options + NewCmdX(f, runF) + runX(ctx, opts): the
+// command parses flags into the options, localkafka validates them
+// (Config.Validate, once for the CLI and every other caller), and the run
+// function does the work.
 package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/localkafka"
-	"github.com/kplan-dev/kplan/internal/report"
-	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/units"
 )
 
-// mapErr gives localkafka's errors their exit codes.
-func mapErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, localkafka.ErrUsage) || errors.Is(err, localkafka.ErrNoLab) {
-		return cmdutil.Usage(errors.New(strings.TrimPrefix(err.Error(), "usage: ")))
-	}
-	return err
-}
-
 // NewCmdLab returns `kplan lab` and its subcommands.
 func NewCmdLab(f *cmdutil.Factory) *cobra.Command {
-	var dir string
 	cmd := &cobra.Command{
 		Use:   "lab <command>",
 		Short: "Run a real Kafka KRaft cluster on this machine",
@@ -53,304 +42,320 @@ every subcommand works from any later process. Fetch the jars once with
   $ kplan lab elect-preferred
   $ kplan lab down`,
 	}
-	cmd.PersistentFlags().StringVar(&dir, "dir", localkafka.DefaultDir(), "lab directory (state, configs, logs, data); $KPLAN_LAB_DIR sets the default")
-	cmd.AddCommand(newCmdUp(f, &dir), newCmdStatus(f, &dir), newCmdKill(f, &dir), newCmdRestart(f, &dir), newCmdElect(f, &dir), newCmdDown(f, &dir))
+	cmd.AddCommand(NewCmdUp(f, nil), NewCmdStatus(f, nil), NewCmdKill(f, nil), NewCmdRestart(f, nil), NewCmdElect(f, nil), NewCmdDown(f, nil))
 	return cmd
 }
 
-// UpOptions are the flags of `kplan lab up`.
-type UpOptions struct {
-	Config  localkafka.Config
-	Timeout time.Duration
+// addDirFlag registers --dir on a subcommand. Each subcommand has its own,
+// so that it stands alone; `kplan lab --dir D status` still parses, as
+// cobra hands flags before the subcommand's name to the subcommand.
+func addDirFlag(cmd *cobra.Command, dir *string) {
+	cmd.Flags().StringVar(dir, "dir", localkafka.DefaultDir(), "lab directory (state, configs, logs, data); $KPLAN_LAB_DIR sets the default")
 }
 
-func newCmdUp(f *cmdutil.Factory, dir *string) *cobra.Command {
-	var o UpOptions
-	var jars, bandwidth string
+// flagErr spells a localkafka error's field as the flag it came from:
+// localkafka's field names are the flags' names.
+func flagErr(err error) error { return cmdutil.SpellFlag(err, nil) }
+
+// UpOptions are the parsed flags of `kplan lab up`.
+type UpOptions struct {
+	IO *iostreams.IOStreams
+	// Config is the lab to start; Config.JarsDir is --kafka-jars as given
+	// (empty: look for them).
+	Config  localkafka.Config
+	Timeout time.Duration
+	// Ready checks that the brokers answer (kafka.WaitBrokers).
+	Ready localkafka.Ready
+	// Now is the clock for the "ready in" line.
+	Now func() time.Time
+}
+
+// NewCmdUp returns `kplan lab up`. runF replaces the run function in tests.
+func NewCmdUp(f *cmdutil.Factory, runF func(context.Context, *UpOptions) error) *cobra.Command {
+	opts := &UpOptions{IO: f.IOStreams, Ready: kafka.WaitBrokers, Now: f.Now}
+	var bandwidth string
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a lab cluster and wait until every broker answers",
-		Args:  cobra.NoArgs,
+		Long: `Start a lab cluster: write each node's server.properties, format its storage,
+start one JVM per node and wait until every broker answers. Up to 5 brokers
+every node is a combined broker and controller; beyond that 3 dedicated
+controllers (ids 9001-9003) join. It prints the bootstrap servers on stdout.
+
+--broker-bandwidth and --broker-cpu give each broker a capacity of its own
+(a network namespace with a tc limit, a cgroup CPU quota); both need root.`,
+		Example: `  $ kplan lab up
+  $ kplan lab up --brokers 6 --base-port 29092 --dir /tmp/big-lab
+  $ kplan lab up --kafka-jars ~/kafka_2.13-4.3.1/libs --heap-mb 512
+  $ sudo kplan lab up --broker-bandwidth 5MB/s --broker-cpu 0.5`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Config.Brokers < 1 || o.Config.Brokers > 64 {
-				return cmdutil.UsageErrorf("--brokers %d: want 1 to 64", o.Config.Brokers)
-			}
-			j, err := localkafka.FindJars(jars)
-			if err != nil {
-				return mapErr(err)
-			}
-			o.Config.JarsDir, o.Config.Dir = j, *dir
 			if bandwidth != "" {
 				bps, err := units.ParseRate(bandwidth)
 				if err != nil {
 					return cmdutil.UsageErrorf("--broker-bandwidth: %w", err)
 				}
-				if err := localkafka.CheckNetPrivileges(); err != nil {
-					return mapErr(err)
-				}
-				o.Config.BandwidthBps = bps
+				opts.Config.BandwidthBps = bps
 			}
-			if cmd.Flags().Changed("broker-cpu") {
-				if !(o.Config.CPUQuota > 0 && o.Config.CPUQuota <= 64) {
-					return cmdutil.UsageErrorf("--broker-cpu %g: want a fraction of one CPU above 0 (e.g. 0.25), at most 64", o.Config.CPUQuota)
-				}
-				if err := localkafka.CheckCPUPrivileges(); err != nil {
-					return mapErr(err)
-				}
+			if err := opts.Config.Validate(); err != nil {
+				return flagErr(err)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.Timeout)
-			defer cancel()
-			start := f.Now()
-			s, err := localkafka.Up(ctx, o.Config, kafka.WaitBrokers)
-			if err != nil {
-				return mapErr(err)
+			if opts.Timeout <= 0 {
+				return cmdutil.UsageErrorf("--timeout: want a positive duration, got %s", opts.Timeout)
 			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "lab up: %d brokers ready in %.1fs (dir %s)\n", len(s.Brokers()), f.Now().Sub(start).Seconds(), s.Dir)
-			fmt.Fprintln(f.IOStreams.Out, strings.Join(s.Bootstrap(), ","))
-			return nil
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runUp(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().IntVar(&o.Config.Brokers, "brokers", 3, "number of brokers (combined broker+controller up to 5; beyond that 3 dedicated controllers)")
-	cmd.Flags().StringVar(&jars, "kafka-jars", "", "directory of Kafka's jars (default: $KPLAN_KAFKA_JARS, then ./.cache/kafka-*/libs)")
-	cmd.Flags().IntVar(&o.Config.BasePort, "base-port", 19092, "client port of broker-1; broker-N listens on base+10*(N-1), its controller on the next port")
-	cmd.Flags().BoolVar(&o.Config.FastFailover, "fast-failover", true, "broker.session.timeout.ms=3000 and heartbeat 500ms, so a killed broker is fenced in about 3s")
-	cmd.Flags().StringVar(&bandwidth, "broker-bandwidth", "", "limit each broker's link to this rate (e.g. 5MB/s): every broker runs in its own network namespace with a tc tbf limit; needs root and iproute2")
-	cmd.Flags().Float64Var(&o.Config.CPUQuota, "broker-cpu", 0, "cap each broker JVM at this fraction of one CPU (e.g. 0.25) through a cgroup CFS quota; needs root and a cgroup cpu controller")
-	cmd.Flags().IntVar(&o.Config.HeapMB, "heap-mb", 384, "heap of each broker JVM in MiB")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 120*time.Second, "give up when brokers are not ready within this time")
+	fs := cmd.Flags()
+	addDirFlag(cmd, &opts.Config.Dir)
+	fs.IntVar(&opts.Config.Brokers, "brokers", 3, fmt.Sprintf("number of brokers, 1 to %d (combined broker+controller up to %d; beyond that 3 dedicated controllers)", localkafka.MaxBrokers, localkafka.MaxCombined))
+	fs.StringVar(&opts.Config.JarsDir, "kafka-jars", "", "directory of Kafka's jars (default: $KPLAN_KAFKA_JARS, then ./.cache/kafka-*/libs)")
+	fs.IntVar(&opts.Config.BasePort, "base-port", 19092, "client port of broker-1; broker-N listens on base+10*(N-1), its controller on the next port")
+	fs.BoolVar(&opts.Config.FastFailover, "fast-failover", true, "broker.session.timeout.ms=3000 and heartbeat 500ms, so a killed broker is fenced in about 3s")
+	fs.StringVar(&bandwidth, "broker-bandwidth", "", "limit each broker's link to this rate (e.g. 5MB/s): every broker runs in its own network namespace with a tc tbf limit; needs root and iproute2")
+	fs.Float64Var(&opts.Config.CPUQuota, "broker-cpu", 0, "cap each broker JVM at this fraction of one CPU (e.g. 0.25) through a cgroup CFS quota, 0 for no cap; needs root and a cgroup cpu controller")
+	fs.IntVar(&opts.Config.HeapMB, "heap-mb", localkafka.DefaultHeapMB, "heap of each broker JVM in MiB")
+	fs.DurationVar(&opts.Timeout, "timeout", 120*time.Second, "give up when brokers are not ready within this time")
 	return cmd
 }
 
-func loadLab(dir string) (*localkafka.State, error) {
-	s, err := localkafka.Load(dir)
-	return s, mapErr(err)
-}
-
-func newCmdStatus(f *cmdutil.Factory, dir *string) *cobra.Command {
-	var out cmdutil.OutputFlag
-	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show brokers alive or dead, leaders and replicas per broker, and unhealthy partitions",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			format, err := out.Format()
-			if err != nil {
-				return err
-			}
-			s, err := loadLab(*dir)
-			if err != nil {
-				return err
-			}
-			st := Status{Dir: s.Dir, ClusterID: s.ClusterID, Bootstrap: strings.Join(s.Bootstrap(), ",")}
-			var live []string
-			for _, n := range s.Brokers() {
-				alive := n.Alive()
-				addr := net.JoinHostPort(n.Addr, strconv.Itoa(n.Port))
-				st.Brokers = append(st.Brokers, BrokerStatus{ID: n.ID, Rack: n.Rack, Address: addr, PID: n.PID, Alive: alive})
-				if alive {
-					live = append(live, addr)
-				}
-			}
-			if len(live) > 0 {
-				ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-				defer cancel()
-				cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(live, ","), Timeout: 5 * time.Second}, f.Version)
-				if err != nil {
-					return err
-				}
-				defer cl.Close()
-				c, err := kafka.Snapshot(ctx, cl, nil)
-				if err != nil {
-					return fmt.Errorf("lab status: %w", err)
-				}
-				st.fill(c)
-			}
-			return report.Render(f.IOStreams.Out, format, st, st.doc)
-		},
+// runUp starts the lab and prints its bootstrap servers.
+func runUp(ctx context.Context, opts *UpOptions) error {
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	start := opts.Now()
+	s, err := localkafka.Up(ctx, opts.Config, opts.Ready)
+	if err != nil {
+		return flagErr(err)
 	}
-	cmdutil.AddOutputFlag(cmd, &out)
-	return cmd
+	fmt.Fprintf(opts.IO.ErrOut, "lab up: %d brokers ready in %.1fs (dir %s)\n", len(s.Brokers()), opts.Now().Sub(start).Seconds(), s.Dir)
+	fmt.Fprintln(opts.IO.Out, strings.Join(s.Bootstrap(), ","))
+	return nil
 }
 
-// Status is the JSON of `kplan lab status`.
-type Status struct {
-	Dir             string         `json:"dir"`
-	ClusterID       string         `json:"cluster_id"`
-	Bootstrap       string         `json:"bootstrap_servers"`
-	Brokers         []BrokerStatus `json:"brokers"`
-	Topics          int            `json:"topics"`
-	Partitions      int            `json:"partitions"`
-	UnderReplicated []string       `json:"under_replicated"`
-	Offline         []string       `json:"offline"`
+// BrokerOptions are the parsed arguments of `kplan lab kill` and
+// `kplan lab restart`.
+type BrokerOptions struct {
+	IO     *iostreams.IOStreams
+	Dir    string
+	Broker int32
+	// Timeout bounds the wait for a restarted broker (restart only).
+	Timeout time.Duration
+	// Ready checks that the brokers answer (restart only).
+	Ready localkafka.Ready
 }
 
-// BrokerStatus is one broker of the lab.
-type BrokerStatus struct {
-	ID       int32  `json:"id"`
-	Rack     string `json:"rack"`
-	Address  string `json:"address"`
-	PID      int    `json:"pid"`
-	Alive    bool   `json:"alive"`
-	Leaders  int    `json:"leaders"`
-	Replicas int    `json:"replicas"`
-}
-
-func (st *Status) fill(c *topology.Cluster) {
-	st.UnderReplicated, st.Offline = []string{}, []string{}
-	st.Topics = len(c.Topics())
-	st.Partitions = len(c.Partitions)
-	idx := map[int32]int{}
-	for i, b := range st.Brokers {
-		idx[b.ID] = i
-	}
-	for _, p := range c.Partitions {
-		if i, ok := idx[p.Leader]; ok {
-			st.Brokers[i].Leaders++
-		}
-		for _, r := range p.Replicas {
-			if i, ok := idx[r]; ok {
-				st.Brokers[i].Replicas++
-			}
-		}
-		if p.Leader == topology.NoLeader || p.Leader < 0 {
-			st.Offline = append(st.Offline, p.Key().String())
-		} else if len(p.ISR) < len(p.Replicas) {
-			st.UnderReplicated = append(st.UnderReplicated, p.Key().String())
-		}
-	}
-}
-
-func (st Status) doc() report.Document {
-	brokers := report.Section{Header: []string{"BROKER", "RACK", "ADDRESS", "PID", "STATE", "LEADERS", "REPLICAS"}}
-	for _, b := range st.Brokers {
-		state := "alive"
-		if !b.Alive {
-			state = "DEAD"
-		}
-		brokers.Rows = append(brokers.Rows, []string{fmt.Sprintf("broker-%d", b.ID), b.Rack, b.Address, strconv.Itoa(b.PID), state, strconv.Itoa(b.Leaders), strconv.Itoa(b.Replicas)})
-	}
-	brokers.Notes = []string{
-		fmt.Sprintf("%d topics, %d partitions; under-replicated: %s; offline: %s", st.Topics, st.Partitions, list(st.UnderReplicated), list(st.Offline)),
-	}
-	return report.Document{Title: fmt.Sprintf("kplan lab in %s (cluster %s, bootstrap %s)", st.Dir, st.ClusterID, st.Bootstrap), Sections: []report.Section{brokers}}
-}
-
-func list(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
-}
-
-func newCmdKill(f *cmdutil.Factory, dir *string) *cobra.Command {
-	return &cobra.Command{
-		Use:     "kill broker-N",
-		Short:   "Kill a broker's JVM with SIGKILL",
-		Example: "  $ kplan lab kill broker-3",
-		Args:    cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			s, n, err := labBroker(*dir, args[0])
-			if err != nil {
-				return err
-			}
-			if err := s.Kill(n.ID); err != nil {
-				return mapErr(err)
-			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "killed broker-%d (pid %d)\n", n.ID, n.PID)
-			return nil
-		},
-	}
-}
-
-// labBroker loads the lab in dir and finds the broker an argument such as
-// "broker-3" names.
-func labBroker(dir, arg string) (*localkafka.State, *localkafka.Node, error) {
+// parseBroker fills opts.Broker from an argument such as "broker-3".
+func (o *BrokerOptions) parseBroker(arg string) error {
 	id, err := localkafka.ParseBroker(arg)
 	if err != nil {
-		return nil, nil, mapErr(err)
+		return err
 	}
-	s, err := loadLab(dir)
+	o.Broker = id
+	return nil
+}
+
+// NewCmdKill returns `kplan lab kill`. runF replaces the run function in
+// tests.
+func NewCmdKill(f *cmdutil.Factory, runF func(context.Context, *BrokerOptions) error) *cobra.Command {
+	opts := &BrokerOptions{IO: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:   "kill broker-N",
+		Short: "Kill a broker's JVM with SIGKILL",
+		Long: `Kill a broker's JVM with SIGKILL, as a crashed machine would die: no clean
+shutdown, no leadership handed over. Its partitions elect new leaders once
+the controller fences it (about 3s with --fast-failover).`,
+		Example: `  $ kplan lab kill broker-3
+  $ kplan lab kill broker-1 --dir /tmp/big-lab`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.parseBroker(args[0]); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runKill(opts)
+		},
+	}
+	addDirFlag(cmd, &opts.Dir)
+	return cmd
+}
+
+func runKill(opts *BrokerOptions) error {
+	s, n, err := labBroker(opts.Dir, opts.Broker)
+	if err != nil {
+		return err
+	}
+	if err := s.Kill(n.ID); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "killed broker-%d (pid %d)\n", n.ID, n.PID)
+	return nil
+}
+
+// labBroker loads the lab in dir and finds broker id.
+func labBroker(dir string, id int32) (*localkafka.State, *localkafka.Node, error) {
+	s, err := localkafka.Load(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	n, err := s.Node(id)
 	if err != nil {
-		return nil, nil, mapErr(err)
+		return nil, nil, err
 	}
 	return s, n, nil
 }
 
-func newCmdRestart(f *cmdutil.Factory, dir *string) *cobra.Command {
-	var timeout time.Duration
+// NewCmdRestart returns `kplan lab restart`. runF replaces the run function
+// in tests.
+func NewCmdRestart(f *cmdutil.Factory, runF func(context.Context, *BrokerOptions) error) *cobra.Command {
+	opts := &BrokerOptions{IO: f.IOStreams, Ready: kafka.WaitBrokers}
 	cmd := &cobra.Command{
-		Use:     "restart broker-N",
-		Short:   "Start a killed broker again and wait until it answers",
-		Example: "  $ kplan lab restart broker-3",
-		Args:    cobra.ExactArgs(1),
+		Use:   "restart broker-N",
+		Short: "Start a killed broker again and wait until it answers",
+		Long: `Start a killed broker again, with its old data, and wait until every broker
+answers. Its partitions catch up and rejoin the ISR; leadership stays where
+the failover put it until ` + "`kplan lab elect-preferred`" + `.`,
+		Example: `  $ kplan lab restart broker-3
+  $ kplan lab restart broker-3 --timeout 3m`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, n, err := labBroker(*dir, args[0])
-			if err != nil {
+			if err := opts.parseBroker(args[0]); err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			if err := s.Restart(ctx, n.ID, kafka.WaitBrokers); err != nil {
-				return mapErr(err)
+			if opts.Timeout <= 0 {
+				return cmdutil.UsageErrorf("--timeout: want a positive duration, got %s", opts.Timeout)
 			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "broker-%d is back (pid %d)\n", n.ID, n.PID)
-			return nil
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runRestart(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "timeout", 90*time.Second, "give up when the broker is not ready within this time")
+	addDirFlag(cmd, &opts.Dir)
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 90*time.Second, "give up when the broker is not ready within this time")
 	return cmd
 }
 
-func newCmdElect(f *cmdutil.Factory, dir *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "elect-preferred",
-		Short: "Move every partition's leadership back to its preferred (first) replica",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := loadLab(*dir)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(s.Bootstrap(), ",")}, f.Version)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			n, err := kafka.ElectPreferred(ctx, cl)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "preferred leaders elected for %d partitions\n", n)
-			return nil
-		},
+func runRestart(ctx context.Context, opts *BrokerOptions) error {
+	s, n, err := labBroker(opts.Dir, opts.Broker)
+	if err != nil {
+		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	if err := s.Restart(ctx, n.ID, opts.Ready); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "broker-%d is back (pid %d)\n", n.ID, n.PID)
+	return nil
 }
 
-func newCmdDown(f *cmdutil.Factory, dir *string) *cobra.Command {
-	var grace time.Duration
+// ElectOptions are the parsed flags of `kplan lab elect-preferred`.
+type ElectOptions struct {
+	IO      *iostreams.IOStreams
+	Dir     string
+	Timeout time.Duration
+	// Version is kplan's version, for the client id.
+	Version string
+}
+
+// NewCmdElect returns `kplan lab elect-preferred`. runF replaces the run
+// function in tests.
+func NewCmdElect(f *cmdutil.Factory, runF func(context.Context, *ElectOptions) error) *cobra.Command {
+	opts := &ElectOptions{IO: f.IOStreams, Version: f.Version}
+	cmd := &cobra.Command{
+		Use:   "elect-preferred",
+		Short: "Move every partition's leadership back to its preferred (first) replica",
+		Long: `Run a preferred leader election for every partition of the lab, as
+kafka-leader-election.sh --election-type PREFERRED --all-topic-partitions
+does: each partition whose first replica is alive and in sync gets it back
+as leader (after a restart, or after a reassignment).`,
+		Example: `  $ kplan lab restart broker-3 && kplan lab elect-preferred
+  $ kplan lab elect-preferred --dir /tmp/big-lab`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runElect(cmd.Context(), opts)
+		},
+	}
+	addDirFlag(cmd, &opts.Dir)
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 30*time.Second, "give up when the election has not finished within this time")
+	return cmd
+}
+
+func runElect(ctx context.Context, opts *ElectOptions) error {
+	s, err := localkafka.Load(opts.Dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(s.Bootstrap(), ",")}, opts.Version)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	n, err := kafka.ElectPreferred(ctx, cl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "preferred leaders elected for %d partitions\n", n)
+	return nil
+}
+
+// DownOptions are the parsed flags of `kplan lab down`.
+type DownOptions struct {
+	IO    *iostreams.IOStreams
+	Dir   string
+	Grace time.Duration
+	// Now is the clock for the "lab down in" line.
+	Now func() time.Time
+}
+
+// NewCmdDown returns `kplan lab down`. runF replaces the run function in
+// tests.
+func NewCmdDown(f *cmdutil.Factory, runF func(context.Context, *DownOptions) error) *cobra.Command {
+	opts := &DownOptions{IO: f.IOStreams, Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Stop every JVM of the lab (SIGTERM, then SIGKILL after --grace)",
-		Args:  cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
-			s, err := loadLab(*dir)
-			if err != nil {
-				return err
+		Long: `Stop every JVM of the lab: SIGTERM, then SIGKILL after --grace. The network
+namespaces and cgroups the lab made are removed; its files stay in --dir
+for post-mortems, and the next ` + "`kplan lab up`" + ` there clears them.`,
+		Example: `  $ kplan lab down
+  $ kplan lab down --grace 0 --dir /tmp/big-lab`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Grace < 0 {
+				return cmdutil.UsageErrorf("--grace: want 0 or more, got %s", opts.Grace)
 			}
-			start := f.Now()
-			if err := s.Down(grace); err != nil {
-				return err
+			if runF != nil {
+				return runF(cmd.Context(), opts)
 			}
-			fmt.Fprintf(f.IOStreams.ErrOut, "lab down in %.1fs (files kept in %s)\n", f.Now().Sub(start).Seconds(), s.Dir)
-			return nil
+			return runDown(opts)
 		},
 	}
-	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "time to wait for a clean shutdown before SIGKILL")
+	addDirFlag(cmd, &opts.Dir)
+	cmd.Flags().DurationVar(&opts.Grace, "grace", 10*time.Second, "time to wait for a clean shutdown before SIGKILL")
 	return cmd
+}
+
+func runDown(opts *DownOptions) error {
+	s, err := localkafka.Load(opts.Dir)
+	if err != nil {
+		return err
+	}
+	start := opts.Now()
+	if err := s.Down(opts.Grace); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "lab down in %.1fs (files kept in %s)\n", opts.Now().Sub(start).Seconds(), s.Dir)
+	return nil
 }

@@ -3,6 +3,7 @@ package size
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -224,7 +225,8 @@ func (in *inputs) build(compat string) (sizing.Input, error) {
 	}
 	out.Compat = sizing.Compat(compat)
 	if err := out.Validate(); err != nil {
-		if fe, ok := err.(*sizing.FieldError); ok { //nolint:errorlint // Validate returns the type itself
+		var fe *sizing.FieldError
+		if errors.As(err, &fe) {
 			return out, cmdutil.UsageErrorf("%s: %s", in.where(fe.Field), fe.Msg)
 		}
 		return out, cmdutil.Usage(err)

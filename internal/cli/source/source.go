@@ -85,11 +85,7 @@ func (o *Options) Load(ctx context.Context, f *cmdutil.Factory) (*topology.Clust
 	}
 	c, err := topology.Load(r, name)
 	if err != nil {
-		var le *topology.LoadError
-		if errors.As(err, &le) {
-			return nil, cmdutil.Usage(err)
-		}
-		return nil, err
+		return nil, err // a *topology.LoadError is a usage error by its type
 	}
 	if o.Topics != "" {
 		kept := c.Partitions[:0]

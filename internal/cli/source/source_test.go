@@ -38,8 +38,8 @@ func TestFlagsAndValidate(t *testing.T) {
 		{"file", []string{"--from", "a.json", "--topics", "^x"}, "", source.Options{From: "a.json", Topics: "^x", Timeout: 15 * time.Second}},
 		{"live", []string{"--bootstrap-server", "k:9092", "--timeout", "2s"}, "", source.Options{BootstrapServers: "k:9092", Timeout: 2 * time.Second}},
 		{"config only", []string{"--command-config", "c.properties"}, "", source.Options{CommandConfig: "c.properties", Timeout: 15 * time.Second}},
-		{"none", nil, "no layout", source.Options{}},
-		{"both", []string{"--from", "a", "--bootstrap-server", "k:1"}, "give one source", source.Options{}},
+		{"none", nil, "no layout: give --from FILE or --bootstrap-server HOST:PORT", source.Options{}},
+		{"both", []string{"--from", "a", "--bootstrap-server", "k:1"}, "--from and --bootstrap-server/--command-config: give one source", source.Options{}},
 		{"bad regex", []string{"--from", "a", "--topics", "("}, "--topics", source.Options{}},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,9 @@
+package sizing
+
+import "github.com/kplan-dev/kplan/internal/errkind"
+
+// ErrorKind makes an input out of range a usage error.
+func (e *FieldError) ErrorKind() errkind.Kind { return errkind.Usage }
+
+// ErrorField returns the input the error is about (e.g. "max-brokers").
+func (e *FieldError) ErrorField() string { return e.Field }
