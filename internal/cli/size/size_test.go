@@ -158,6 +158,8 @@ func TestBadInput(t *testing.T) {
 		{"sweep r above B", []string{"sweep", "--plan", proto, "--vary", "replication-factor=3:20:1"}, "at 17"},
 		{"sweep unknown strategy", []string{"sweep", "--plan", proto, "--vary", "consumers=1:2:1", "--strategy", "bromid"}, "--strategy: "},
 		{"sweep strategy from plan", []string{"sweep", "--plan", badStrategy, "--vary", "consumers=1:2:1"}, badStrategy + ":2: strategy: "},
+		{"sweep constraints in csv", []string{"sweep", "--plan", proto, "--vary", "consumers=1:2:1", "--constraints", "-o", "csv"}, "--constraints: "},
+		{"sweep constraints in a table", []string{"sweep", "--plan", proto, "--vary", "consumers=1:2:1", "--constraints"}, "--constraints: "},
 		{"sweep zero draws", []string{"sweep", "--plan", proto, "--vary", "consumers=1:2:1", "--draws", "0"}, "--draws: "},
 	}
 	for _, tt := range tests {

@@ -84,6 +84,9 @@ distribution) to each point.`,
 			if err != nil {
 				return cmdutil.UsageErrorf("--vary: %w", err)
 			}
+			if constraints && opts.Format != report.JSON && opts.Format != report.YAML {
+				return cmdutil.UsageErrorf("--constraints: adds the checks to JSON and YAML only (use -o json or -o yaml)")
+			}
 			so := &SweepOptions{Options: opts, Vary: key, Values: values, Set: spec.set, CSV: isCSV, Plot: plot, Constraints: constraints}
 			if runF != nil {
 				return runF(cmd.Context(), so)
@@ -119,9 +122,11 @@ func sweepValues(spec inputSpec, rng string) ([]int64, error) {
 	if n > maxSweepPoints {
 		return nil, fmt.Errorf("range %q has %d points (max %d)", rng, n, maxSweepPoints)
 	}
-	out := make([]int64, 0, n)
-	for x := start; x <= end; x += step {
-		out = append(out, x)
+	out := make([]int64, n)
+	for i := range out {
+		// start+i*step <= end, so this cannot overflow where x += step
+		// could, next to math.MaxInt64.
+		out[i] = start + int64(i)*step
 	}
 	return out, nil
 }

@@ -173,6 +173,22 @@ func TestSweepCSV(t *testing.T) {
 	}
 }
 
+// TestSweepRangeEndsAtMaxInt64: a range ending next to math.MaxInt64 has its
+// points and ends (stepping past the end used to overflow and never stop).
+func TestSweepRangeEndsAtMaxInt64(t *testing.T) {
+	out := sweep(t, "--vary", "consumers=9223372036854775800:9223372036854775807:5", "--strategy", "bromax", "-o", "csv")
+	assert.Equal(t, []string{"consumers,bromax_feasible", "9223372036854775800,false", "9223372036854775805,false"},
+		firstColumns(out, 2))
+}
+
+func firstColumns(csvText string, n int) []string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(csvText), "\n") {
+		out = append(out, strings.Join(strings.SplitN(line, ",", n+1)[:n], ","))
+	}
+	return out
+}
+
 // BenchmarkSweepCLI is the CLI path of docs/BENCHMARKS.md's sweep target:
 // the whole command (flags, plan file, solving, rendering) for a
 // 100,000-point BroMin+BroMax sweep, output to io.Discard.
