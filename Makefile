@@ -25,22 +25,46 @@ all: build
 build:
 	go build -ldflags '$(LDFLAGS)' -o $(KPLAN) ./cmd/kplan
 
-## test: everything CI runs. Fails (never skips) when Java, Maven or the jars are missing.
+## test: everything CI runs, each test once: lint, the unit tests (with every
+## fuzz target's seed corpus, which `go test` runs as ordinary tests), then the
+## integration tests. Fails (never skips) when Java, Maven or the jars are missing.
 test: lint unit integration
 
-## unit: fast in-process tests with the race detector.
+## unit: fast in-process tests and fuzz seeds, with the race detector.
 unit:
 	go test -race -count=1 ./...
 
 ## integration: tests against real KRaft brokers started from Kafka's own jars.
+##
+## The rule: an integration test is a Test function in a _test.go file built
+## only under the `integration` tag (`//go:build integration`). This target
+## runs exactly those functions and nothing else (`go test -tags integration
+## ./...` would run every untagged test a second time): for each package
+## holding such files it collects their Test function names and runs
+## `go test -tags integration -run '^(A|B|...)$'` there; subtests run with
+## their parent. Nothing to keep in step by hand: tag the file and the target
+## finds its tests. Every package runs even when an earlier one fails; the
+## target fails at the end if any did.
+INTEGRATION_FILES = $(shell grep -rl --include='*_test.go' '^//go:build integration' cmd internal)
 integration: kafka
-	go test -race -count=1 -p 1 -tags integration -timeout 40m ./...
+	@failed=; \
+	for dir in $$(for f in $(INTEGRATION_FILES); do dirname $$f; done | sort -u); do \
+	  tests=$$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(.*\*testing\.T).*/\1/p' \
+	    $$(grep -l '^//go:build integration' $$dir/*_test.go) | sort -u | paste -sd'|'); \
+	  [ -n "$$tests" ] || continue; \
+	  echo "go test -tags integration -run '^($$tests)\$$' ./$$dir"; \
+	  go test -race -count=1 -p 1 -tags integration -timeout 20m -run "^($$tests)\$$" ./$$dir || failed="$$failed ./$$dir"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "integration: failed in$$failed" >&2; exit 1; fi
 
 vet:
 	go vet ./...
 	go vet -tags integration ./...
 
+## lint: vet, go.mod and go.sum exactly as `go mod tidy` leaves them (direct
+## dependencies marked direct), and golangci-lint with and without the tag.
 lint: vet $(GOLANGCI_LINT)
+	go mod tidy -diff
 	$(GOLANGCI_LINT) run ./...
 	$(GOLANGCI_LINT) run --build-tags integration ./...
 

@@ -97,7 +97,7 @@ func Explain(in Input, s Strategy, sol Solution) Result {
 }
 
 func checks(in Input, p, b int64, binding Constraint) map[Constraint]Check {
-	fp, fb, r := float64(p), float64(b), float64(in.ReplicationFactor)
+	fp, fb := float64(p), float64(b)
 	mk := func(c Constraint, v, th float64, bound, unit string, ok bool) Check {
 		slack := th - v
 		if bound == "min" {
@@ -106,14 +106,32 @@ func checks(in Input, p, b int64, binding Constraint) map[Constraint]Check {
 		return Check{Value: round6(v), Threshold: th, Bound: bound, Unit: unit, Slack: round6(slack), Satisfied: ok, Binding: c == binding}
 	}
 	pmin := in.MinPartitions()
+	l := loads(in, p, b)
 	return map[Constraint]Check{
 		Throughput: mk(Throughput, fp, float64(pmin), "min", "partitions", p >= pmin),
-		OSLoad:     mk(OSLoad, fp*r/fb, float64(in.MaxHandles), "max", "partition replicas per broker", mulSat(p, in.ReplicationFactor) <= mulSat(b, in.MaxHandles)),
-		ReplicationLatency: mk(ReplicationLatency, ms(fp*r*float64(in.ReplicationLatency)/fb), ms(float64(in.MaxReplicationLatency)), "max", "ms",
+		OSLoad:     mk(OSLoad, l.replicasPerBroker, float64(in.MaxHandles), "max", "partition replicas per broker", mulSat(p, in.ReplicationFactor) <= mulSat(b, in.MaxHandles)),
+		ReplicationLatency: mk(ReplicationLatency, l.replicationLatencyMs, ms(float64(in.MaxReplicationLatency)), "max", "ms",
 			literalFeasibleLatency(in, p, b)),
-		Unavailability: mk(Unavailability, ms(fp*float64(in.ElectionTime)/fb), ms(float64(in.MaxUnavailability)), "max", "ms",
+		Unavailability: mk(Unavailability, l.unavailabilityMs, ms(float64(in.MaxUnavailability)), "max", "ms",
 			mulSat(p, int64(in.ElectionTime)) <= mulSat(b, int64(in.MaxUnavailability))),
 		Brokers: mk(Brokers, fb, float64(in.MaxBrokers), "max", "brokers", b <= in.MaxBrokers && b >= in.ReplicationFactor),
+	}
+}
+
+// load is what P partitions put on each of b brokers: the left-hand sides of
+// constraints (9)-(11), unrounded.
+type load struct {
+	replicasPerBroker    float64 // P*r/b
+	replicationLatencyMs float64 // P*r*l_r/b
+	unavailabilityMs     float64 // P*u/b
+}
+
+func loads(in Input, p, b int64) load {
+	fp, fb, r := float64(p), float64(b), float64(in.ReplicationFactor)
+	return load{
+		replicasPerBroker:    fp * r / fb,
+		replicationLatencyMs: ms(fp * r * float64(in.ReplicationLatency) / fb),
+		unavailabilityMs:     ms(fp * float64(in.ElectionTime) / fb),
 	}
 }
 
@@ -124,13 +142,7 @@ func literalFeasibleLatency(in Input, p, b int64) bool {
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 func infeasibleReason(in Input, pmaxB, pmin int64) (string, Constraint) {
-	u := in.upperBounds(in.MaxBrokers)
-	worst, name := int64(math.MaxInt64), Constraint("")
-	for i, v := range u {
-		if v < pmin && v < worst {
-			worst, name = v, upperNames[i]
-		}
-	}
+	name := infeasibleBinding(in, pmin)
 	what := map[Constraint]string{
 		OSLoad:             "P*r <= b*Hmax (--max-handles)",
 		ReplicationLatency: "P*r*l_r <= b*L (--max-replication-latency)",
@@ -138,6 +150,19 @@ func infeasibleReason(in Input, pmaxB, pmin int64) (string, Constraint) {
 	}[name]
 	return fmt.Sprintf("%s cannot be met: %s allows at most %d partitions on all %d brokers, but throughput and consumers need at least %d",
 		name, what, pmaxB, in.MaxBrokers, pmin), name
+}
+
+// infeasibleBinding names the constraint that cannot be met on all B
+// brokers: of those whose bound falls below pmin, the tightest.
+func infeasibleBinding(in Input, pmin int64) Constraint {
+	u := in.upperBounds(in.MaxBrokers)
+	worst, name := int64(math.MaxInt64), Constraint("")
+	for i, v := range u {
+		if v < pmin && v < worst {
+			worst, name = v, upperNames[i]
+		}
+	}
+	return name
 }
 
 // feasible reports whether the programme has a solution at all.

@@ -235,37 +235,3 @@ func BenchmarkBroMin(b *testing.B) {
 		}
 	})
 }
-
-func TestSweepConsumers(t *testing.T) {
-	in := prototype(3)
-	vals := []int64{40, 100, 200, 213, 214}
-	pts, err := Sweep(in, func(in *Input, v int64) { in.Consumers = v }, vals, 100, 1)
-	require.NoError(t, err)
-	require.Len(t, pts, 5)
-	for i, p := range pts {
-		require.Len(t, p.Results, 3)
-		assert.Equal(t, vals[i], p.Value)
-		assert.Equal(t, StrategyMSCNFL, p.Results[2].Strategy)
-		assert.NotNil(t, p.Results[2].MSCNFL)
-	}
-	assert.True(t, pts[3].Results[1].Feasible, "213 consumers fit exactly")
-	assert.False(t, pts[4].Results[1].Feasible, "214 do not")
-	assert.Equal(t, int64(16), pts[3].Results[0].Brokers)
-	_, err = Sweep(in, func(in *Input, v int64) { in.ReplicationFactor = v }, []int64{3, 17}, 0, 1)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "at 17")
-}
-
-func BenchmarkSweep100k(b *testing.B) {
-	in := prototype(3)
-	in.MaxBrokers = 60
-	vals := make([]int64, 100_000)
-	for i := range vals {
-		vals[i] = int64(1 + i%2000)
-	}
-	for b.Loop() {
-		if _, err := Sweep(in, func(in *Input, v int64) { in.Consumers = v }, vals, 0, 1); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

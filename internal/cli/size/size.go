@@ -21,11 +21,13 @@ type Options struct {
 
 	Input    sizing.Input
 	Strategy string
-	Seed     uint64
-	Draws    int
-	Metadata sizing.Metadata
-	Cores    int64
-	Format   report.Format
+	// Strategies are the strategies Strategy names, in output order.
+	Strategies []sizing.Strategy
+	Seed       uint64
+	Draws      int
+	Metadata   sizing.Metadata
+	Cores      int64
+	Format     report.Format
 }
 
 // commonFlags are the flags size and size sweep share besides the inputs.
@@ -49,10 +51,23 @@ var planKeys = func() map[string]bool {
 	return m
 }()
 
-func (c *commonFlags) add(cmd *cobra.Command, defaultDraws int) {
+// strategyNames maps each --strategy value to the strategies it runs, in
+// output order; size and size sweep take the same values.
+var strategyNames = map[string][]sizing.Strategy{
+	"bromin":  {sizing.StrategyBroMin},
+	"bromax":  {sizing.StrategyBroMax},
+	"both":    {sizing.StrategyBroMin, sizing.StrategyBroMax},
+	"ms-cnfl": {sizing.StrategyMSCNFL},
+	"all":     {sizing.StrategyBroMin, sizing.StrategyBroMax, sizing.StrategyMSCNFL},
+}
+
+const strategyUsage = "bromin, bromax, both (bromin and bromax), ms-cnfl or all (the three)"
+
+func (c *commonFlags) add(cmd *cobra.Command, defaultStrategy string, defaultDraws int) {
 	c.in = newInputs()
 	fs := cmd.Flags()
 	c.in.addFlags(fs)
+	fs.StringVar(&c.strategy, "strategy", defaultStrategy, strategyUsage)
 	fs.StringVar(&c.compat, "compat", "", "throughput rounding: empty for the paper's ceil(T/Tp), kafka-hdd for the authors' code (T/Tp rounded half to even)")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed for ms-cnfl")
 	fs.IntVar(&c.draws, "draws", defaultDraws, "ms-cnfl draws")
@@ -69,6 +84,10 @@ func (c *commonFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options,
 	var err error
 	if opts.Format, err = c.output.Format(); err != nil {
 		return nil, err
+	}
+	var ok bool
+	if opts.Strategies, ok = strategyNames[c.strategy]; !ok {
+		return nil, cmdutil.UsageErrorf("%s: unknown strategy %q (want %s)", c.in.where("strategy"), c.strategy, strategyUsage)
 	}
 	switch c.compat {
 	case "", "paper":
@@ -131,19 +150,13 @@ flags given on the command line override it.`,
 			if err != nil {
 				return err
 			}
-			switch c.strategy {
-			case "both", "bromin", "bromax", "ms-cnfl":
-			default:
-				return cmdutil.UsageErrorf("%s: unknown strategy %q (want bromin, bromax, both or ms-cnfl)", c.in.where("strategy"), c.strategy)
-			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
 			return runSize(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&c.strategy, "strategy", "both", "bromin, bromax, both or ms-cnfl")
-	c.add(cmd, 1000)
+	c.add(cmd, "both", 1000)
 	cmd.AddCommand(newCmdSweep(f, nil))
 	return cmd
 }
@@ -186,16 +199,13 @@ func inputsJSON(in sizing.Input) InputsJSON {
 }
 
 func solveAll(opts *Options) []sizing.Result {
-	var out []sizing.Result
-	switch opts.Strategy {
-	case "bromin":
-		out = append(out, sizing.Solve(opts.Input, sizing.StrategyBroMin))
-	case "bromax":
-		out = append(out, sizing.Solve(opts.Input, sizing.StrategyBroMax))
-	case "ms-cnfl":
-		out = append(out, sizing.SolveMSCNFL(opts.Input, opts.Draws, opts.Seed))
-	default:
-		out = append(out, sizing.Solve(opts.Input, sizing.StrategyBroMin), sizing.Solve(opts.Input, sizing.StrategyBroMax))
+	out := make([]sizing.Result, 0, len(opts.Strategies))
+	for _, s := range opts.Strategies {
+		if s == sizing.StrategyMSCNFL {
+			out = append(out, sizing.SolveMSCNFL(opts.Input, opts.Draws, opts.Seed))
+		} else {
+			out = append(out, sizing.Solve(opts.Input, s))
+		}
 	}
 	for i := range out {
 		if out[i].Feasible && out[i].Strategy != sizing.StrategyMSCNFL {

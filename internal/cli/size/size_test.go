@@ -3,7 +3,6 @@ package size_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,9 +15,8 @@ import (
 	"github.com/kplan-dev/kplan/internal/cli/size"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/testutil/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // plansDir is the repository's plans/ directory.
 const plansDir = "../../../plans/"
@@ -31,17 +29,6 @@ func runKplan(t *testing.T, args ...string) (int, string, string) {
 	f.IOStreams = ios
 	code := app.Run(context.Background(), f, args)
 	return code, out.String(), errOut.String()
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -update to create %s", path)
-	assert.Equal(t, string(want), got)
 }
 
 type sizeJSON struct {
@@ -82,17 +69,17 @@ func TestTable4(t *testing.T) {
 				assert.Equal(t, "replication_latency", r.Binding)
 				assert.Len(t, r.Constraints, 5)
 			}
-			golden(t, "prototype-r"+tt.r+".golden.json", out)
+			golden.AssertString(t, "prototype-r"+tt.r+".json", out)
 		})
 	}
 }
 
 func TestGoldenHumanFormats(t *testing.T) {
-	for _, format := range []string{"table", "markdown", "yaml"} {
+	for format, ext := range map[string]string{"table": "txt", "markdown": "md", "yaml": "yaml"} {
 		t.Run(format, func(t *testing.T) {
 			code, out, _ := runKplan(t, "size", "--plan", plansDir+"raptis-prototype.yaml", "-o", format)
 			require.Equal(t, 0, code)
-			golden(t, "prototype."+format+".golden", out)
+			golden.AssertString(t, "prototype."+ext, out)
 		})
 	}
 }
@@ -107,7 +94,7 @@ func TestInfeasibleExit3WithOutputAndFixes(t *testing.T) {
 		assert.False(t, r.Feasible)
 		assert.Equal(t, "replication_latency", r.Binding)
 	}
-	golden(t, "infeasible.golden.json", out)
+	golden.AssertString(t, "infeasible.json", out)
 
 	code, out, _ = runKplan(t, "size", "--plan", plansDir+"raptis-prototype.yaml", "--consumers", "400", "--strategy", "bromax")
 	assert.Equal(t, cmdutil.ExitFindings, code)
@@ -136,6 +123,9 @@ func TestBadInput(t *testing.T) {
 	badValue := write("badvalue.yaml", "throughput: 100MB/s\nconsumers: 40\nreplication-factor: 3\nmax-brokers: 16\npartition-produce-rate: fast\n")
 	notMap := write("list.yaml", "- a\n- b\n")
 	dup := write("dup.yaml", "consumers: 1\nconsumers: 2\n")
+	protoBody, err := os.ReadFile(plansDir + "raptis-prototype.yaml")
+	require.NoError(t, err)
+	badStrategy := write("strategy.yaml", "# a plan naming a strategy\nstrategy: bromid\n"+string(protoBody))
 	proto := plansDir + "raptis-prototype.yaml"
 	tests := []struct {
 		name string
@@ -166,6 +156,11 @@ func TestBadInput(t *testing.T) {
 		{"sweep reversed", []string{"sweep", "--plan", proto, "--vary", "consumers=9:1:1"}, "end is below start"},
 		{"sweep too many", []string{"sweep", "--plan", proto, "--vary", "consumers=1:100000000:1"}, "points (max"},
 		{"sweep r above B", []string{"sweep", "--plan", proto, "--vary", "replication-factor=3:20:1"}, "at 17"},
+		{"sweep unknown strategy", []string{"sweep", "--plan", proto, "--vary", "consumers=1:2:1", "--strategy", "bromid"}, "--strategy: "},
+		{"sweep strategy from plan", []string{"sweep", "--plan", badStrategy, "--vary", "consumers=1:2:1"}, badStrategy + ":2: strategy: "},
+		{"sweep constraints in csv", []string{"sweep", "--plan", proto, "--vary", "consumers=1:2:1", "--constraints", "-o", "csv"}, "--constraints: "},
+		{"sweep constraints in a table", []string{"sweep", "--plan", proto, "--vary", "consumers=1:2:1", "--constraints"}, "--constraints: "},
+		{"sweep zero draws", []string{"sweep", "--plan", proto, "--vary", "consumers=1:2:1", "--draws", "0"}, "--draws: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,7 +189,7 @@ func TestFlagsOverridePlan(t *testing.T) {
 func TestSweepOutputs(t *testing.T) {
 	code, out, errOut := runKplan(t, "size", "sweep", "--plan", plansDir+"raptis-simulation.yaml", "--vary", "consumers=200:600:100")
 	require.Equal(t, 0, code, errOut)
-	golden(t, "sweep-consumers.golden", out)
+	golden.AssertString(t, "sweep-consumers.txt", out)
 
 	code, out, _ = runKplan(t, "size", "sweep", "--plan", plansDir+"raptis-simulation.yaml", "--vary", "max-brokers=20:60:20", "-o", "csv")
 	require.Equal(t, 0, code)
