@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -182,13 +183,24 @@ func FindJars(explicit string) (string, error) {
 	return "", errkind.Usagef(FieldKafkaJars, "Kafka's jars not found (run `make kafka`, or set KPLAN_KAFKA_JARS)")
 }
 
-// newClusterID returns a random Kafka Uuid in its base64url form.
-func newClusterID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
+// newClusterID returns a random Kafka Uuid in its base64url form, from
+// crypto/rand.
+func newClusterID() (string, error) { return clusterIDFrom(rand.Reader) }
+
+// clusterIDFrom draws Uuids from r until one does not start with '-', as
+// Kafka's Uuid.randomUuid does: kafka-storage's argument parser reads
+// "-t -abc..." as a missing value (about one id in 64 began with '-' and
+// failed the lab's start).
+func clusterIDFrom(r io.Reader) (string, error) {
+	for {
+		var b [16]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return "", err
+		}
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id, nil
+		}
 	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
 func statePath(dir string) string { return filepath.Join(dir, "lab.json") }
