@@ -139,6 +139,11 @@ func (r *Report) AddWhatIf(c *topology.Cluster, by By, lost []int32) {
 			r.Findings = append(r.Findings, Finding{Rule: "what-if-offline", Severity: Error, Subject: fmt.Sprintf("broker-%d", w.Broker),
 				Message: fmt.Sprintf("losing broker %d would leave %d partitions with no in-sync replica to elect (e.g. %s)", w.Broker, n, w.OfflinePartitions[0])})
 		}
+		if n := w.RFAboveBrokers; n > 0 {
+			r.Findings = append(r.Findings, Finding{Rule: "rf-above-brokers", Severity: Warning, Subject: fmt.Sprintf("broker-%d", w.Broker),
+				Message: fmt.Sprintf("losing broker %d would leave %d live %s, fewer than the replication factor of %d %s (e.g. %s): they stay under-replicated until a broker comes back",
+					w.Broker, w.LiveBrokers, plural(w.LiveBrokers, "broker", "brokers"), n, plural(n, "partition", "partitions"), w.rfAboveExample)})
+		}
 	}
 	sortFindings(r.Findings)
 }
@@ -261,6 +266,11 @@ func checks(c *topology.Cluster, r Report) []Finding {
 		}
 	}
 	ix := topology.NewIndex(c.Brokers)
+	live := c.LiveBrokers()
+	brokersUp := fmt.Sprintf("the cluster has %d %s", live, plural(live, "broker", "brokers"))
+	if live < len(c.Brokers) {
+		brokersUp = fmt.Sprintf("only %d of its %d brokers %s up", live, len(c.Brokers), plural(live, "is", "are"))
+	}
 	// Dense rack ids per broker index, for the rack-duplicate rule.
 	rackID := make([]int, ix.Len())
 	rackNames := map[string]int{}
@@ -292,9 +302,9 @@ func checks(c *topology.Cluster, r Report) []Finding {
 				key := p.Key().String()
 				add("offline", Error, key, "%s has no leader: it takes no writes or reads", key)
 			}
-			if len(p.Replicas) > len(c.Brokers) {
+			if len(p.Replicas) > live {
 				key := p.Key().String()
-				add("rf-above-brokers", Error, key, "%s has %d replicas but the cluster has %d brokers", key, len(p.Replicas), len(c.Brokers))
+				add("rf-above-brokers", Error, key, "%s has %d replicas but %s", key, len(p.Replicas), brokersUp)
 			}
 			if c.Live && p.ISR != nil && p.Leader != topology.NoLeader && len(p.ISR) < len(p.Replicas) {
 				key := p.Key().String()

@@ -237,6 +237,7 @@ func doc(r audit.Report) report.Document {
 				strconv.Itoa(w.TopicsGainingBrokers), strconv.Itoa(w.NewOverlaps)})
 		}
 		wi.Notes = []string{"each partition the lost broker led elects its first replica in assignment order that is alive and in sync",
+			"leaders moved: partitions that elect a new leader; offline: those left with no live in-sync replica, not counted as moved (-o json lists each one's new leader under elections)",
 			"new overlaps: pairs of max groups that share a broker after the loss although none of their topics shared a leader broker before"}
 		d.Sections = append(d.Sections, wi)
 	}
