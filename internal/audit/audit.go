@@ -80,9 +80,12 @@ type Report struct {
 	Topics     int           `json:"topics"`
 	Partitions int           `json:"partitions"`
 	MaxGroups  []GroupJSON   `json:"max_groups"`
-	Overlaps   []OverlapJSON `json:"overlaps"`
-	// OverlapsTruncated is true when more than MaxOverlaps pairs overlap and
-	// only the first MaxOverlaps are listed.
+	// OverlapCount is how many pairs of max groups overlap, always exact;
+	// Overlaps lists the first of them in (A, B) order, as many as asked.
+	OverlapCount int           `json:"overlap_count"`
+	Overlaps     []OverlapJSON `json:"overlaps"`
+	// OverlapsTruncated is true when Overlaps lists fewer pairs than
+	// OverlapCount.
 	OverlapsTruncated bool               `json:"overlaps_truncated,omitempty"`
 	BrokerGroups      []BrokerGroupsJSON `json:"broker_groups"`
 	Load              []BrokerLoad       `json:"load"`
@@ -160,9 +163,16 @@ func sortFindings(fs []Finding) {
 	})
 }
 
-// MaxOverlaps bounds the overlapping pairs an audit lists; beyond it the
-// report says the list is truncated.
+// MaxOverlaps is how many overlapping pairs an audit lists unless told
+// otherwise; OverlapCount counts them all.
 const MaxOverlaps = 10_000
+
+// Options tune an audit.
+type Options struct {
+	By By
+	// ListOverlaps is how many overlapping pairs to list; 0 lists all.
+	ListOverlaps int
+}
 
 // maxOverlapFindings bounds the per-pair findings; one more finding
 // summarises the rest.
@@ -172,12 +182,22 @@ const maxOverlapFindings = 20
 // warning.
 const SkewWarn = 1.2
 
-// Run audits c.
+// Run audits c, listing up to MaxOverlaps overlapping pairs.
 func Run(c *topology.Cluster, by By) Report {
+	return RunWith(c, Options{By: by, ListOverlaps: MaxOverlaps})
+}
+
+// RunWith audits c as opts say.
+func RunWith(c *topology.Cluster, opts Options) Report {
+	by := opts.By
 	ix := topology.NewIndex(c.Brokers)
 	names, sets := TopicSets(c, ix, by)
 	groups := MaxGroups(names, sets)
-	overlaps, truncated := OverlapsUpTo(groups, ix.Len(), MaxOverlaps)
+	overlaps, truncated := OverlapsUpTo(groups, ix.Len(), max(opts.ListOverlaps, 0))
+	count := len(overlaps)
+	if truncated {
+		count = CountOverlaps(groups, ix.Len())
+	}
 	views := BrokerViews(groups, ix.Len())
 	r := Report{Schema: "kplan.audit/v1", By: map[By]string{ByLeaders: "leaders", ByReplicas: "replicas"}[by],
 		Brokers: len(c.Brokers), Topics: len(names), Partitions: len(c.Partitions),
@@ -185,7 +205,7 @@ func Run(c *topology.Cluster, by By) Report {
 	for _, g := range groups {
 		r.MaxGroups = append(r.MaxGroups, GroupJSON{ID: g.ID, Brokers: ix.IDs(g.Brokers), Topics: g.Topics})
 	}
-	r.OverlapsTruncated = truncated
+	r.OverlapCount, r.OverlapsTruncated = count, truncated
 	for i, o := range overlaps {
 		shared := ix.IDs(o.Shared)
 		r.Overlaps = append(r.Overlaps, OverlapJSON{Groups: [2]int{o.A, o.B}, SharedBrokers: shared})
@@ -195,13 +215,9 @@ func Run(c *topology.Cluster, by By) Report {
 					o.A, groups[o.A-1].Topics, o.B, groups[o.B-1].Topics, shared)})
 		}
 	}
-	if more := len(overlaps) - maxOverlapFindings; more > 0 || truncated {
-		atLeast := ""
-		if truncated {
-			atLeast = "at least "
-		}
+	if shown := min(len(overlaps), maxOverlapFindings); count > shown {
 		r.Findings = append(r.Findings, Finding{Rule: "partial-overlap", Severity: Warning, Subject: "more groups",
-			Message: fmt.Sprintf("%s%d more overlapping pairs of max groups (see overlaps)", atLeast, max(more, 0))})
+			Message: fmt.Sprintf("%d more overlapping pairs of max groups (%d in all; see overlaps)", count-shown, count)})
 	}
 	for _, v := range views {
 		r.BrokerGroups = append(r.BrokerGroups, BrokerGroupsJSON{Broker: ix.ID(v.Broker), Groups: v.Groups})
