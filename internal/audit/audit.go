@@ -74,12 +74,12 @@ type Skew struct {
 
 // Report is the audit's result; its JSON is `kplan audit -o json`.
 type Report struct {
-	Schema     string        `json:"schema"`
-	By         string        `json:"by"`
-	Brokers    int           `json:"brokers"`
-	Topics     int           `json:"topics"`
-	Partitions int           `json:"partitions"`
-	MaxGroups  []GroupJSON   `json:"max_groups"`
+	Schema     string      `json:"schema"`
+	By         string      `json:"by"`
+	Brokers    int         `json:"brokers"`
+	Topics     int         `json:"topics"`
+	Partitions int         `json:"partitions"`
+	MaxGroups  []GroupJSON `json:"max_groups"`
 	// OverlapCount is how many pairs of max groups overlap, always exact;
 	// Overlaps lists the first of them in (A, B) order, as many as asked.
 	OverlapCount int           `json:"overlap_count"`

@@ -35,7 +35,10 @@ type Options struct {
 	// RatesGiven is false when every topic weighs the same.
 	Rates      audit.Rates
 	RatesGiven bool
-	f          *cmdutil.Factory
+	// MaxOverlaps is how many overlapping pairs to list (0: all); the
+	// count is always exact.
+	MaxOverlaps int
+	f           *cmdutil.Factory
 }
 
 // NewCmdAudit returns `kplan audit`. runF replaces the run function in tests.
@@ -75,6 +78,9 @@ a topic's leader brokers).`,
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
   $ kafka-topics.sh --bootstrap-server k1:9092 --describe | kplan audit --from -
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json --what-if all
+  $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json --what-if broker-1760 -o json
+  $ kplan generate layout --brokers 1000 --topics 30000 --partitions 2000000 --replication-factor 3 --scatter 1 --out /tmp/scattered.json
+  $ kplan audit --from /tmp/scattered.json --max-overlaps 100
   $ kplan audit --from testdata/layouts/thesis-6.4.json --rates A=30MB/s,B=20MB/s
   $ kplan audit --bootstrap-server 127.0.0.1:19092 --by replicas --fail-on warning`,
 		Args: cobra.NoArgs,
@@ -108,6 +114,9 @@ a topic's leader brokers).`,
 					return cmdutil.UsageErrorf("--what-if: %q is not broker-N or all", w)
 				}
 				opts.WhatIf = append(opts.WhatIf, int32(id))
+			}
+			if opts.MaxOverlaps < 0 {
+				return cmdutil.UsageErrorf("--max-overlaps: want 0 (all) or more, got %d", opts.MaxOverlaps)
 			}
 			if err := opts.Source.Validate(); err != nil {
 				return err
@@ -143,6 +152,7 @@ a topic's leader brokers).`,
 	cmd.Flags().StringSliceVar(&whatIf, "what-if", nil, "simulate losing brokers: broker-N (repeatable, comma list) or all")
 	cmd.Flags().StringVar(&rates, "rates", "", "producers' rate per topic for the predicted load: topic=100MB/s,... or relative weights topic=3,...; *=rate for the others (default: every topic weighs 1)")
 	cmd.Flags().StringVar(&ratesFile, "rates-file", "", "file of topic=rate lines for the predicted load (# comments)")
+	cmd.Flags().IntVar(&opts.MaxOverlaps, "max-overlaps", audit.MaxOverlaps, "list at most this many overlapping pairs of max groups (0: all); overlap_count always counts them all")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
 	cmdutil.AddOutputFlag(cmd, &out)
 	return cmd
@@ -162,7 +172,7 @@ func runAudit(ctx context.Context, opts *Options) error {
 			return cmdutil.UsageErrorf("--save-snapshot: %w", err)
 		}
 	}
-	r := audit.Run(c, opts.By)
+	r := audit.RunWith(c, audit.Options{By: opts.By, ListOverlaps: opts.MaxOverlaps})
 	if opts.RatesGiven {
 		r.AddPrediction(c, opts.Rates, true)
 	}
@@ -202,11 +212,15 @@ func doc(r audit.Report) report.Document {
 		groups.Rows = append(groups.Rows, []string{strconv.Itoa(g.ID), ints(g.Brokers), strings.Join(g.Topics, ",")})
 	}
 	d.Sections = append(d.Sections, groups)
-	ov := report.Section{Title: fmt.Sprintf("Partial overlaps (%d)", len(r.Overlaps)), Header: []string{"GROUPS", "SHARED BROKERS"}}
+	ovTitle := fmt.Sprintf("Partial overlaps (%d)", r.OverlapCount)
+	if r.OverlapsTruncated {
+		ovTitle = fmt.Sprintf("Partial overlaps (%d, the first %d listed; --max-overlaps 0 lists all)", r.OverlapCount, len(r.Overlaps))
+	}
+	ov := report.Section{Title: ovTitle, Header: []string{"GROUPS", "SHARED BROKERS"}}
 	for _, o := range r.Overlaps {
 		ov.Rows = append(ov.Rows, []string{ints(o.Groups[:]), ints(o.SharedBrokers)})
 	}
-	if len(r.Overlaps) == 0 {
+	if r.OverlapCount == 0 {
 		ov.Header, ov.Notes = nil, []string{"none: every pair of max groups is identical or disjoint"}
 	}
 	d.Sections = append(d.Sections, ov)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/testutil/golden"
 )
 
 type group struct {
@@ -69,10 +70,10 @@ func TestThesisFigures(t *testing.T) {
 				assert.Contains(t, rules, tt.finding)
 			}
 			name := strings.TrimSuffix(tt.file, ".json")
-			golden(t, name+".golden.json", out)
+			golden.AssertString(t, name+".json", out)
 			code, out, _ = run("", "audit", "--from", layouts+tt.file)
 			require.Equal(t, 0, code)
-			golden(t, name+".golden.txt", out)
+			golden.AssertString(t, name+".txt", out)
 		})
 	}
 }
@@ -105,15 +106,15 @@ func TestSection64Shares(t *testing.T) {
 		}
 		assert.Equal(t, want[p.Partitioner], got, p.Partitioner)
 	}
-	golden(t, "thesis-6.4-rates.golden.json", out)
+	golden.AssertString(t, "thesis-6.4-rates.json", out)
 	_, out, _ = run("", "audit", "--from", layouts+"thesis-6.4.json", "--rates", "A=30MB/s,B=20MB/s")
-	golden(t, "thesis-6.4-rates.golden.txt", out)
+	golden.AssertString(t, "thesis-6.4-rates.txt", out)
 }
 
 func TestDemoLayout(t *testing.T) {
 	code, out, errOut := run("", "audit", "--from", layouts+"demo-cells.json", "--what-if", "broker-7")
 	require.Equal(t, 0, code, errOut)
-	golden(t, "demo-cells.golden.txt", out)
+	golden.AssertString(t, "demo-cells.txt", out)
 }
 
 func TestRatesFlags(t *testing.T) {
