@@ -92,8 +92,11 @@ type Report struct {
 	LeaderSkew        Skew               `json:"leader_skew"`
 	ReplicaSkew       Skew               `json:"replica_skew"`
 	Findings          []Finding          `json:"findings"`
-	// Predicted is the expected load per broker under each partitioner.
-	Predicted []Prediction `json:"predicted_load"`
+	// Predicted is the expected load per broker under each partitioner
+	// computed; PredictedEquivalents says which of them each other
+	// partitioner kplan chaos runs equals in expectation, and why.
+	Predicted            []Prediction `json:"predicted_load"`
+	PredictedEquivalents []Equivalent `json:"predicted_equivalents"`
 	// Rates says what Predicted assumed: "equal" or "given".
 	Rates string `json:"rates"`
 	// RatesBytesPerSecond is true when Predicted loads are bytes per second
@@ -105,14 +108,14 @@ type Report struct {
 // AddPrediction stores the predicted load for rates; given says whether
 // the user gave the rates (then a skewed prediction is a warning).
 func (r *Report) AddPrediction(c *topology.Cluster, rates Rates, given bool) {
-	r.Predicted = Predict(c, rates)
+	r.Predicted, r.PredictedEquivalents = Predict(c, rates), Equivalents
 	r.Rates = "equal"
 	if !given {
 		return
 	}
 	r.Rates, r.RatesBytesPerSecond = "given", rates.BytesPerSecond
 	for _, p := range r.Predicted {
-		if p.Partitioner != Sticky && p.MaxOverMean > SkewWarn {
+		if p.MaxOverMean > SkewWarn {
 			r.Findings = append(r.Findings, Finding{Rule: "predicted-skew", Severity: Warning, Subject: p.Partitioner,
 				Message: fmt.Sprintf("under the %s partitioner broker %d would take %.2fx the mean load at these rates", p.Partitioner, p.BusiestBroker, p.MaxOverMean)})
 		}
@@ -223,7 +226,7 @@ func RunWith(c *topology.Cluster, opts Options) Report {
 		r.BrokerGroups = append(r.BrokerGroups, BrokerGroupsJSON{Broker: ix.ID(v.Broker), Groups: v.Groups})
 	}
 	r.Load, r.LeaderSkew, r.ReplicaSkew = load(c, ix)
-	r.Predicted, r.Rates = Predict(c, EqualRates()), "equal"
+	r.Predicted, r.PredictedEquivalents, r.Rates = Predict(c, EqualRates()), Equivalents, "equal"
 	r.Findings = append(r.Findings, checks(c, r)...)
 	sortFindings(r.Findings)
 	return r

@@ -71,9 +71,12 @@ that is alive and in sync.
 The predicted load is each broker's expected share of the records when
 producers write each topic at its rate (--rates, --rates-file; default:
 every topic weighs 1) under partition round robin (the thesis's default
-partitioner), the sticky/uniform sticky default of later clients (the same
-shares in the long run) and the thesis's Node partitioner (round robin over
-a topic's leader brokers).`,
+partitioner) and the thesis's Node partitioner (round robin over a topic's
+leader brokers). Every other partitioner kplan chaos runs equals one of the
+two in expectation; the notes under the table (predicted_equivalents in
+JSON) say which and why: default, random, hash and leastbackup balance
+partitions like roundrobin, sqf with one producer per topic balances
+brokers like node.`,
 		Example: `  $ kplan audit --from testdata/layouts/thesis-fig3.3.json
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
   $ kafka-topics.sh --bootstrap-server k1:9092 --describe | kplan audit --from -
@@ -290,6 +293,9 @@ func predictedSection(r audit.Report) report.Section {
 	for _, p := range r.Predicted {
 		sec.Notes = append(sec.Notes, fmt.Sprintf("%s: busiest broker %d, max/mean %g", p.Partitioner, p.BusiestBroker, p.MaxOverMean))
 	}
-	sec.Notes = append(sec.Notes, "round-robin spreads a topic over its available partitions, sticky does the same in the long run, node over the brokers leading it")
+	sec.Notes = append(sec.Notes, "roundrobin spreads a topic over its writable partitions, node over the brokers leading it")
+	for _, e := range r.PredictedEquivalents {
+		sec.Notes = append(sec.Notes, fmt.Sprintf("%s equals %s in expectation: %s", e.Partitioner, e.Equals, e.Why))
+	}
 	return sec
 }
