@@ -54,19 +54,22 @@ func NewCmdAudit(f *cmdutil.Factory, runF func(context.Context, *Options) error)
 
 - node-topic max groups: topics grouped by the set of brokers that lead them;
 - partial overlaps between groups, where a broker's load depends on the
-  producers' relative rates, with the brokers each pair shares;
+  producers' relative rates, with the brokers each pair shares: always
+  counted exactly (overlap_count), the first --max-overlaps listed;
 - the brokers touched by more than one group;
 - leader and replica counts per broker and their skew (max/mean);
 - topics spread unevenly over their leader brokers (thesis Fig 3.8), topics
   on one broker, offline and under-replicated partitions, racks holding two
-  replicas of a partition, replication factors above the broker count.
+  replicas of a partition, replication factors above the brokers that are
+  up (a live cluster lists them; a broker named only by replicas is down).
 
 The layout comes from a file (Kafka's reassignment JSON, with optional
 "leader" and "isr" per partition, or kafka-topics --describe output) or from
 a live cluster. --fail-on makes kplan exit 3 when a finding is at or above
 that severity. --what-if broker-3 (or all) simulates losing brokers: each
 partition a lost broker led elects its first replica in assignment order
-that is alive and in sync.
+that is alive and in sync, or goes offline when none is; -o json lists
+every such election, to check against a real kill partition by partition.
 
 The predicted load is each broker's expected share of the records when
 producers write each topic at its rate (--rates, --rates-file; default:
