@@ -74,23 +74,29 @@ type Skew struct {
 
 // Report is the audit's result; its JSON is `kplan audit -o json`.
 type Report struct {
-	Schema     string        `json:"schema"`
-	By         string        `json:"by"`
-	Brokers    int           `json:"brokers"`
-	Topics     int           `json:"topics"`
-	Partitions int           `json:"partitions"`
-	MaxGroups  []GroupJSON   `json:"max_groups"`
-	Overlaps   []OverlapJSON `json:"overlaps"`
-	// OverlapsTruncated is true when more than MaxOverlaps pairs overlap and
-	// only the first MaxOverlaps are listed.
+	Schema     string      `json:"schema"`
+	By         string      `json:"by"`
+	Brokers    int         `json:"brokers"`
+	Topics     int         `json:"topics"`
+	Partitions int         `json:"partitions"`
+	MaxGroups  []GroupJSON `json:"max_groups"`
+	// OverlapCount is how many pairs of max groups overlap, always exact;
+	// Overlaps lists the first of them in (A, B) order, as many as asked.
+	OverlapCount int           `json:"overlap_count"`
+	Overlaps     []OverlapJSON `json:"overlaps"`
+	// OverlapsTruncated is true when Overlaps lists fewer pairs than
+	// OverlapCount.
 	OverlapsTruncated bool               `json:"overlaps_truncated,omitempty"`
 	BrokerGroups      []BrokerGroupsJSON `json:"broker_groups"`
 	Load              []BrokerLoad       `json:"load"`
 	LeaderSkew        Skew               `json:"leader_skew"`
 	ReplicaSkew       Skew               `json:"replica_skew"`
 	Findings          []Finding          `json:"findings"`
-	// Predicted is the expected load per broker under each partitioner.
-	Predicted []Prediction `json:"predicted_load"`
+	// Predicted is the expected load per broker under each partitioner
+	// computed; PredictedEquivalents says which of them each other
+	// partitioner kplan chaos runs equals in expectation, and why.
+	Predicted            []Prediction `json:"predicted_load"`
+	PredictedEquivalents []Equivalent `json:"predicted_equivalents"`
 	// Rates says what Predicted assumed: "equal" or "given".
 	Rates string `json:"rates"`
 	// RatesBytesPerSecond is true when Predicted loads are bytes per second
@@ -102,14 +108,14 @@ type Report struct {
 // AddPrediction stores the predicted load for rates; given says whether
 // the user gave the rates (then a skewed prediction is a warning).
 func (r *Report) AddPrediction(c *topology.Cluster, rates Rates, given bool) {
-	r.Predicted = Predict(c, rates)
+	r.Predicted, r.PredictedEquivalents = Predict(c, rates), Equivalents
 	r.Rates = "equal"
 	if !given {
 		return
 	}
 	r.Rates, r.RatesBytesPerSecond = "given", rates.BytesPerSecond
 	for _, p := range r.Predicted {
-		if p.Partitioner != Sticky && p.MaxOverMean > SkewWarn {
+		if p.MaxOverMean > SkewWarn {
 			r.Findings = append(r.Findings, Finding{Rule: "predicted-skew", Severity: Warning, Subject: p.Partitioner,
 				Message: fmt.Sprintf("under the %s partitioner broker %d would take %.2fx the mean load at these rates", p.Partitioner, p.BusiestBroker, p.MaxOverMean)})
 		}
@@ -139,6 +145,11 @@ func (r *Report) AddWhatIf(c *topology.Cluster, by By, lost []int32) {
 			r.Findings = append(r.Findings, Finding{Rule: "what-if-offline", Severity: Error, Subject: fmt.Sprintf("broker-%d", w.Broker),
 				Message: fmt.Sprintf("losing broker %d would leave %d partitions with no in-sync replica to elect (e.g. %s)", w.Broker, n, w.OfflinePartitions[0])})
 		}
+		if n := w.RFAboveBrokers; n > 0 {
+			r.Findings = append(r.Findings, Finding{Rule: "rf-above-brokers", Severity: Warning, Subject: fmt.Sprintf("broker-%d", w.Broker),
+				Message: fmt.Sprintf("losing broker %d would leave %d live %s, fewer than the replication factor of %d %s (e.g. %s): they stay under-replicated until a broker comes back",
+					w.Broker, w.LiveBrokers, plural(w.LiveBrokers, "broker", "brokers"), n, plural(n, "partition", "partitions"), w.rfAboveExample)})
+		}
 	}
 	sortFindings(r.Findings)
 }
@@ -155,9 +166,16 @@ func sortFindings(fs []Finding) {
 	})
 }
 
-// MaxOverlaps bounds the overlapping pairs an audit lists; beyond it the
-// report says the list is truncated.
+// MaxOverlaps is how many overlapping pairs an audit lists unless told
+// otherwise; OverlapCount counts them all.
 const MaxOverlaps = 10_000
+
+// Options tune an audit.
+type Options struct {
+	By By
+	// ListOverlaps is how many overlapping pairs to list; 0 lists all.
+	ListOverlaps int
+}
 
 // maxOverlapFindings bounds the per-pair findings; one more finding
 // summarises the rest.
@@ -167,12 +185,22 @@ const maxOverlapFindings = 20
 // warning.
 const SkewWarn = 1.2
 
-// Run audits c.
+// Run audits c, listing up to MaxOverlaps overlapping pairs.
 func Run(c *topology.Cluster, by By) Report {
+	return RunWith(c, Options{By: by, ListOverlaps: MaxOverlaps})
+}
+
+// RunWith audits c as opts say.
+func RunWith(c *topology.Cluster, opts Options) Report {
+	by := opts.By
 	ix := topology.NewIndex(c.Brokers)
 	names, sets := TopicSets(c, ix, by)
 	groups := MaxGroups(names, sets)
-	overlaps, truncated := OverlapsUpTo(groups, ix.Len(), MaxOverlaps)
+	overlaps, truncated := OverlapsUpTo(groups, ix.Len(), max(opts.ListOverlaps, 0))
+	count := len(overlaps)
+	if truncated {
+		count = CountOverlaps(groups, ix.Len())
+	}
 	views := BrokerViews(groups, ix.Len())
 	r := Report{Schema: "kplan.audit/v1", By: map[By]string{ByLeaders: "leaders", ByReplicas: "replicas"}[by],
 		Brokers: len(c.Brokers), Topics: len(names), Partitions: len(c.Partitions),
@@ -180,7 +208,7 @@ func Run(c *topology.Cluster, by By) Report {
 	for _, g := range groups {
 		r.MaxGroups = append(r.MaxGroups, GroupJSON{ID: g.ID, Brokers: ix.IDs(g.Brokers), Topics: g.Topics})
 	}
-	r.OverlapsTruncated = truncated
+	r.OverlapCount, r.OverlapsTruncated = count, truncated
 	for i, o := range overlaps {
 		shared := ix.IDs(o.Shared)
 		r.Overlaps = append(r.Overlaps, OverlapJSON{Groups: [2]int{o.A, o.B}, SharedBrokers: shared})
@@ -190,19 +218,15 @@ func Run(c *topology.Cluster, by By) Report {
 					o.A, groups[o.A-1].Topics, o.B, groups[o.B-1].Topics, shared)})
 		}
 	}
-	if more := len(overlaps) - maxOverlapFindings; more > 0 || truncated {
-		atLeast := ""
-		if truncated {
-			atLeast = "at least "
-		}
+	if shown := min(len(overlaps), maxOverlapFindings); count > shown {
 		r.Findings = append(r.Findings, Finding{Rule: "partial-overlap", Severity: Warning, Subject: "more groups",
-			Message: fmt.Sprintf("%s%d more overlapping pairs of max groups (see overlaps)", atLeast, max(more, 0))})
+			Message: fmt.Sprintf("%d more overlapping pairs of max groups (%d in all; see overlaps)", count-shown, count)})
 	}
 	for _, v := range views {
 		r.BrokerGroups = append(r.BrokerGroups, BrokerGroupsJSON{Broker: ix.ID(v.Broker), Groups: v.Groups})
 	}
 	r.Load, r.LeaderSkew, r.ReplicaSkew = load(c, ix)
-	r.Predicted, r.Rates = Predict(c, EqualRates()), "equal"
+	r.Predicted, r.PredictedEquivalents, r.Rates = Predict(c, EqualRates()), Equivalents, "equal"
 	r.Findings = append(r.Findings, checks(c, r)...)
 	sortFindings(r.Findings)
 	return r
@@ -261,6 +285,11 @@ func checks(c *topology.Cluster, r Report) []Finding {
 		}
 	}
 	ix := topology.NewIndex(c.Brokers)
+	live := c.LiveBrokers()
+	brokersUp := fmt.Sprintf("the cluster has %d %s", live, plural(live, "broker", "brokers"))
+	if live < len(c.Brokers) {
+		brokersUp = fmt.Sprintf("only %d of its %d brokers %s up", live, len(c.Brokers), plural(live, "is", "are"))
+	}
 	// Dense rack ids per broker index, for the rack-duplicate rule.
 	rackID := make([]int, ix.Len())
 	rackNames := map[string]int{}
@@ -292,9 +321,9 @@ func checks(c *topology.Cluster, r Report) []Finding {
 				key := p.Key().String()
 				add("offline", Error, key, "%s has no leader: it takes no writes or reads", key)
 			}
-			if len(p.Replicas) > len(c.Brokers) {
+			if len(p.Replicas) > live {
 				key := p.Key().String()
-				add("rf-above-brokers", Error, key, "%s has %d replicas but the cluster has %d brokers", key, len(p.Replicas), len(c.Brokers))
+				add("rf-above-brokers", Error, key, "%s has %d replicas but %s", key, len(p.Replicas), brokersUp)
 			}
 			if c.Live && p.ISR != nil && p.Leader != topology.NoLeader && len(p.ISR) < len(p.Replicas) {
 				key := p.Key().String()

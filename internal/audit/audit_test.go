@@ -1,9 +1,11 @@
 package audit
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -45,12 +47,47 @@ func TestHealthRules(t *testing.T) {
 	assert.Equal(t, Error, r.Findings[0].Severity, "errors first")
 	assert.True(t, r.AtLeast(Error))
 
-	// A replica list naming more brokers than the cluster has.
-	c = &topology.Cluster{Brokers: []topology.Broker{{ID: 1}, {ID: 2}}, Partitions: []topology.Partition{
-		{Topic: "z", Partition: 0, Replicas: []int32{1, 2}, Leader: 1},
-	}}
-	c.Brokers = c.Brokers[:1] // the model lists only live brokers
-	assert.Equal(t, Error, rules(Run(c, ByLeaders))["rf-above-brokers z-0"])
+}
+
+// TestRFAboveBrokers: the rule fires when fewer brokers are up than a
+// partition has replicas, although Normalize adds every broker a replica
+// names, on a live snapshot and on the same snapshot saved and read back.
+func TestRFAboveBrokers(t *testing.T) {
+	// Metadata lists brokers 1 and 2; replicas also name 3, which is down.
+	live := func() *topology.Cluster {
+		c := &topology.Cluster{Live: true, Brokers: []topology.Broker{{ID: 1, Rack: "a"}, {ID: 2, Rack: "b"}}, Partitions: []topology.Partition{
+			{Topic: "z", Partition: 0, Replicas: []int32{1, 2, 3}, Leader: 1, ISR: []int32{1, 2}, Offline: []int32{3}},
+			{Topic: "z", Partition: 1, Replicas: []int32{2, 1}, Leader: 2, ISR: []int32{2, 1}},
+		}}
+		c.Normalize()
+		return c
+	}
+	saved := func() *topology.Cluster {
+		var b bytes.Buffer
+		require.NoError(t, topology.WriteSnapshot(&b, live()))
+		c, err := topology.Load(&b, "snap.json")
+		require.NoError(t, err)
+		return c
+	}
+	for name, c := range map[string]*topology.Cluster{"live": live(), "saved snapshot": saved()} {
+		t.Run(name, func(t *testing.T) {
+			require.Len(t, c.Brokers, 3, "Normalize adds broker 3")
+			r := Run(c, ByLeaders)
+			got := rules(r)
+			assert.Equal(t, Error, got["rf-above-brokers z-0"])
+			assert.NotContains(t, got, "rf-above-brokers z-1", "RF 2 fits on 2 brokers")
+			for _, f := range r.Findings {
+				if f.Subject == "z-0" && f.Rule == "rf-above-brokers" {
+					assert.Equal(t, "z-0 has 3 replicas but only 2 of its 3 brokers are up", f.Message)
+				}
+			}
+		})
+	}
+	// A layout without a broker list names brokers only through replicas:
+	// none is missing, nothing fires.
+	c := &topology.Cluster{Partitions: []topology.Partition{{Topic: "a", Partition: 0, Replicas: []int32{1, 2, 3}, Leader: 1}}}
+	c.Normalize()
+	assert.NotContains(t, rules(Run(c, ByLeaders)), "rf-above-brokers a-0")
 }
 
 func TestCleanLayoutHasNoFindings(t *testing.T) {

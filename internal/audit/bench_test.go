@@ -85,3 +85,31 @@ func BenchmarkAudit2MScattered(b *testing.B) {
 		_ = Run(c, ByLeaders)
 	}
 }
+
+// BenchmarkCountOverlaps2MScattered counts the overlapping pairs of max
+// groups of the scattered layout (about 450 million) without listing them.
+func BenchmarkCountOverlaps2MScattered(b *testing.B) {
+	c := scattered(b)
+	ix := topology.NewIndex(c.Brokers)
+	names, sets := TopicSets(c, ix, ByLeaders)
+	groups := MaxGroups(names, sets)
+	b.ResetTimer()
+	for b.Loop() {
+		if CountOverlaps(groups, ix.Len()) == 0 {
+			b.Fatal("no overlaps")
+		}
+	}
+}
+
+// BenchmarkCountOverlaps2M is BenchmarkCountOverlaps2MScattered on the
+// layout placed as Kafka places topics.
+func BenchmarkCountOverlaps2M(b *testing.B) {
+	c := big(b)
+	ix := topology.NewIndex(c.Brokers)
+	names, sets := TopicSets(c, ix, ByLeaders)
+	groups := MaxGroups(names, sets)
+	b.ResetTimer()
+	for b.Loop() {
+		_ = CountOverlaps(groups, ix.Len())
+	}
+}

@@ -297,3 +297,100 @@ func BrokerViews(groups []Group, n int) []BrokerView {
 	}
 	return out
 }
+
+// maxCountWords bounds the broker-to-groups bitsets CountOverlaps builds
+// (64 MiB); past it, or when the groups are sparse enough that stamping is
+// cheaper, it counts through the broker-to-groups lists instead.
+const maxCountWords = 8 << 20
+
+// CountOverlaps returns how many pairs of groups overlap, without listing
+// them: a scattered two-million-partition layout has about 450 million
+// such pairs, which OverlapsUpTo could not hold but this counts in about a
+// second. n is the number of brokers.
+func CountOverlaps(groups []Group, n int) int {
+	if len(groups) < 2 {
+		return 0
+	}
+	view := brokerGroups(groups, n)
+	// Cost of stamping: each group A visits every group on each of its
+	// brokers, so a broker in k groups costs k² visits (half of them past
+	// A). Cost of the bitsets: each group A ORs one M-bit row per broker,
+	// from A's own word on, so about M/128 words per membership.
+	words := (len(groups) + 63) / 64
+	stamp, rows := 0, 0
+	for _, gs := range view {
+		stamp += len(gs) * len(gs) / 2
+		rows += len(gs)
+	}
+	if n*words > maxCountWords || rows*(words/2+1) >= stamp {
+		return countByStamps(groups, view)
+	}
+	return countByBitsets(groups, view, n)
+}
+
+// countByBitsets counts overlapping pairs with one M-bit row of groups per
+// broker: for each group A, the OR of its brokers' rows holds every group
+// it meets.
+func countByBitsets(groups []Group, view [][]int, n int) int {
+	words := (len(groups) + 63) / 64
+	back := make([]uint64, n*words)
+	gb := make([]topology.Bitset, n)
+	for b, gs := range view {
+		gb[b] = back[b*words : (b+1)*words : (b+1)*words]
+		for _, id := range gs {
+			gb[b].Set(id - 1)
+		}
+	}
+	acc := make(topology.Bitset, words)
+	total := 0
+	for ai := range groups {
+		// Groups after A, met on any of A's brokers: OR their rows from
+		// A's word on, then count the bits above A.
+		from := (ai + 1) / 64
+		if from >= words {
+			break
+		}
+		part := acc[from:]
+		clear(part)
+		for wi, w := range groups[ai].Brokers {
+			for w != 0 {
+				row := gb[wi*64+bits.TrailingZeros64(w)][from:]
+				w &= w - 1
+				for i, x := range row {
+					part[i] |= x
+				}
+			}
+		}
+		part[0] &^= (1 << (uint(ai+1) & 63)) - 1 // A and the groups before it
+		for _, x := range part {
+			total += bits.OnesCount64(x)
+		}
+	}
+	return total
+}
+
+// countByStamps counts overlapping pairs through the broker-to-groups
+// lists: for each group A, every group B > A met on one of A's brokers,
+// once (a stamp per group drops repeats).
+func countByStamps(groups []Group, view [][]int) int {
+	stamp := make([]int32, len(groups)+1)
+	total := 0
+	for ai := range groups {
+		a := &groups[ai]
+		mark := int32(a.ID)
+		for wi, w := range a.Brokers {
+			for w != 0 {
+				gs := view[wi*64+bits.TrailingZeros64(w)]
+				w &= w - 1
+				k, _ := slices.BinarySearch(gs, a.ID+1)
+				for _, g := range gs[k:] {
+					if stamp[g] != mark {
+						stamp[g] = mark
+						total++
+					}
+				}
+			}
+		}
+	}
+	return total
+}

@@ -101,7 +101,12 @@ func TestFastEqualsLiteral(t *testing.T) {
 		fast := MaxGroups(names, sets)
 		lit := literalMaxGroups(names, sets)
 		require.Equal(t, lit, fast, "layout %d", i)
-		assert.Equal(t, literalDPO(lit), nilIfEmpty(Overlaps(fast, ix.Len())), "layout %d", i)
+		want := literalDPO(lit)
+		assert.Equal(t, want, nilIfEmpty(Overlaps(fast, ix.Len())), "layout %d", i)
+		view := brokerGroups(fast, ix.Len())
+		assert.Equal(t, len(want), CountOverlaps(fast, ix.Len()), "layout %d", i)
+		assert.Equal(t, len(want), countByStamps(fast, view), "layout %d, by stamps", i)
+		assert.Equal(t, len(want), countByBitsets(fast, view, ix.Len()), "layout %d, by bitsets", i)
 		assert.Equal(t, literalDPO2(lit, ix.Len()), BrokerViews(fast, ix.Len()), "layout %d", i)
 	}
 }
@@ -202,4 +207,40 @@ func BenchmarkAlgorithms(b *testing.B) {
 			_ = literalDPO2(g, n)
 		}
 	})
+}
+
+// TestCountOverlapsScattered counts the overlapping pairs of a generated
+// scattered layout, far more than the list holds, and checks the count
+// against every pair compared by brute force.
+func TestCountOverlapsScattered(t *testing.T) {
+	c, err := topology.Generate(topology.GenOptions{Brokers: 150, FirstID: 1, Topics: 400, Partitions: 4000, ReplicationFactor: 3, Scatter: 1},
+		rand.New(rand.NewPCG(3, 4)))
+	require.NoError(t, err)
+	ix := topology.NewIndex(c.Brokers)
+	names, sets := TopicSets(c, ix, ByLeaders)
+	groups := MaxGroups(names, sets)
+	brute := 0
+	for i := range groups {
+		for j := i + 1; j < len(groups); j++ {
+			if groups[i].Brokers.Intersects(groups[j].Brokers) {
+				brute++
+			}
+		}
+	}
+	require.Greater(t, brute, MaxOverlaps, "the layout must overlap in more pairs than the list holds")
+	assert.Equal(t, brute, CountOverlaps(groups, ix.Len()))
+	view := brokerGroups(groups, ix.Len())
+	assert.Equal(t, brute, countByStamps(groups, view))
+	assert.Equal(t, brute, countByBitsets(groups, view, ix.Len()))
+
+	r := Run(c, ByLeaders)
+	assert.Equal(t, brute, r.OverlapCount)
+	assert.Len(t, r.Overlaps, MaxOverlaps)
+	assert.True(t, r.OverlapsTruncated)
+	all := RunWith(c, Options{By: ByLeaders, ListOverlaps: 0})
+	assert.Len(t, all.Overlaps, brute, "0 lists every pair")
+	assert.False(t, all.OverlapsTruncated)
+	few := RunWith(c, Options{By: ByLeaders, ListOverlaps: 5})
+	assert.Len(t, few.Overlaps, 5)
+	assert.Equal(t, brute, few.OverlapCount)
 }

@@ -134,22 +134,39 @@ func (r Rates) Of(topic string) float64 {
 	return r.Default
 }
 
-// Partitioners whose broker loads Predict computes.
+// Partitioners whose broker loads Predict computes, named as
+// `kplan chaos --partitioners` names them.
 const (
 	// RoundRobin is the keyless default of Kafka's clients up to 2.3: each
-	// record to the next available partition of its topic (the thesis's
-	// "default partitioner").
-	RoundRobin = "round-robin"
-	// Sticky is the sticky (KIP-480) and uniform sticky (KIP-794) default
-	// of later clients: batches stick to one partition, then move on, so in
-	// the long run every available partition of a topic gets the same
-	// share, as under round robin. (Adaptive partitioning tilts that share
-	// away from slow brokers, which no layout can predict.)
-	Sticky = "sticky"
+	// record to the next writable partition of its topic (the thesis's
+	// "default partitioner"). Every writable partition gets the same share.
+	RoundRobin = "roundrobin"
 	// Node is the thesis's Node partitioner: round robin over the brokers
-	// that lead the topic, then over that broker's partitions.
+	// that lead the topic, then over that broker's partitions. Every leader
+	// broker of a topic gets the same share.
 	Node = "node"
 )
+
+// Equivalent names a partitioner whose expected load equals a predicted
+// one's, and why.
+type Equivalent struct {
+	Partitioner string `json:"partitioner"`
+	Equals      string `json:"equals"`
+	Why         string `json:"why"`
+}
+
+// Equivalents covers every other partitioner kplan chaos runs (see
+// internal/partitioner): in expectation each puts the same load on each
+// broker as RoundRobin or Node, for the reason given. The thesis's §6.4
+// table is the ground: Default gives a/3, 2a/3+b/2, b/2 and "Node / SQF"
+// share one row, a/2, a/2+b/2, b/2.
+var Equivalents = []Equivalent{
+	{"default", RoundRobin, "uniform sticky (KIP-794): 64 KiB to one writable partition, then a new draw, so every writable partition gets the same share in the long run; its adaptive tilt away from backlogged partitions follows broker speed, which a layout does not show"},
+	{"random", RoundRobin, "a uniformly random writable partition per record: the same share for each in expectation"},
+	{"hash", RoundRobin, "keyless records (kplan chaos writes no keys) stick to a random writable partition per batch; keyed records hash over all partitions, so an offline partition's share waits instead of moving"},
+	{"leastbackup", RoundRobin, "the writable partition with the fewest buffered records, per batch: with brokers equally fast every backlog drains alike, so shares follow partitions, not brokers"},
+	{"sqf", Node, "one producer per topic (as kplan chaos runs them) sees queues that differ by acknowledgement jitter only, within the slack, so it serves the leader brokers round robin (thesis §6.4: Node and SQF share one row); producers sharing one tracker balance their combined flow instead (Fig 6.7), which depends on who shares"},
+}
 
 // BrokerShare is one broker's predicted load.
 type BrokerShare struct {
@@ -169,9 +186,9 @@ type Prediction struct {
 }
 
 // Predict computes the expected load per broker when producers write each
-// topic at its rate, under round robin, sticky and Node partitioning. Only
-// partitions with a leader take records. Every broker is listed, in id
-// order.
+// topic at its rate, under round robin and Node partitioning (Equivalents
+// says which of the two every other partitioner equals). Only partitions
+// with a leader take records. Every broker is listed, in id order.
 func Predict(c *topology.Cluster, rates Rates) []Prediction {
 	ix := topology.NewIndex(c.Brokers)
 	rr := make([]float64, ix.Len())
@@ -200,14 +217,7 @@ func Predict(c *topology.Cluster, rates Rates) []Prediction {
 			perBroker[j] = 0
 		}
 	}
-	out := make([]Prediction, 0, 3)
-	for _, p := range []struct {
-		name string
-		load []float64
-	}{{RoundRobin, rr}, {Sticky, rr}, {Node, node}} {
-		out = append(out, prediction(p.name, p.load, ix))
-	}
-	return out
+	return []Prediction{prediction(RoundRobin, rr, ix), prediction(Node, node, ix)}
 }
 
 func prediction(name string, load []float64, ix *topology.Index) Prediction {

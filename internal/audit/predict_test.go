@@ -44,7 +44,6 @@ func TestSection64(t *testing.T) {
 		a, b        []float64
 	}{
 		{RoundRobin, []float64{1.0 / 3, 2.0 / 3, 0}, []float64{0, 0.5, 0.5}},
-		{Sticky, []float64{1.0 / 3, 2.0 / 3, 0}, []float64{0, 0.5, 0.5}},
 		{Node, []float64{0.5, 0.5, 0}, []float64{0, 0.5, 0.5}},
 	} {
 		assert.InDeltaSlice(t, tt.a, onlyA[tt.partitioner], 1e-5, tt.partitioner)
@@ -66,7 +65,7 @@ func TestPredictSkipsOfflineAndSharesSumToOne(t *testing.T) {
 	}}
 	c.Normalize()
 	ps := Predict(c, EqualRates())
-	require.Len(t, ps, 3)
+	require.Len(t, ps, 2)
 	rr := ps[0]
 	assert.Equal(t, []BrokerShare{{1, 0.5, 0.25}, {2, 0, 0}, {3, 1.5, 0.75}}, rr.Brokers, "an offline partition takes no records")
 	assert.Equal(t, int32(3), rr.BusiestBroker)
@@ -119,4 +118,28 @@ func FuzzParseRates(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNoColumnRepeatsAnother: each partitioner is predicted once or named
+// once as equal to a predicted one, and on the thesis's §6.4 layout no two
+// predicted columns are the same (the "sticky" column was a copy of round
+// robin).
+func TestNoColumnRepeatsAnother(t *testing.T) {
+	ps := Predict(loadLayout(t, "thesis-6.4.json"), EqualRates())
+	names := map[string]bool{}
+	for i, p := range ps {
+		assert.False(t, names[p.Partitioner], "%s predicted twice", p.Partitioner)
+		names[p.Partitioner] = true
+		for _, q := range ps[:i] {
+			assert.NotEqual(t, q.Brokers, p.Brokers, "%s repeats %s", p.Partitioner, q.Partitioner)
+		}
+	}
+	seen := map[string]bool{}
+	for _, e := range Equivalents {
+		assert.False(t, names[e.Partitioner], "%s is predicted and said to equal %s", e.Partitioner, e.Equals)
+		assert.False(t, seen[e.Partitioner], "%s named twice", e.Partitioner)
+		seen[e.Partitioner] = true
+		assert.True(t, names[e.Equals], "%s equals %s, which is not predicted", e.Partitioner, e.Equals)
+		assert.NotEmpty(t, e.Why)
+	}
 }

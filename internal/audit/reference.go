@@ -67,7 +67,27 @@ func literalDPO2(m []Group, nodes int) []BrokerView {
 // max groups with the literal algorithm, and compare every pair of groups.
 func literalWhatIf(c *topology.Cluster, by By, b int32) WhatIf {
 	after := c.Clone()
-	w := WhatIf{Broker: b, OfflinePartitions: []string{}, SingleISR: []string{}}
+	w := WhatIf{Broker: b, OfflinePartitions: []string{}, SingleISR: []string{}, Elections: []Election{}}
+	down := map[int32]bool{b: true}
+	for _, br := range c.Brokers {
+		if br.Missing {
+			down[br.ID] = true
+		}
+	}
+	dead := func(r int32) bool { return down[r] }
+	for _, br := range c.Brokers {
+		if !down[br.ID] {
+			w.LiveBrokers++
+		}
+	}
+	for _, p := range c.Partitions {
+		if len(p.Replicas) > w.LiveBrokers {
+			if w.RFAboveBrokers == 0 {
+				w.rfAboveExample = p.Key().String()
+			}
+			w.RFAboveBrokers++
+		}
+	}
 	for i := range after.Partitions {
 		p := &after.Partitions[i]
 		if !slices.Contains(p.Replicas, b) {
@@ -75,7 +95,7 @@ func literalWhatIf(c *topology.Cluster, by By, b int32) WhatIf {
 		}
 		live := 0
 		for _, r := range p.Replicas {
-			if r != b && p.InSync(r) && !slices.Contains(p.Offline, r) {
+			if !dead(r) && p.InSync(r) && !slices.Contains(p.Offline, r) {
 				live++
 			}
 		}
@@ -83,9 +103,12 @@ func literalWhatIf(c *topology.Cluster, by By, b int32) WhatIf {
 			w.SingleISR = append(w.SingleISR, p.Key().String())
 		}
 		if p.Leader == b {
-			w.LeadersMoved++
-			if p.Leader = elect(&c.Partitions[i], b); p.Leader == topology.NoLeader {
+			p.Leader = topology.ElectAfterLoss(&c.Partitions[i], dead)
+			w.Elections = append(w.Elections, Election{Topic: p.Topic, Partition: p.Partition, NewLeader: p.Leader})
+			if p.Leader == topology.NoLeader {
 				w.OfflinePartitions = append(w.OfflinePartitions, p.Key().String())
+			} else {
+				w.LeadersMoved++
 			}
 		}
 		if by == ByReplicas {

@@ -17,13 +17,19 @@ const MaxListed = 1000
 // WhatIf is what losing one broker would do to the layout.
 type WhatIf struct {
 	Broker int32 `json:"broker"`
-	// LeadersMoved counts partitions the broker led that elect a new leader
-	// or go offline.
+	// LeadersMoved counts partitions the broker led that elect a new
+	// leader; those left with no one to elect count in OfflineCount
+	// instead.
 	LeadersMoved int `json:"leaders_moved"`
 	// OfflinePartitions had no other live in-sync replica (the first
 	// MaxListed, sorted); OfflineCount is exact.
 	OfflinePartitions []string `json:"offline_partitions"`
 	OfflineCount      int      `json:"offline_count"`
+	// Elections lists every partition the broker led, in partition order,
+	// with the leader Kafka would elect: LeadersMoved + OfflineCount
+	// entries, so a real kill can be checked against it partition by
+	// partition.
+	Elections []Election `json:"elections"`
 	// SingleISR are partitions left with exactly one in-sync replica (the
 	// first MaxListed, sorted); SingleISRCount is exact.
 	SingleISR          []string `json:"single_isr_partitions"`
@@ -31,6 +37,11 @@ type WhatIf struct {
 	LeadersMaxOverMean float64  `json:"leaders_max_over_mean"`
 	LeadersMax         int      `json:"leaders_max"`
 	BusiestBroker      int32    `json:"busiest_broker"`
+	// LiveBrokers is how many brokers are left up after the loss;
+	// RFAboveBrokers counts the partitions whose replication factor is
+	// above it (they stay under-replicated until a broker comes back).
+	LiveBrokers    int `json:"live_brokers"`
+	RFAboveBrokers int `json:"rf_above_brokers"`
 	// TopicsGainingBrokers counts topics whose new leaders include a broker
 	// that led none of their partitions before.
 	TopicsGainingBrokers int `json:"topics_gaining_brokers"`
@@ -40,17 +51,17 @@ type WhatIf struct {
 	NewOverlaps int `json:"new_overlaps"`
 	// NewOverlapExample names one such pair, when there is one.
 	NewOverlapExample string `json:"new_overlap_example,omitempty"`
+
+	rfAboveExample string // the first partition counted in RFAboveBrokers
 }
 
-// elect returns the leader Kafka would elect when lost is gone: the first
-// replica in assignment order that is alive and in the ISR; NoLeader if none.
-func elect(p *topology.Partition, lost int32) int32 {
-	for _, r := range p.Replicas {
-		if r != lost && p.InSync(r) && !slices.Contains(p.Offline, r) {
-			return r
-		}
-	}
-	return topology.NoLeader
+// Election is one partition a lost broker led and the leader it elects.
+type Election struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// NewLeader is the broker elected, or -1 (topology.NoLeader, Kafka's
+	// own "no leader") when none is left and the partition goes offline.
+	NewLeader int32 `json:"new_leader"`
 }
 
 // maxInterWords bounds the group-by-group intersection table (256 MiB);
@@ -80,6 +91,13 @@ type lossModel struct {
 	holds   [][]int32 // partitions with a replica on each broker
 	topicOf []int32   // partition -> topic
 	leaders []int     // leaders per broker before any loss
+	// missing holds the brokers already down (topology.Broker.Missing); nil
+	// when none is.
+	missing map[int32]bool
+	live    int // brokers up before any loss
+	// rfCount[r] counts partitions with replication factor r; rfFirst[r]
+	// is the first of them.
+	rfCount, rfFirst []int
 }
 
 func newLossModel(c *topology.Cluster, by By, interLimit int) *lossModel {
@@ -125,6 +143,16 @@ func newLossModel(c *topology.Cluster, by By, interLimit int) *lossModel {
 			m.inter[gi] = row
 		}
 	}
+	for _, b := range c.Brokers {
+		if b.Missing {
+			if m.missing == nil {
+				m.missing = map[int32]bool{}
+			}
+			m.missing[b.ID] = true
+		} else {
+			m.live++
+		}
+	}
 	m.led = make([][]int32, n)
 	m.holds = make([][]int32, n)
 	m.leaders = make([]int, n)
@@ -136,6 +164,14 @@ func newLossModel(c *topology.Cluster, by By, interLimit int) *lossModel {
 			t++
 		}
 		m.topicOf[i] = t
+		for len(m.rfCount) <= len(p.Replicas) {
+			m.rfCount = append(m.rfCount, 0)
+			m.rfFirst = append(m.rfFirst, -1)
+		}
+		if m.rfCount[len(p.Replicas)] == 0 {
+			m.rfFirst[len(p.Replicas)] = i
+		}
+		m.rfCount[len(p.Replicas)]++
 		for _, r := range p.Replicas {
 			if j, ok := ix.Pos(r); ok {
 				m.holds[j] = append(m.holds[j], int32(i))
@@ -155,8 +191,8 @@ func orInto(dst, src topology.Bitset) {
 	}
 }
 
-// WhatIfLoss simulates losing each broker in lost (every broker when lost
-// is empty), one at a time.
+// WhatIfLoss simulates losing each broker in lost (every broker up when
+// lost is empty), one at a time.
 func WhatIfLoss(c *topology.Cluster, by By, lost []int32) []WhatIf {
 	return whatIfLoss(c, by, lost, maxInterWords)
 }
@@ -167,7 +203,9 @@ func whatIfLoss(c *topology.Cluster, by By, lost []int32, interLimit int) []What
 	m := newLossModel(c, by, interLimit)
 	if len(lost) == 0 {
 		for _, b := range c.Brokers {
-			lost = append(lost, b.ID)
+			if !b.Missing {
+				lost = append(lost, b.ID)
+			}
 		}
 	}
 	s := m.newScratch()
@@ -221,17 +259,21 @@ func (s *scratch) alloc(words int) topology.Bitset {
 func (m *lossModel) lose(bi int, s *scratch) WhatIf {
 	c := m.c
 	b := m.ix.ID(bi)
-	w := WhatIf{Broker: b, OfflinePartitions: []string{}, SingleISR: []string{}}
+	w := WhatIf{Broker: b, OfflinePartitions: []string{}, SingleISR: []string{}, Elections: make([]Election, 0, len(m.led[bi]))}
+	dead := func(r int32) bool { return r == b }
+	if m.missing != nil {
+		dead = func(r int32) bool { return r == b || m.missing[r] }
+	}
 	copy(s.leaders, m.leaders)
 	s.leaders[bi] = 0
 	s.offline, s.single = s.offline[:0], s.single[:0]
 	for _, pi := range m.holds[bi] {
 		p := &c.Partitions[pi]
 		isr := len(p.Replicas) - 1 // every replica in sync and alive
-		if p.ISR != nil || len(p.Offline) > 0 {
+		if p.ISR != nil || len(p.Offline) > 0 || m.missing != nil {
 			isr = 0
 			for _, r := range p.Replicas {
-				if r != b && p.InSync(r) && !slices.Contains(p.Offline, r) {
+				if !dead(r) && p.InSync(r) && !slices.Contains(p.Offline, r) {
 					isr++
 				}
 			}
@@ -258,12 +300,13 @@ func (m *lossModel) lose(bi int, s *scratch) WhatIf {
 		}
 		for ; j < len(led) && m.topicOf[led[j]] == t; j++ {
 			p := &c.Partitions[led[j]]
-			w.LeadersMoved++
-			nl := elect(p, b)
+			nl := topology.ElectAfterLoss(p, dead)
+			w.Elections = append(w.Elections, Election{Topic: p.Topic, Partition: p.Partition, NewLeader: nl})
 			if nl == topology.NoLeader {
 				s.offline = append(s.offline, led[j])
 				continue
 			}
+			w.LeadersMoved++
 			if k, ok := m.ix.Pos(nl); ok {
 				s.leaders[k]++
 				if set != nil {
@@ -283,6 +326,20 @@ func (m *lossModel) lose(bi int, s *scratch) WhatIf {
 		i = j
 	}
 	m.skew(&w, s.leaders, bi)
+	w.LiveBrokers = m.live
+	if m.missing == nil || !m.missing[b] {
+		w.LiveBrokers--
+	}
+	first := -1
+	for rf := w.LiveBrokers + 1; rf < len(m.rfCount); rf++ {
+		w.RFAboveBrokers += m.rfCount[rf]
+		if f := m.rfFirst[rf]; f >= 0 && (first < 0 || f < first) {
+			first = f
+		}
+	}
+	if first >= 0 {
+		w.rfAboveExample = c.Partitions[first].Key().String()
+	}
 	w.OfflineCount, w.SingleISRCount = len(s.offline), len(s.single)
 	w.OfflinePartitions = m.keys(s.offline)
 	w.SingleISR = m.keys(s.single)

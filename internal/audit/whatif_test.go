@@ -24,8 +24,10 @@ func TestWhatIfLoss(t *testing.T) {
 	ws := WhatIfLoss(c, ByLeaders, []int32{1})
 	require.Len(t, ws, 1)
 	w := ws[0]
-	assert.Equal(t, 2, w.LeadersMoved)
+	assert.Equal(t, 1, w.LeadersMoved, "t-0 moves; solo-0 goes offline and is not a move")
+	assert.Equal(t, 1, w.OfflineCount)
 	assert.Equal(t, []string{"solo-0"}, w.OfflinePartitions, "RF 1: nothing to elect")
+	assert.Equal(t, []Election{{Topic: "solo", Partition: 0, NewLeader: topology.NoLeader}, {Topic: "t", Partition: 0, NewLeader: 2}}, w.Elections)
 	assert.Equal(t, []string{"t-0", "t-2"}, w.SingleISR)
 	// Leaders after: broker 2 leads t-0 and t-1, broker 3 leads t-2 and u-0.
 	assert.Equal(t, 2, w.LeadersMax)
@@ -117,10 +119,19 @@ func TestWhatIfEqualsLiteral(t *testing.T) {
 				c.Partitions = append(c.Partitions, part)
 			}
 		}
+		if rng.IntN(4) == 0 {
+			// A live cluster whose metadata lists some brokers: the
+			// others named by replicas are missing (down).
+			for b := range brokers {
+				if rng.IntN(3) > 0 {
+					c.Brokers = append(c.Brokers, topology.Broker{ID: int32(100 + 7*b)})
+				}
+			}
+		}
 		c.Normalize()
 		for _, by := range []By{ByLeaders, ByReplicas} {
 			fast := WhatIfLoss(c, by, nil)
-			require.Len(t, fast, len(c.Brokers))
+			require.Len(t, fast, c.LiveBrokers())
 			assert.Equal(t, fast, whatIfLoss(c, by, nil, 0), "without the intersection table")
 			for _, w := range fast {
 				lit := literalWhatIf(c, by, w.Broker)
@@ -136,4 +147,41 @@ func TestWhatIfEqualsLiteral(t *testing.T) {
 		}
 	}
 	assert.Greater(t, seen, 100, "the layouts must exercise new overlaps")
+}
+
+// TestWhatIfRFAboveBrokers: losing one of three brokers leaves two, fewer
+// than the replication factor 3, and the audit says so.
+func TestWhatIfRFAboveBrokers(t *testing.T) {
+	c := &topology.Cluster{Partitions: []topology.Partition{
+		{Topic: "t", Partition: 0, Replicas: []int32{1, 2, 3}, Leader: 1},
+		{Topic: "t", Partition: 1, Replicas: []int32{2, 3, 1}, Leader: 2},
+		{Topic: "u", Partition: 0, Replicas: []int32{3, 1}, Leader: 3},
+	}}
+	c.Normalize()
+	r := Run(c, ByLeaders)
+	assert.NotContains(t, rules(r), "rf-above-brokers t-0", "3 brokers hold RF 3")
+	r.AddWhatIf(c, ByLeaders, []int32{2})
+	require.Len(t, r.WhatIf, 1)
+	w := r.WhatIf[0]
+	assert.Equal(t, 2, w.LiveBrokers)
+	assert.Equal(t, 2, w.RFAboveBrokers, "t-0 and t-1 have RF 3; u-0 has RF 2")
+	assert.Equal(t, Warning, rules(r)["rf-above-brokers broker-2"])
+	for _, f := range r.Findings {
+		if f.Rule == "rf-above-brokers" {
+			assert.Contains(t, f.Message, "2 live brokers, fewer than the replication factor of 2 partitions (e.g. t-0)")
+		}
+	}
+}
+
+// TestWhatIfSkipsMissingBrokers: --what-if all simulates the brokers that
+// are up; a broker already down counts as dead in every election.
+func TestWhatIfSkipsMissingBrokers(t *testing.T) {
+	c := &topology.Cluster{Live: true, Brokers: []topology.Broker{{ID: 1}, {ID: 2}}, Partitions: []topology.Partition{
+		{Topic: "t", Partition: 0, Replicas: []int32{1, 3, 2}, Leader: 1},
+	}}
+	c.Normalize()
+	ws := WhatIfLoss(c, ByLeaders, nil)
+	require.Len(t, ws, 2, "broker 3 is down already")
+	assert.Equal(t, []Election{{Topic: "t", Partition: 0, NewLeader: 2}}, ws[0].Elections, "3 is down: 2 is the first live in-sync replica")
+	assert.Equal(t, 1, ws[0].LiveBrokers)
 }

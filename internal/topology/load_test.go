@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -219,4 +220,29 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	assert.Equal(t, c.Partitions, back.Partitions)
 	assert.True(t, back.Live, "describe output is live state, and the snapshot says so")
 	assert.Contains(t, b.String(), `"leader":-1,"isr":[],"offline_replicas":[1,2,3]`)
+}
+
+// TestNormalizeMarksMissing: brokers named only by replicas are missing
+// when the input listed brokers of its own (a live cluster's metadata), and
+// a saved snapshot leaves them out so reading it back marks them again.
+func TestNormalizeMarksMissing(t *testing.T) {
+	c := &Cluster{Live: true, Brokers: []Broker{{ID: 2, Rack: "b"}, {ID: 1, Rack: "a"}}, Partitions: []Partition{
+		{Topic: "t", Partition: 0, Replicas: []int32{1, 2, 3}, Leader: 1, ISR: []int32{1, 2}},
+	}}
+	c.Normalize()
+	want := []Broker{{ID: 1, Rack: "a"}, {ID: 2, Rack: "b"}, {ID: 3, Missing: true}}
+	require.Equal(t, want, c.Brokers)
+	require.Equal(t, 2, c.LiveBrokers())
+	var b bytes.Buffer
+	require.NoError(t, WriteSnapshot(&b, c))
+	assert.NotContains(t, b.String(), `"id":3`)
+	back, err := Load(&b, "snap.json")
+	require.NoError(t, err)
+	assert.Equal(t, want, back.Brokers)
+
+	// Without a broker list every broker comes from the replicas: none is
+	// missing.
+	c = &Cluster{Partitions: []Partition{{Topic: "t", Partition: 0, Replicas: []int32{1, 2, 3}, Leader: 1}}}
+	c.Normalize()
+	assert.Equal(t, 3, c.LiveBrokers())
 }

@@ -59,6 +59,9 @@ func writePartitions(w io.Writer, parts []Partition, brokers []Broker, live, sta
 		// kplan's own key: the leaders and ISR are a running cluster's facts.
 		b.WriteString("\"live\":true,")
 	}
+	// A Missing broker is left out: reading the file back marks it missing
+	// again (Normalize), as the live cluster's metadata did.
+	brokers = slices.DeleteFunc(slices.Clone(brokers), func(br Broker) bool { return br.Missing })
 	if len(brokers) > 0 {
 		// kplan's own key: every broker, with its rack, idle ones included.
 		b.WriteString("\"brokers\":[")

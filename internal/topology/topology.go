@@ -20,6 +20,12 @@ const NoLeader int32 = -1
 type Broker struct {
 	ID   int32  `json:"id"`
 	Rack string `json:"rack,omitempty"`
+	// Missing is true when replicas name the broker but the cluster's own
+	// broker list (a live cluster's metadata, a layout file's "brokers")
+	// does not: it is down, fenced or gone. Normalize adds such brokers so
+	// every replica resolves, and marks them so that nothing counts them
+	// as live.
+	Missing bool `json:"missing,omitempty"`
 }
 
 // Partition is one topic-partition and where its replicas live.
@@ -44,7 +50,7 @@ type Partition struct {
 // Cluster is a layout: brokers and partitions, both sorted.
 type Cluster struct {
 	// Brokers sorted by id. Brokers named only in replica lists are added
-	// by Normalize.
+	// by Normalize (marked Missing when the input listed its brokers).
 	Brokers []Broker `json:"brokers"`
 	// Partitions sorted by topic, then partition.
 	Partitions []Partition `json:"partitions"`
@@ -93,9 +99,14 @@ func (c *Cluster) Clone() *Cluster {
 }
 
 // Normalize sorts brokers and partitions and adds a Broker entry for every
-// id named in a replica list but not listed as a broker. Call it after
+// id named in a replica list but not listed as a broker. When the cluster
+// listed brokers of its own (a live cluster's metadata lists the brokers
+// that are up), the added ones are marked Missing; an input without a
+// broker list (Kafka's reassignment JSON, kafka-topics --describe) only
+// names brokers through replicas, so none is missing. Call it after
 // building a Cluster by hand.
 func (c *Cluster) Normalize() {
+	listed := len(c.Brokers) > 0
 	known := make(map[int32]bool, len(c.Brokers))
 	for _, b := range c.Brokers {
 		known[b.ID] = true
@@ -104,7 +115,7 @@ func (c *Cluster) Normalize() {
 		for _, r := range c.Partitions[i].Replicas {
 			if !known[r] {
 				known[r] = true
-				c.Brokers = append(c.Brokers, Broker{ID: r})
+				c.Brokers = append(c.Brokers, Broker{ID: r, Missing: listed})
 			}
 		}
 	}
@@ -163,6 +174,17 @@ func (c *Cluster) Find(k Key) int {
 		return -1
 	}
 	return i
+}
+
+// LiveBrokers counts the brokers not Missing.
+func (c *Cluster) LiveBrokers() int {
+	n := 0
+	for _, b := range c.Brokers {
+		if !b.Missing {
+			n++
+		}
+	}
+	return n
 }
 
 // HasRacks reports whether every broker has a rack.

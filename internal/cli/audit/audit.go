@@ -35,7 +35,10 @@ type Options struct {
 	// RatesGiven is false when every topic weighs the same.
 	Rates      audit.Rates
 	RatesGiven bool
-	f          *cmdutil.Factory
+	// MaxOverlaps is how many overlapping pairs to list (0: all); the
+	// count is always exact.
+	MaxOverlaps int
+	f           *cmdutil.Factory
 }
 
 // NewCmdAudit returns `kplan audit`. runF replaces the run function in tests.
@@ -51,30 +54,39 @@ func NewCmdAudit(f *cmdutil.Factory, runF func(context.Context, *Options) error)
 
 - node-topic max groups: topics grouped by the set of brokers that lead them;
 - partial overlaps between groups, where a broker's load depends on the
-  producers' relative rates, with the brokers each pair shares;
+  producers' relative rates, with the brokers each pair shares: always
+  counted exactly (overlap_count), the first --max-overlaps listed;
 - the brokers touched by more than one group;
 - leader and replica counts per broker and their skew (max/mean);
 - topics spread unevenly over their leader brokers (thesis Fig 3.8), topics
   on one broker, offline and under-replicated partitions, racks holding two
-  replicas of a partition, replication factors above the broker count.
+  replicas of a partition, replication factors above the brokers that are
+  up (a live cluster lists them; a broker named only by replicas is down).
 
 The layout comes from a file (Kafka's reassignment JSON, with optional
 "leader" and "isr" per partition, or kafka-topics --describe output) or from
 a live cluster. --fail-on makes kplan exit 3 when a finding is at or above
 that severity. --what-if broker-3 (or all) simulates losing brokers: each
 partition a lost broker led elects its first replica in assignment order
-that is alive and in sync.
+that is alive and in sync, or goes offline when none is; -o json lists
+every such election, to check against a real kill partition by partition.
 
 The predicted load is each broker's expected share of the records when
 producers write each topic at its rate (--rates, --rates-file; default:
 every topic weighs 1) under partition round robin (the thesis's default
-partitioner), the sticky/uniform sticky default of later clients (the same
-shares in the long run) and the thesis's Node partitioner (round robin over
-a topic's leader brokers).`,
+partitioner) and the thesis's Node partitioner (round robin over a topic's
+leader brokers). Every other partitioner kplan chaos runs equals one of the
+two in expectation; the notes under the table (predicted_equivalents in
+JSON) say which and why: default, random, hash and leastbackup balance
+partitions like roundrobin, sqf with one producer per topic balances
+brokers like node.`,
 		Example: `  $ kplan audit --from testdata/layouts/thesis-fig3.3.json
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
   $ kafka-topics.sh --bootstrap-server k1:9092 --describe | kplan audit --from -
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json --what-if all
+  $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json --what-if broker-1760 -o json
+  $ kplan generate layout --brokers 1000 --topics 30000 --partitions 2000000 --replication-factor 3 --scatter 1 --out /tmp/scattered.json
+  $ kplan audit --from /tmp/scattered.json --max-overlaps 100
   $ kplan audit --from testdata/layouts/thesis-6.4.json --rates A=30MB/s,B=20MB/s
   $ kplan audit --bootstrap-server 127.0.0.1:19092 --by replicas --fail-on warning`,
 		Args: cobra.NoArgs,
@@ -108,6 +120,9 @@ a topic's leader brokers).`,
 					return cmdutil.UsageErrorf("--what-if: %q is not broker-N or all", w)
 				}
 				opts.WhatIf = append(opts.WhatIf, int32(id))
+			}
+			if opts.MaxOverlaps < 0 {
+				return cmdutil.UsageErrorf("--max-overlaps: want 0 (all) or more, got %d", opts.MaxOverlaps)
 			}
 			if err := opts.Source.Validate(); err != nil {
 				return err
@@ -143,6 +158,7 @@ a topic's leader brokers).`,
 	cmd.Flags().StringSliceVar(&whatIf, "what-if", nil, "simulate losing brokers: broker-N (repeatable, comma list) or all")
 	cmd.Flags().StringVar(&rates, "rates", "", "producers' rate per topic for the predicted load: topic=100MB/s,... or relative weights topic=3,...; *=rate for the others (default: every topic weighs 1)")
 	cmd.Flags().StringVar(&ratesFile, "rates-file", "", "file of topic=rate lines for the predicted load (# comments)")
+	cmd.Flags().IntVar(&opts.MaxOverlaps, "max-overlaps", audit.MaxOverlaps, "list at most this many overlapping pairs of max groups (0: all); overlap_count always counts them all")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
 	cmdutil.AddOutputFlag(cmd, &out)
 	return cmd
@@ -162,7 +178,7 @@ func runAudit(ctx context.Context, opts *Options) error {
 			return cmdutil.UsageErrorf("--save-snapshot: %w", err)
 		}
 	}
-	r := audit.Run(c, opts.By)
+	r := audit.RunWith(c, audit.Options{By: opts.By, ListOverlaps: opts.MaxOverlaps})
 	if opts.RatesGiven {
 		r.AddPrediction(c, opts.Rates, true)
 	}
@@ -202,11 +218,15 @@ func doc(r audit.Report) report.Document {
 		groups.Rows = append(groups.Rows, []string{strconv.Itoa(g.ID), ints(g.Brokers), strings.Join(g.Topics, ",")})
 	}
 	d.Sections = append(d.Sections, groups)
-	ov := report.Section{Title: fmt.Sprintf("Partial overlaps (%d)", len(r.Overlaps)), Header: []string{"GROUPS", "SHARED BROKERS"}}
+	ovTitle := fmt.Sprintf("Partial overlaps (%d)", r.OverlapCount)
+	if r.OverlapsTruncated {
+		ovTitle = fmt.Sprintf("Partial overlaps (%d, the first %d listed; --max-overlaps 0 lists all)", r.OverlapCount, len(r.Overlaps))
+	}
+	ov := report.Section{Title: ovTitle, Header: []string{"GROUPS", "SHARED BROKERS"}}
 	for _, o := range r.Overlaps {
 		ov.Rows = append(ov.Rows, []string{ints(o.Groups[:]), ints(o.SharedBrokers)})
 	}
-	if len(r.Overlaps) == 0 {
+	if r.OverlapCount == 0 {
 		ov.Header, ov.Notes = nil, []string{"none: every pair of max groups is identical or disjoint"}
 	}
 	d.Sections = append(d.Sections, ov)
@@ -237,6 +257,7 @@ func doc(r audit.Report) report.Document {
 				strconv.Itoa(w.TopicsGainingBrokers), strconv.Itoa(w.NewOverlaps)})
 		}
 		wi.Notes = []string{"each partition the lost broker led elects its first replica in assignment order that is alive and in sync",
+			"leaders moved: partitions that elect a new leader; offline: those left with no live in-sync replica, not counted as moved (-o json lists each one's new leader under elections)",
 			"new overlaps: pairs of max groups that share a broker after the loss although none of their topics shared a leader broker before"}
 		d.Sections = append(d.Sections, wi)
 	}
@@ -275,6 +296,9 @@ func predictedSection(r audit.Report) report.Section {
 	for _, p := range r.Predicted {
 		sec.Notes = append(sec.Notes, fmt.Sprintf("%s: busiest broker %d, max/mean %g", p.Partitioner, p.BusiestBroker, p.MaxOverMean))
 	}
-	sec.Notes = append(sec.Notes, "round-robin spreads a topic over its available partitions, sticky does the same in the long run, node over the brokers leading it")
+	sec.Notes = append(sec.Notes, "roundrobin spreads a topic over its writable partitions, node over the brokers leading it")
+	for _, e := range r.PredictedEquivalents {
+		sec.Notes = append(sec.Notes, fmt.Sprintf("%s equals %s in expectation: %s", e.Partitioner, e.Equals, e.Why))
+	}
 	return sec
 }

@@ -3,9 +3,10 @@ package audit_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,9 +16,8 @@ import (
 	"github.com/kplan-dev/kplan/internal/app"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/testutil/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const layouts = "../../../testdata/layouts/"
 
@@ -27,18 +27,6 @@ func run(stdin string, args ...string) (int, string, string) {
 	f := cmdutil.NewTestFactory()
 	f.IOStreams = ios
 	return app.Run(context.Background(), f, args), out.String(), errOut.String()
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -update")
-	assert.Equal(t, string(want), got)
 }
 
 type auditJSON struct {
@@ -66,10 +54,10 @@ func TestFig33(t *testing.T) {
 	require.Len(t, r.Overlaps, 2)
 	assert.Equal(t, []int32{2, 3}, r.Overlaps[0].SharedBrokers)
 	assert.Equal(t, []int32{1}, r.Overlaps[1].SharedBrokers)
-	golden(t, "fig3.3.golden.json", out)
+	golden.AssertString(t, "fig3.3.json", out)
 	code, out, _ = run("", "audit", "--from", layouts+"thesis-fig3.3.json")
 	require.Equal(t, 0, code)
-	golden(t, "fig3.3.golden.txt", out)
+	golden.AssertString(t, "fig3.3.txt", out)
 }
 
 func TestKafkaKitMapSkew(t *testing.T) {
@@ -115,6 +103,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"audit", "--from", bad, "--topics", "("}, "--topics: "},
 		{[]string{"audit", "--from", bad, "--by", "racks"}, "--by: "},
 		{[]string{"audit", "--from", bad, "--fail-on", "fatal"}, "--fail-on: "},
+		{[]string{"audit", "--from", bad, "--max-overlaps", "-1"}, "--max-overlaps: want 0 (all) or more, got -1"},
 	}
 	for _, tt := range tests {
 		code, out, errOut := run("", tt.args...)
@@ -143,6 +132,11 @@ func TestWhatIf(t *testing.T) {
 			OfflinePartitions  []string `json:"offline_partitions"`
 			SingleISR          []string `json:"single_isr_partitions"`
 			LeadersMaxOverMean float64  `json:"leaders_max_over_mean"`
+			Elections          []struct {
+				Topic     string `json:"topic"`
+				Partition int32  `json:"partition"`
+				NewLeader *int32 `json:"new_leader"`
+			} `json:"elections"`
 		} `json:"what_if"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &r))
@@ -150,13 +144,30 @@ func TestWhatIf(t *testing.T) {
 	w := r.WhatIf[0]
 	assert.Equal(t, int32(1760), w.Broker)
 	assert.Equal(t, 26, w.LeadersMoved, "broker 1760 leads 26 partitions in this map")
+	assert.Len(t, w.Elections, 26, "one election per partition it led")
+	for _, e := range w.Elections {
+		require.NotNil(t, e.NewLeader, "%s-%d", e.Topic, e.Partition)
+		assert.NotEqual(t, int32(1760), *e.NewLeader)
+		assert.GreaterOrEqual(t, *e.NewLeader, int32(0), "RF 2: every partition elects its follower")
+	}
 	assert.Empty(t, w.OfflinePartitions, "RF 2: every partition has another replica")
 	assert.Len(t, w.SingleISR, 45, "and all 45 of its replicas' partitions are left with one")
 	assert.Greater(t, w.LeadersMaxOverMean, 1.0)
 
-	// RF 1 everywhere: losing any broker takes partitions offline, an error.
-	code, _, _ = run("", "audit", "--from", layouts+"thesis-fig3.3.json", "--what-if", "all", "--fail-on", "error")
+	// RF 1 everywhere: losing any broker takes partitions offline, an
+	// error, and none of them counts as a leader moved.
+	code, out, _ = run("", "audit", "--from", layouts+"thesis-fig3.3.json", "--what-if", "all", "--fail-on", "error", "-o", "json")
 	assert.Equal(t, cmdutil.ExitFindings, code)
+	r.WhatIf = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	require.NotEmpty(t, r.WhatIf)
+	for _, w := range r.WhatIf {
+		assert.Zero(t, w.LeadersMoved, "broker-%d", w.Broker)
+		require.Len(t, w.Elections, len(w.OfflinePartitions), "broker-%d", w.Broker)
+		for _, e := range w.Elections {
+			assert.Equal(t, int32(-1), *e.NewLeader, "offline: no leader")
+		}
+	}
 
 	code, out, errOut = run("", "audit", "--from", layouts+"thesis-fig3.3.json", "--what-if", "broker-9")
 	assert.Equal(t, cmdutil.ExitUsage, code)
@@ -182,4 +193,52 @@ func TestSaveSnapshotRoundTrips(t *testing.T) {
 	code, _, errOut = run(describe, "audit", "--from", "-", "--save-snapshot", filepath.Join(t.TempDir(), "no", "dir.json"))
 	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Contains(t, errOut, "--save-snapshot: ")
+}
+
+// TestOverlapCountIsExact generates a scattered layout whose max groups
+// overlap in more pairs than the list holds and checks overlap_count
+// against every pair of the reported groups compared by brute force.
+func TestOverlapCountIsExact(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "scattered.json")
+	code, _, errOut := run("", "generate", "layout", "--brokers", "150", "--topics", "400", "--partitions", "4000",
+		"--replication-factor", "3", "--scatter", "1", "--seed", "3", "--out", file)
+	require.Equal(t, 0, code, errOut)
+	var r struct {
+		MaxGroups []struct {
+			Brokers []int32 `json:"brokers"`
+		} `json:"max_groups"`
+		OverlapCount      int               `json:"overlap_count"`
+		Overlaps          []json.RawMessage `json:"overlaps"`
+		OverlapsTruncated bool              `json:"overlaps_truncated"`
+	}
+	code, out, errOut := run("", "audit", "--from", file, "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	brute := 0
+	for i := range r.MaxGroups {
+		for j := i + 1; j < len(r.MaxGroups); j++ {
+			if slices.ContainsFunc(r.MaxGroups[i].Brokers, func(b int32) bool { return slices.Contains(r.MaxGroups[j].Brokers, b) }) {
+				brute++
+			}
+		}
+	}
+	require.Greater(t, brute, 10_000)
+	assert.Equal(t, brute, r.OverlapCount)
+	assert.Len(t, r.Overlaps, 10_000, "the default list")
+	assert.True(t, r.OverlapsTruncated)
+
+	for _, tt := range []struct {
+		max  string
+		want int
+	}{{"0", brute}, {"7", 7}} {
+		code, out, errOut = run("", "audit", "--from", file, "-o", "json", "--max-overlaps", tt.max)
+		require.Equal(t, 0, code, errOut)
+		r.Overlaps = nil
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
+		assert.Equal(t, brute, r.OverlapCount, "--max-overlaps %s", tt.max)
+		assert.Len(t, r.Overlaps, tt.want, "--max-overlaps %s", tt.max)
+	}
+	code, out, errOut = run("", "audit", "--from", file, "--max-overlaps", "3")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, fmt.Sprintf("Partial overlaps (%d, the first 3 listed; --max-overlaps 0 lists all)", brute))
 }

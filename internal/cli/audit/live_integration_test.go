@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,13 +15,16 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
+	"github.com/kplan-dev/kplan/internal/topology"
 )
 
 func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
 
 // TestWhatIfMatchesARealKill audits a real 3-broker cluster, predicts the
-// loss of broker 2, kills it, and compares the leaders Kafka elected with
-// the prediction.
+// loss of broker 2, kills it, and compares the leader Kafka elected for
+// each partition with the what-if's elections, partition by partition;
+// then audits the cluster with broker 2 down, live and from a saved
+// snapshot, where rf-above-brokers must fire for the RF 3 partitions.
 func TestWhatIfMatchesARealKill(t *testing.T) {
 	lab := labtest.Shared(t)
 	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
@@ -28,11 +32,12 @@ func TestWhatIfMatchesARealKill(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// Broker 2 leads p0 and p3; their next replicas are 3 and 1.
+	// Broker 2 leads whatif-0, whatif-3 and whatif-rf1-0; the first two
+	// elect their next replicas, 3 and 1, the last goes offline.
 	require.NoError(t, kafka.CreateTopic(ctx, cl, "whatif", [][]int32{{2, 3, 1}, {1, 2, 3}, {3, 1, 2}, {2, 1, 3}}, nil))
 	require.NoError(t, kafka.CreateTopic(ctx, cl, "whatif-rf1", [][]int32{{2}}, nil))
 	require.Eventually(t, func() bool {
-		c, err := kafka.Snapshot(ctx, cl, nil)
+		c, err := kafka.Snapshot(ctx, cl, func(s string) bool { return strings.HasPrefix(s, "whatif") })
 		if err != nil || len(c.Partitions) != 5 {
 			return false
 		}
@@ -44,51 +49,86 @@ func TestWhatIfMatchesARealKill(t *testing.T) {
 		return true
 	}, 30*time.Second, 200*time.Millisecond)
 
+	type election struct {
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+		NewLeader int32  `json:"new_leader"`
+	}
 	var r struct {
 		WhatIf []struct {
-			LeadersMoved      int      `json:"leaders_moved"`
-			OfflinePartitions []string `json:"offline_partitions"`
-			LeadersMax        int      `json:"leaders_max"`
+			LeadersMoved      int        `json:"leaders_moved"`
+			OfflineCount      int        `json:"offline_count"`
+			OfflinePartitions []string   `json:"offline_partitions"`
+			LeadersMax        int        `json:"leaders_max"`
+			Elections         []election `json:"elections"`
 		} `json:"what_if"`
 	}
 	// Brokers learn new topics' metadata a moment apart: audit until the
 	// broker kplan asks lists both topics.
 	require.Eventually(t, func() bool {
 		code, out, _ := run("", "audit", "--bootstrap-server", lab.Bootstrap, "--topics", "^whatif", "--what-if", "broker-2", "-o", "json")
-		return code == 0 && json.Unmarshal([]byte(out), &r) == nil && len(r.WhatIf) == 1 && r.WhatIf[0].LeadersMoved == 3
+		return code == 0 && json.Unmarshal([]byte(out), &r) == nil && len(r.WhatIf) == 1 && len(r.WhatIf[0].Elections) == 3
 	}, 20*time.Second, 250*time.Millisecond, "the audit never saw both topics")
 	predicted := r.WhatIf[0]
-	assert.Equal(t, 3, predicted.LeadersMoved)
+	assert.Equal(t, 2, predicted.LeadersMoved, "whatif-0 and whatif-3 move")
+	assert.Equal(t, 1, predicted.OfflineCount, "whatif-rf1-0 goes offline, not counted as moved")
 	assert.Equal(t, []string{"whatif-rf1-0"}, predicted.OfflinePartitions)
 
 	require.NoError(t, lab.State.Kill(2))
 	defer func() {
 		require.NoError(t, lab.State.Restart(ctx, 2, kafka.WaitBrokers))
 	}()
-	want := map[int32]int32{0: 3, 1: 1, 2: 3, 3: 1} // the first live in-sync replica in assignment order
+	// Kafka's leaders after the kill, partition by partition, against the
+	// prediction: every partition broker 2 led, and no other moved.
+	var real []election
+	var after *topology.Cluster
 	require.Eventually(t, func() bool {
-		c, err := kafka.Snapshot(ctx, cl, func(s string) bool { return s == "whatif" })
-		if err != nil {
+		c, err := kafka.Snapshot(ctx, cl, func(s string) bool { return strings.HasPrefix(s, "whatif") })
+		if err != nil || len(c.Partitions) != 5 {
 			return false
 		}
+		real = real[:0]
 		for _, p := range c.Partitions {
-			if p.Leader != want[p.Partition] {
-				return false
+			if p.Leader == 2 {
+				return false // not yet moved
+			}
+			if p.Leader != p.Replicas[0] || p.Replicas[0] == 2 {
+				real = append(real, election{Topic: p.Topic, Partition: p.Partition, NewLeader: max(p.Leader, -1)})
 			}
 		}
-		return true
-	}, 20*time.Second, 200*time.Millisecond, "Kafka's leaders after the kill differ from the prediction")
-	c, err := kafka.Snapshot(ctx, cl, func(s string) bool { return s == "whatif-rf1" })
-	require.NoError(t, err)
-	require.Len(t, c.Partitions, 1)
-	assert.Less(t, c.Partitions[0].Leader, int32(0), "the RF 1 partition went offline, as predicted")
+		after = c
+		return len(real) == len(predicted.Elections)
+	}, 20*time.Second, 200*time.Millisecond, "Kafka never moved broker 2's leaders")
+	assert.Equal(t, predicted.Elections, real, "the what-if's elections are Kafka's")
 	leaders := map[int32]int{}
-	c, err = kafka.Snapshot(ctx, cl, func(s string) bool { return s == "whatif" })
-	require.NoError(t, err)
-	for _, p := range c.Partitions {
-		leaders[p.Leader]++
+	for _, p := range after.Partitions {
+		if p.Topic == "whatif" {
+			leaders[p.Leader]++
+		}
 	}
 	assert.Equal(t, predicted.LeadersMax, max(leaders[1], leaders[3]))
+
+	// With broker 2 down, 2 brokers are up: RF 3 is above them, live and
+	// from the snapshot saved then.
+	snap := t.TempDir() + "/down.json"
+	var live, saved struct {
+		Findings []struct{ Rule, Subject string } `json:"findings"`
+	}
+	code, out, errOut := run("", "audit", "--bootstrap-server", lab.Bootstrap, "--topics", "^whatif$", "--save-snapshot", snap, "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &live))
+	code, out, errOut = run("", "audit", "--from", snap, "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &saved))
+	for name, findings := range map[string][]struct{ Rule, Subject string }{"live": live.Findings, "saved": saved.Findings} {
+		var rf []string
+		for _, f := range findings {
+			if f.Rule == "rf-above-brokers" {
+				rf = append(rf, f.Subject)
+			}
+		}
+		assert.Equal(t, []string{"whatif-0", "whatif-1", "whatif-2", "whatif-3"}, rf, name)
+	}
 }
 
 // TestLiveSnapshotAuditsTheSame audits the real lab, saves the snapshot,

@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/partitioner"
+	"github.com/kplan-dev/kplan/internal/testutil/golden"
 )
 
 type group struct {
@@ -69,10 +72,10 @@ func TestThesisFigures(t *testing.T) {
 				assert.Contains(t, rules, tt.finding)
 			}
 			name := strings.TrimSuffix(tt.file, ".json")
-			golden(t, name+".golden.json", out)
+			golden.AssertString(t, name+".json", out)
 			code, out, _ = run("", "audit", "--from", layouts+tt.file)
 			require.Equal(t, 0, code)
-			golden(t, name+".golden.txt", out)
+			golden.AssertString(t, name+".txt", out)
 		})
 	}
 }
@@ -96,8 +99,8 @@ func TestSection64Shares(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &r))
 	assert.Equal(t, "given", r.Rates)
-	want := map[string][]float64{"round-robin": {10e6, 30e6, 10e6}, "sticky": {10e6, 30e6, 10e6}, "node": {15e6, 25e6, 10e6}}
-	require.Len(t, r.Predicted, 3)
+	want := map[string][]float64{"roundrobin": {10e6, 30e6, 10e6}, "node": {15e6, 25e6, 10e6}}
+	require.Len(t, r.Predicted, 2)
 	for _, p := range r.Predicted {
 		var got []float64
 		for _, b := range p.Brokers {
@@ -105,15 +108,15 @@ func TestSection64Shares(t *testing.T) {
 		}
 		assert.Equal(t, want[p.Partitioner], got, p.Partitioner)
 	}
-	golden(t, "thesis-6.4-rates.golden.json", out)
+	golden.AssertString(t, "thesis-6.4-rates.json", out)
 	_, out, _ = run("", "audit", "--from", layouts+"thesis-6.4.json", "--rates", "A=30MB/s,B=20MB/s")
-	golden(t, "thesis-6.4-rates.golden.txt", out)
+	golden.AssertString(t, "thesis-6.4-rates.txt", out)
 }
 
 func TestDemoLayout(t *testing.T) {
 	code, out, errOut := run("", "audit", "--from", layouts+"demo-cells.json", "--what-if", "broker-7")
 	require.Equal(t, 0, code, errOut)
-	golden(t, "demo-cells.golden.txt", out)
+	golden.AssertString(t, "demo-cells.txt", out)
 }
 
 func TestRatesFlags(t *testing.T) {
@@ -134,4 +137,30 @@ func TestRatesFlags(t *testing.T) {
 		assert.Equal(t, tt.code, code, tt.args)
 		assert.Contains(t, errOut, tt.want)
 	}
+}
+
+// TestEveryChaosPartitionerPredicted: every partitioner kplan chaos runs
+// has a predicted column or a line saying which column it equals.
+func TestEveryChaosPartitionerPredicted(t *testing.T) {
+	code, out, errOut := run("", "audit", "--from", layouts+"thesis-6.4.json", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var r struct {
+		Predicted []struct {
+			Partitioner string `json:"partitioner"`
+		} `json:"predicted_load"`
+		Equivalents []struct {
+			Partitioner string `json:"partitioner"`
+			Equals      string `json:"equals"`
+		} `json:"predicted_equivalents"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	var got []string
+	for _, p := range r.Predicted {
+		got = append(got, p.Partitioner)
+	}
+	for _, e := range r.Equivalents {
+		got = append(got, e.Partitioner)
+	}
+	slices.Sort(got)
+	assert.Equal(t, partitioner.Names(), got)
 }

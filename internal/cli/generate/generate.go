@@ -5,7 +5,9 @@ package generate
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +24,22 @@ type Options struct {
 	Seed   uint64
 	// Out is the file to write (atomically); empty means stdout.
 	Out string
+	// Format is the summary's format, printed when Out is set.
+	Format report.Format
+}
+
+// Summary is what `kplan generate layout --out FILE` prints: what it
+// wrote, in the -o format.
+type Summary struct {
+	Schema            string `json:"schema"`
+	Out               string `json:"out"`
+	Bytes             int    `json:"bytes"`
+	Brokers           int    `json:"brokers"`
+	Racks             int    `json:"racks"`
+	Topics            int    `json:"topics"`
+	Partitions        int    `json:"partitions"`
+	ReplicationFactor int    `json:"replication_factor"`
+	Seed              uint64 `json:"seed"`
 }
 
 // NewCmdGenerate returns `kplan generate` with its `layout` subcommand.
@@ -30,7 +48,9 @@ func NewCmdGenerate(f *cmdutil.Factory, runF func(context.Context, *Options) err
 	cmd := &cobra.Command{
 		Use:   "generate",
 		Short: "Generate synthetic inputs for tests, benchmarks and demos",
-		Args:  cobra.NoArgs,
+		Example: `  $ kplan generate layout --brokers 6 --topics 20 --partitions 120 --replication-factor 3 --seed 7 --out /tmp/layout.json
+  $ kplan audit --from /tmp/layout.json`,
+		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newCmdLayout(f, runF))
 	return cmd
@@ -39,6 +59,7 @@ func NewCmdGenerate(f *cmdutil.Factory, runF func(context.Context, *Options) err
 func newCmdLayout(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams}
 	var firstID int
+	var out cmdutil.OutputFlag
 	cmd := &cobra.Command{
 		Use:   "layout --brokers N --topics T --partitions P --replication-factor R [flags]",
 		Short: "Write a synthetic cluster layout as Kafka's reassignment JSON",
@@ -54,12 +75,25 @@ leaders round robin from it, followers at a random shift; rack-aware with
 --cells keeps each topic inside one of that many disjoint broker cells (less
 overlap); --scatter places that fraction of topics on random brokers (more
 overlap); --uneven packs that fraction of topics onto fewer leader brokers
-than partitions (thesis Fig 3.8).`,
+than partitions (thesis Fig 3.8).
+
+With --out the layout goes to that file and a summary of it to stdout, as
+a table or in the -o format; without --out stdout is the layout itself.`,
 		Example: `  $ kplan generate layout --brokers 6 --topics 20 --partitions 120 --replication-factor 3 --seed 7
+  $ kplan generate layout --brokers 6 --topics 20 --partitions 120 --replication-factor 3 | kplan audit --from -
   $ kplan generate layout --brokers 1000 --topics 30000 --partitions 2000000 --replication-factor 3 --out /tmp/big.json
-  $ kplan generate layout --brokers 12 --racks 3 --topics 40 --partitions 400 --replication-factor 3 --skew 1 --scatter 0.2 --uneven 0.1`,
+  $ kplan generate layout --brokers 1000 --topics 30000 --partitions 2000000 --replication-factor 3 --scatter 1 --out /tmp/scattered.json -o json
+  $ kplan generate layout --brokers 12 --racks 3 --topics 40 --partitions 400 --replication-factor 3 --skew 1 --scatter 0.2 --uneven 0.1
+  $ kplan generate layout --brokers 9 --racks 3 --cells 3 --topics 30 --partitions 180 --replication-factor 3 --out /tmp/cells.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if opts.Format, err = out.Format(); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("output") && opts.Out == "" {
+				return cmdutil.UsageErrorf("--output: the summary is printed only with --out; without it stdout is the layout")
+			}
 			if firstID < 0 || firstID > 1<<31-1 {
 				return cmdutil.UsageErrorf("--first-id: %d is out of range", firstID)
 			}
@@ -85,7 +119,8 @@ than partitions (thesis Fig 3.8).`,
 	fs.Float64Var(&opts.Layout.Scatter, "scatter", 0, "fraction of topics placed on random brokers (partial overlap)")
 	fs.Float64Var(&opts.Layout.Uneven, "uneven", 0, "fraction of topics led unevenly by fewer brokers than partitions")
 	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed")
-	fs.StringVar(&opts.Out, "out", "", "write to this file (atomically) instead of stdout")
+	fs.StringVar(&opts.Out, "out", "", "write to this file (atomically) instead of stdout, and print a summary")
+	cmdutil.AddOutputFlag(cmd, &out)
 	return cmd
 }
 
@@ -104,5 +139,26 @@ func runLayout(opts *Options) error {
 	if err := report.WriteFileAtomic(opts.Out, b.Bytes()); err != nil {
 		return cmdutil.UsageErrorf("--out: %w", err)
 	}
-	return nil
+	racks := map[string]bool{}
+	for _, br := range c.Brokers {
+		if br.Rack != "" {
+			racks[br.Rack] = true
+		}
+	}
+	sum := Summary{Schema: "kplan.generate.layout/v1", Out: opts.Out, Bytes: b.Len(), Brokers: len(c.Brokers), Racks: len(racks),
+		Topics: len(c.Topics()), Partitions: len(c.Partitions), ReplicationFactor: opts.Layout.ReplicationFactor, Seed: opts.Seed}
+	return report.Render(opts.IO.Out, opts.Format, sum, func() report.Document { return summaryDoc(sum) })
+}
+
+func summaryDoc(s Summary) report.Document {
+	racks := "none"
+	if s.Racks > 0 {
+		racks = strconv.Itoa(s.Racks)
+	}
+	return report.Document{Title: fmt.Sprintf("kplan generate layout: wrote %s (%d bytes)", s.Out, s.Bytes), Sections: []report.Section{{
+		Header: []string{"BROKERS", "RACKS", "TOPICS", "PARTITIONS", "REPLICATION FACTOR", "SEED"},
+		Rows: [][]string{{strconv.Itoa(s.Brokers), racks, strconv.Itoa(s.Topics), strconv.Itoa(s.Partitions),
+			strconv.Itoa(s.ReplicationFactor), strconv.FormatUint(s.Seed, 10)}},
+		Notes: []string{"kplan audit --from " + s.Out + " audits it"},
+	}}}
 }

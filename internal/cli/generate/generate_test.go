@@ -2,6 +2,7 @@ package generate_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,10 +58,18 @@ func TestLayoutToStdoutAndFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.json")
 	code, stdout, errOut := run(append(args, "--out", path)...)
 	require.Equal(t, 0, code, errOut)
-	assert.Empty(t, stdout)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, out, string(b))
+	assert.Contains(t, stdout, "kplan generate layout: wrote "+path)
+	assert.Contains(t, stdout, "BROKERS  RACKS  TOPICS  PARTITIONS  REPLICATION FACTOR  SEED\n4        none   2       6           2                   3\n")
+
+	// The summary honours -o like every other verb's data.
+	code, stdout, errOut = run(append(args, "--out", path, "-o", "json")...)
+	require.Equal(t, 0, code, errOut)
+	var sum generate.Summary
+	require.NoError(t, json.Unmarshal([]byte(stdout), &sum))
+	assert.Equal(t, generate.Summary{Schema: "kplan.generate.layout/v1", Out: path, Bytes: len(b), Brokers: 4, Topics: 2, Partitions: 6, ReplicationFactor: 2, Seed: 3}, sum)
 
 	// The audit reads it: the round trip demos rely on.
 	code, _, errOut = run("audit", "--from", path)
@@ -80,6 +89,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--first-id", "-1"}, "--first-id: -1 is out of range"},
 		{[]string{"--out", filepath.Join(dir, "no", "such.json")}, "--out: "},
 		{[]string{"--brokers", "x"}, "invalid argument"},
+		{[]string{"-o", "json"}, "--output: the summary is printed only with --out"},
+		{[]string{"--out", filepath.Join(dir, "x.json"), "-o", "xml"}, "--output: "},
 	} {
 		code, out, errOut := run(append([]string{"generate", "layout"}, tt.args...)...)
 		assert.Equal(t, cmdutil.ExitUsage, code, tt.args)
