@@ -263,6 +263,7 @@ func (r *runner) cleanup(ctx context.Context, runErr error, cons *consumer, star
 		r.notes = append(r.notes, "loss check incomplete: "+err.Error()+"; lost counts are upper bounds")
 	}
 }
+
 // prepare checks the cluster, creates the topics and waits for their leaders.
 func (r *runner) prepare(ctx context.Context) error {
 	cfg := r.cfg

@@ -13,13 +13,13 @@ const Level = 0.99
 // intervals. Its JSON form is kplan chaos --repeat K -o json.
 type Summary struct {
 	// Schema is the JSON's version, SummarySchema.
-	Schema       string         `json:"schema"`
-	Cluster      string         `json:"cluster"`
-	Label        string         `json:"label"`
-	Target       string         `json:"target"`
-	KilledBroker int32          `json:"killed_broker"`
-	Repeat       int            `json:"repeat"`
-	Level        float64        `json:"level"`
+	Schema       string  `json:"schema"`
+	Cluster      string  `json:"cluster"`
+	Label        string  `json:"label"`
+	Target       string  `json:"target"`
+	KilledBroker int32   `json:"killed_broker"`
+	Repeat       int     `json:"repeat"`
+	Level        float64 `json:"level"`
 	// FailoverMS is absent when no run timed its failover (Result.FailoverMS).
 	FailoverMS *stats.Interval `json:"failover_ms,omitempty"`
 	// Baseline is the partitioner the others' throughput is compared with
@@ -52,7 +52,7 @@ type PhaseSummary struct {
 	// unless a run had no end-to-end latencies.
 	ViolationRate    stats.Interval `json:"violation_rate"`
 	ViolationLatency string         `json:"violation_latency"`
-	TimelyMBps     stats.Interval            `json:"timely_throughput_mbps"`
+	TimelyMBps       stats.Interval `json:"timely_throughput_mbps"`
 	// ThroughputRatio is the paired comparison with the first partitioner
 	// named (Summary.Baseline): per run, this partitioner's throughput over
 	// the baseline's in the same run, then the mean of those ratios. Pairing

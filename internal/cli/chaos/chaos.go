@@ -58,16 +58,16 @@ type Options struct {
 // flags holds the raw flag values.
 type flags struct {
 	kill, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
-	partitions, rf, recordSize, brokers, repeat                                         int
-	records                                                                             int64
-	warmup, phase, failoverTimeout, objective, minAge, maxAge                           time.Duration
-	restore, sequential, allowUnavailable                                               bool
-	seed                                                                                uint64
-	sqfSlack                                                                            int64
-	maxBuffered, stick                                                                  int
-	consumeAfter, verbose                                                               bool
-	output                                                                              cmdutil.OutputFlag
-	origin                                                                              map[string]string
+	partitions, rf, recordSize, brokers, repeat                                                        int
+	records                                                                                            int64
+	warmup, phase, failoverTimeout, objective, minAge, maxAge                                          time.Duration
+	restore, sequential, allowUnavailable                                                              bool
+	seed                                                                                               uint64
+	sqfSlack                                                                                           int64
+	maxBuffered, stick                                                                                 int
+	consumeAfter, verbose                                                                              bool
+	output                                                                                             cmdutil.OutputFlag
+	origin                                                                                             map[string]string
 }
 
 // fileKeys are the flags an experiment file may set: all but --file itself.
