@@ -25,6 +25,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/units"
 )
@@ -196,6 +197,17 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	}
 	cfg := &opts.Config
 	cfg.Version, cfg.Conn.CommandConfig = f.Version, c.commandConfig
+	if c.commandConfig != "" {
+		// Read it now: a bad file is the user's input, not a runtime error
+		// after the cluster started.
+		props, err := kafka.LoadClientProperties(c.commandConfig)
+		if err == nil {
+			_, err = props.Opts()
+		}
+		if err != nil {
+			return nil, cmdutil.Usage(err)
+		}
+	}
 	if c.kill == "" {
 		return nil, cmdutil.UsageErrorf("--kill: required (broker-N, leader-of:TOPIC/P, busiest or none)")
 	}
@@ -323,7 +335,7 @@ func loadFile(cmd *cobra.Command, path string, allowed map[string]bool, origin m
 	}
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
-		return cmdutil.UsageErrorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+		return cmdutil.UsageErrorf("%s: %w", path, err)
 	}
 	if len(doc.Content) == 0 {
 		return cmdutil.UsageErrorf("%s: empty experiment file", path)

@@ -51,6 +51,8 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, int64(100_000), o.Config.Rate)
 	assert.Equal(t, 100*time.Millisecond, o.Config.MetadataMinAge)
 	assert.Equal(t, report.Table, o.Format)
+	assert.Equal(t, "test", o.Config.Version, "the clients' id is kplan/VERSION")
+	assert.Empty(t, o.Config.Conn.CommandConfig)
 
 	o, err = parse(t, "--kill", "leader-of:orders/4", "--partitioner", "node, sqf", "--assignment", "1,2;2,1",
 		"--rate", "unlimited", "--records", "5000", "--acks", "1", "--restore", "--sequential", "--repeat", "3",
@@ -69,6 +71,13 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, "lab", o.Cluster)
 	assert.Equal(t, report.JSON, o.Format)
 	assert.Equal(t, uint64(9), o.Config.Seed)
+
+	props := filepath.Join(t.TempDir(), "client.properties")
+	require.NoError(t, os.WriteFile(props, []byte("security.protocol=PLAINTEXT\n"), 0o600))
+	o, err = parse(t, "--kill", "broker-3", "--command-config", props, "--verbose")
+	require.NoError(t, err)
+	assert.Equal(t, props, o.Config.Conn.CommandConfig, "the security settings reach every client of the experiment")
+	assert.True(t, o.Verbose)
 }
 
 func TestBadInput(t *testing.T) {
@@ -94,6 +103,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--kill", "broker-3", "--max-buffered-records", "0"}, "--max-buffered-records:"},
 		{[]string{"--kill", "broker-3", "--stick", "0"}, "--stick:"},
 		{[]string{"--kill", "broker-3", "--metadata-max-age", "10ms"}, "--metadata-max-age:"},
+		{[]string{"--kill", "broker-3", "--command-config", "/nonexistent/client.properties"}, "--command-config:"},
 	} {
 		_, err := parse(t, tc.argv...)
 		require.Error(t, err, tc.argv)
