@@ -98,7 +98,7 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	cons.noE2E = cfg.ConsumeAfter
-	consCtx, stopCons := context.WithCancel(context.Background())
+	consCtx, stopCons := context.WithCancel(context.WithoutCancel(ctx))
 	var consDone sync.WaitGroup
 	if !cfg.ConsumeAfter {
 		consDone.Go(func() { cons.run(consCtx) })
@@ -260,6 +260,10 @@ func (r *runner) cleanup(ctx context.Context, runErr error, cons *consumer, star
 		}()
 	}
 	if err := r.drain(dctx, cons, stall, limit); err != nil {
+		if r.aborted() {
+			r.notes = append(r.notes, "cleanup cut short: the loss check is incomplete; lost counts are upper bounds")
+			return
+		}
 		r.notes = append(r.notes, "loss check incomplete: "+err.Error()+"; lost counts are upper bounds")
 	}
 }
@@ -744,7 +748,7 @@ func (r *runner) stopLeg(ctx context.Context, l *leg) {
 	fctx, cancel := context.WithTimeout(ctx, max(30*time.Second, r.cfg.FailoverTimeout))
 	defer cancel()
 	for _, p := range l.prods {
-		if err := p.cl.Flush(fctx); err != nil {
+		if err := p.cl.Flush(fctx); err != nil && !r.aborted() {
 			r.notes = append(r.notes, fmt.Sprintf("%s: not every record was answered before the flush timeout", p.name))
 		}
 	}
