@@ -5,22 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Cluster is what an experiment runs against: an embedded kfake cluster or a
-// real one. Implementations must be safe for use from one goroutine at a time.
+// Cluster is what an experiment runs against. Each kind of cluster has its
+// own adapter package (internal/chaos/embedded, internal/chaos/lab, ...):
+// this package only experiments. Implementations must be safe for use from
+// one goroutine at a time.
 type Cluster interface {
 	// Kind is "embedded", "lab" or a bootstrap address, as reported in JSON.
 	Kind() string
 	// Label says in words what the cluster is, printed in every output.
 	Label() string
 	// Real reports whether killing a broker kills a real process, so the
-	// safety checks apply.
+	// safety checks apply and the failover is an election worth timing (a
+	// simulated cluster moves its leaders before Kill returns).
 	Real() bool
 	// Seeds returns bootstrap addresses for clients.
 	Seeds() []string
@@ -39,63 +41,6 @@ type Cluster interface {
 	ElectPreferred(ctx context.Context) error
 	// Close releases what the cluster holds (the embedded cluster stops).
 	Close()
-}
-
-// EmbeddedCluster adapts Embedded to Cluster.
-type EmbeddedCluster struct{ *Embedded }
-
-// NewEmbeddedCluster starts an embedded cluster of brokers 1..n.
-func NewEmbeddedCluster(n int) (*EmbeddedCluster, error) {
-	e, err := NewEmbedded(n)
-	if err != nil {
-		return nil, err
-	}
-	return &EmbeddedCluster{e}, nil
-}
-
-// EmbeddedLabel is how outputs name the embedded cluster.
-const EmbeddedLabel = "simulated (embedded kfake)"
-
-// Kind implements Cluster.
-func (*EmbeddedCluster) Kind() string { return "embedded" }
-
-// Label implements Cluster.
-func (*EmbeddedCluster) Label() string { return EmbeddedLabel }
-
-// Real implements Cluster: nothing real dies.
-func (*EmbeddedCluster) Real() bool { return false }
-
-// Seeds implements Cluster.
-func (c *EmbeddedCluster) Seeds() []string { return c.Addrs() }
-
-// Brokers implements Cluster.
-func (c *EmbeddedCluster) Brokers(context.Context) ([]int32, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ids := make([]int32, 0, len(c.addrs))
-	for id := range c.addrs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids, nil
-}
-
-// Layout implements Cluster.
-func (c *EmbeddedCluster) Layout(_ context.Context, topic string) ([][]int32, bool, error) {
-	a := c.Assignment(topic)
-	return a, len(a) > 0, nil
-}
-
-// Kill implements Cluster.
-func (c *EmbeddedCluster) Kill(_ context.Context, id int32) error { return c.Embedded.Kill(id) }
-
-// Restart implements Cluster.
-func (c *EmbeddedCluster) Restart(_ context.Context, id int32) error { return c.Embedded.Restart(id) }
-
-// ElectPreferred implements Cluster.
-func (c *EmbeddedCluster) ElectPreferred(context.Context) error {
-	_, err := c.Embedded.ElectPreferred()
-	return err
 }
 
 // partMeta is one partition as a metadata answer reports it.
@@ -166,7 +111,7 @@ func (m *clusterMeta) leaders(topic string) []int32 {
 			out = append(out, p.leader)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	slices.Sort(out)
 	return out
 }
 

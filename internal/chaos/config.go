@@ -1,12 +1,13 @@
 package chaos
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/partitioner"
 )
 
@@ -58,22 +59,22 @@ func ParseTarget(s string) (Target, error) {
 	case strings.HasPrefix(s, "broker-"):
 		id, err := strconv.ParseInt(strings.TrimPrefix(s, "broker-"), 10, 32)
 		if err != nil || id < 0 {
-			return Target{}, fmt.Errorf("target %q: want broker-N with N a broker id", s)
+			return Target{}, errkind.Usagef("kill", "target %q: want broker-N with N a broker id", s)
 		}
 		return Target{Kind: TargetBroker, Broker: int32(id)}, nil
 	case strings.HasPrefix(s, "leader-of:"):
 		rest := strings.TrimPrefix(s, "leader-of:")
 		i := strings.LastIndexByte(rest, '/')
 		if i <= 0 {
-			return Target{}, fmt.Errorf("target %q: want leader-of:TOPIC/PARTITION", s)
+			return Target{}, errkind.Usagef("kill", "target %q: want leader-of:TOPIC/PARTITION", s)
 		}
 		p, err := strconv.ParseInt(rest[i+1:], 10, 32)
 		if err != nil || p < 0 {
-			return Target{}, fmt.Errorf("target %q: partition %q is not a partition number", s, rest[i+1:])
+			return Target{}, errkind.Usagef("kill", "target %q: partition %q is not a partition number", s, rest[i+1:])
 		}
 		return Target{Kind: TargetLeaderOf, Topic: rest[:i], Partition: int32(p)}, nil
 	}
-	return Target{}, fmt.Errorf("unknown target %q (want broker-N, leader-of:TOPIC/P, busiest or none)", s)
+	return Target{}, errkind.Usagef("kill", "unknown target %q (want broker-N, leader-of:TOPIC/P, busiest or none)", s)
 }
 
 // Acks is the producers' acknowledgement level.
@@ -145,7 +146,25 @@ type Config struct {
 	Now func() time.Time
 	// Progress, if set, is called about four times a second.
 	Progress func(Progress)
+	// Conn holds the clients' connection settings: the command config's
+	// security settings apply to every client of the experiment, while the
+	// cluster's own addresses replace the bootstrap servers.
+	Conn kafka.ConnOptions
+	// Version is kplan's version, for the clients' id "kplan/VERSION".
+	Version string
+	// CleanupTimeout bounds the cleanup after the experiment (stop and
+	// flush the producers, restart a killed broker after an interruption);
+	// 0 means DefaultCleanupTimeout. The loss check's final read has its
+	// own limits.
+	CleanupTimeout time.Duration
+	// Abort, when closed, cuts the cleanup short (a second Ctrl-C): the
+	// producers are not flushed, a killed broker is not restarted and the
+	// loss check is skipped.
+	Abort <-chan struct{}
 }
+
+// DefaultCleanupTimeout bounds the cleanup when Config.CleanupTimeout is 0.
+const DefaultCleanupTimeout = 2 * time.Minute
 
 // Progress is a running experiment's state for a progress line.
 type Progress struct {
@@ -209,17 +228,17 @@ func ParseAssignment(s string) ([][]int32, error) {
 		for _, r := range strings.Split(part, ",") {
 			id, err := strconv.ParseInt(strings.TrimSpace(r), 10, 32)
 			if err != nil || id < 0 {
-				return nil, fmt.Errorf("assignment %q: partition %d: %q is not a broker id", s, i, strings.TrimSpace(r))
+				return nil, errkind.Usagef("assignment", "assignment %q: partition %d: %q is not a broker id", s, i, strings.TrimSpace(r))
 			}
 			for _, x := range reps {
 				if x == int32(id) {
-					return nil, fmt.Errorf("assignment %q: partition %d names broker %d twice", s, i, id)
+					return nil, errkind.Usagef("assignment", "assignment %q: partition %d names broker %d twice", s, i, id)
 				}
 			}
 			reps = append(reps, int32(id))
 		}
 		if len(out) > 0 && len(reps) != len(out[0]) {
-			return nil, fmt.Errorf("assignment %q: partition %d has %d replicas, partition 0 has %d", s, i, len(reps), len(out[0]))
+			return nil, errkind.Usagef("assignment", "assignment %q: partition %d has %d replicas, partition 0 has %d", s, i, len(reps), len(out[0]))
 		}
 		out = append(out, reps)
 	}
@@ -239,47 +258,57 @@ func FormatAssignment(a [][]int32) string {
 	return strings.Join(parts, ";")
 }
 
-// Validate checks what can be checked without a cluster.
+// Validate checks what can be checked without a cluster. Its errors are
+// usage errors naming the field (the flag's name without dashes).
 func (c *Config) Validate() error {
 	if len(c.Partitioners) == 0 {
-		return errors.New("no partitioner")
+		return errkind.Usagef("partitioner", "no partitioner")
 	}
 	seen := map[string]bool{}
 	for _, n := range c.Partitioners {
 		if partitioner.Describe(n) == "" {
-			return fmt.Errorf("unknown partitioner %q (want one of %s)", n, strings.Join(partitioner.Names(), ", "))
+			return errkind.Usagef("partitioner", "unknown partitioner %q (want one of %s)", n, strings.Join(partitioner.Names(), ", "))
 		}
 		if seen[n] {
-			return fmt.Errorf("partitioner %q given twice", n)
+			return errkind.Usagef("partitioner", "partitioner %q given twice", n)
 		}
 		seen[n] = true
 	}
 	if len(c.Partitioners) > 16 {
-		return errors.New("at most 16 partitioners")
+		return errkind.Usagef("partitioner", "at most 16 partitioners")
 	}
 	if c.Topic == "" {
-		return errors.New("empty topic name")
+		return errkind.Usagef("topic", "empty topic name")
 	}
 	if len(c.Assignment) == 0 {
-		return errors.New("no partitions")
+		return errkind.Usagef("partitions", "no partitions")
 	}
 	if c.RecordSize < MinRecordSize || c.RecordSize > 1<<20 {
-		return fmt.Errorf("record size %d (want %d to %d bytes)", c.RecordSize, MinRecordSize, 1<<20)
+		return errkind.Usagef("record-size", "record size %d (want %d to %d bytes)", c.RecordSize, MinRecordSize, 1<<20)
 	}
-	if c.Rate < 0 || c.Records < 0 {
-		return errors.New("negative rate or record count")
+	if c.Rate < 0 {
+		return errkind.Usagef("rate", "negative rate")
+	}
+	if c.Records < 0 {
+		return errkind.Usagef("records", "negative record count")
 	}
 	if c.Records == 0 && c.Phase <= 0 {
-		return errors.New("phase duration must be positive")
+		return errkind.Usagef("phase-duration", "phase duration must be positive")
 	}
-	if c.Warmup < 0 || c.FailoverTimeout <= 0 || c.Objective < 0 {
-		return errors.New("negative warm-up or objective, or non-positive failover timeout")
+	if c.Warmup < 0 {
+		return errkind.Usagef("warmup", "negative warm-up")
+	}
+	if c.FailoverTimeout <= 0 {
+		return errkind.Usagef("failover-timeout", "non-positive failover timeout")
+	}
+	if c.Objective < 0 {
+		return errkind.Usagef("latency-objective", "negative latency objective")
 	}
 	if c.Acks != AcksAll && c.Acks != AcksLeader {
-		return fmt.Errorf("acks %q (want all or 1)", c.Acks)
+		return errkind.Usagef("acks", "acks %q (want all or 1)", c.Acks)
 	}
 	if c.MetadataMinAge <= 0 || c.MetadataMaxAge < c.MetadataMinAge {
-		return errors.New("metadata ages: want 0 < min <= max")
+		return errkind.Usagef("metadata-max-age", "metadata ages: want 0 < min <= max")
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kplan-dev/kplan/internal/kafka"
 )
 
 // consumer reads every experiment topic from the offsets the run started at:
@@ -30,7 +32,7 @@ type consumer struct {
 	next map[string]map[int32]int64 // next offset to read per partition
 }
 
-func newConsumer(seeds []string, cfg *Config, start map[string]map[int32]int64, prods []*producer, runID uint64, epoch time.Time, now func() time.Time) (*consumer, error) {
+func newConsumer(conn kafka.ConnOptions, cfg *Config, start map[string]map[int32]int64, prods []*producer, runID uint64, epoch time.Time, now func() time.Time) (*consumer, error) {
 	parts := map[string]map[int32]kgo.Offset{}
 	next := map[string]map[int32]int64{}
 	for t, ps := range start {
@@ -41,8 +43,8 @@ func newConsumer(seeds []string, cfg *Config, start map[string]map[int32]int64, 
 			next[t][p] = off
 		}
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(seeds...),
+	cl, err := kafka.NewClient(conn, cfg.Version,
+		kgo.RetryTimeout(30*time.Second), // franz-go's default: fetches wait out the failover
 		kgo.ConsumePartitions(parts),
 		kgo.FetchMaxWait(100*time.Millisecond),
 		kgo.MetadataMinAge(cfg.MetadataMinAge),

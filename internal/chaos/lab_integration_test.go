@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
+	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
 )
 
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
 // node and sqf keep brokers even. No acknowledged record may be lost.
 func TestLabKillBroker3(t *testing.T) {
 	lab := labtest.Shared(t)
-	c, err := OpenLab(lab.State)
+	c, err := chaoslab.Open(lab.State, kafka.ConnOptions{}, "test")
 	require.NoError(t, err)
 	defer c.Close()
 
@@ -43,14 +45,18 @@ func TestLabKillBroker3(t *testing.T) {
 
 	assert.Equal(t, "lab", res.Cluster)
 	assert.Equal(t, int32(3), res.KilledBroker)
-	assert.Greater(t, res.FailoverMS, 0.0)
+	assert.Equal(t, Schema, res.Schema)
+	require.NotNil(t, res.FailoverMS, "a real cluster's failover is timed")
+	assert.Greater(t, *res.FailoverMS, 0.0)
 	require.Len(t, res.Partitioners, len(DefaultPartitioners))
 	for _, p := range res.Partitioners {
 		before, after := p.Phases[PhaseBefore.String()], p.Phases[PhaseAfter.String()]
 		require.NotNil(t, before, p.Name)
 		require.NotNil(t, after, p.Name)
+		require.NotNil(t, before.MaxOverMean, p.Name)
+		require.NotNil(t, after.MaxOverMean, p.Name)
 		t.Logf("%-10s before %.3f %v  after %.3f %v  acked %d lost %d dup %d never %d",
-			p.Name, before.MaxOverMean, before.PerBroker, after.MaxOverMean, after.PerBroker, p.Acked, p.Lost, p.Duplicates, p.NeverAcked)
+			p.Name, *before.MaxOverMean, before.PerBroker, *after.MaxOverMean, after.PerBroker, p.Acked, p.Lost, p.Duplicates, p.NeverAcked)
 		assert.Positive(t, p.Acked, p.Name)
 		assert.Zero(t, p.Lost, "%s: acknowledged records lost", p.Name)
 		assert.Equal(t, []int32{1, 2, 3}, before.Leaders, p.Name)
@@ -59,11 +65,11 @@ func TestLabKillBroker3(t *testing.T) {
 		msg := fmt.Sprintf("%s before %v after %v", p.Name, before.PerBroker, after.PerBroker)
 		switch p.Name {
 		case "roundrobin":
-			assert.LessOrEqual(t, before.MaxOverMean, 1.05, msg)
-			assert.GreaterOrEqual(t, after.MaxOverMean, 1.25, msg)
+			assert.LessOrEqual(t, *before.MaxOverMean, 1.05, msg)
+			assert.GreaterOrEqual(t, *after.MaxOverMean, 1.25, msg)
 		case "node", "sqf":
-			assert.LessOrEqual(t, before.MaxOverMean, 1.05, msg)
-			assert.LessOrEqual(t, after.MaxOverMean, 1.05, msg)
+			assert.LessOrEqual(t, *before.MaxOverMean, 1.05, msg)
+			assert.LessOrEqual(t, *after.MaxOverMean, 1.05, msg)
 		}
 	}
 }

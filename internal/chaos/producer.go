@@ -24,8 +24,11 @@ const (
 	PhaseAfter
 	PhaseRestore
 	PhaseRecovered
-	numPhases
+	// NumPhases is the number of phases.
+	NumPhases
 )
+
+const numPhases = NumPhases
 
 var phaseNames = [numPhases]string{"warm-up", "before", "failover", "after", "restore", "recovered"}
 
@@ -62,8 +65,11 @@ const latencyCeiling = 10 * time.Minute
 // the CDF plots (a uniform reservoir sample beyond it).
 const sampleCap = 20000
 
-// bucket is the width of the throughput-over-time series.
-const bucket = 100 * time.Millisecond
+// BucketWidth is the width of the throughput-over-time series
+// (Series.Buckets).
+const BucketWidth = 100 * time.Millisecond
+
+const bucket = BucketWidth
 
 // reservoir keeps a uniform sample of at most sampleCap values.
 type reservoir struct {

@@ -4,15 +4,37 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/stats"
+)
+
+// Schema versions the JSON of one run (kplan chaos -o json, result.json);
+// SummarySchema that of repeated runs.
+const (
+	Schema        = "kplan.chaos/v1"
+	SummarySchema = "kplan.chaos-summary/v1"
+)
+
+// MinSkewRecordsPerBroker is the fewest acknowledged records per leading
+// broker, on average, that a phase needs for its skew figures (max/mean, CV,
+// Jain) to mean anything; below it they are left out. With independent
+// choices one broker's count varies by about 1/sqrt(n) of the mean: at 1,000
+// records per broker that is about 3%, fine enough to tell an even spread
+// (1.00) from the 1.33 of round robin after a kill, while the failover phase
+// (a fraction of a second) and very short runs stay below it and print "-".
+const MinSkewRecordsPerBroker = 1000
+
+// Latencies the violation rate and timely throughput are judged on.
+const (
+	LatencyE2E     = "e2e"
+	LatencyProduce = "produce"
 )
 
 // Result is one experiment's outcome. Its JSON form is kplan chaos -o json.
 type Result struct {
+	// Schema is the JSON's version, Schema.
+	Schema string `json:"schema"`
 	// Cluster is "embedded", "lab" or a bootstrap address.
 	Cluster string `json:"cluster"`
 	// Label says what the cluster is (e.g. simulated).
@@ -23,8 +45,10 @@ type Result struct {
 	KilledBroker int32 `json:"killed_broker"`
 	// FailoverMS is the time from the kill until every partition of the
 	// experiment topics had a live leader in a metadata answer (-1: never;
-	// the mean over kills in a sequential run).
-	FailoverMS float64 `json:"failover_ms"`
+	// the mean over kills in a sequential run). It is absent on a simulated
+	// cluster, whose election is done before the kill returns: what a
+	// metadata answer would time there is the admin client's polling.
+	FailoverMS *float64 `json:"failover_ms,omitempty"`
 	// Assignment is the experiment topics' layout, "1,2;2,3;3,1".
 	Assignment string `json:"assignment"`
 	// Acks is all or 1.
@@ -51,14 +75,16 @@ type Result struct {
 	// ConsumeAfter: records were consumed back only after the run, so
 	// there are no end-to-end latencies.
 	ConsumeAfter bool `json:"consume_after,omitempty"`
+	// ConsumerRereads counts records the checking consumer read a second
+	// time at the same offset after its fetch offset was reset: re-reads,
+	// not duplicates, and not counted as either.
+	ConsumerRereads int64 `json:"consumer_rereads,omitempty"`
 	// Interrupted is true when the run was stopped early.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Partitioners holds one entry per partitioner, in the order asked.
 	Partitioners []PartitionerResult `json:"partitioners"`
 	// Notes are things worth knowing about the run.
 	Notes []string `json:"notes,omitempty"`
-
-	killAtS float64 // for the throughput plot (side-by-side runs)
 }
 
 // PartitionerResult is one partitioner's outcome.
@@ -74,9 +100,10 @@ type PartitionerResult struct {
 	Duplicates       int64 `json:"duplicates"`
 	NeverAcked       int64 `json:"never_acked"`
 	UnackedDelivered int64 `json:"unacked_delivered"`
-	// KilledBroker and FailoverMS of this partitioner's kill.
-	KilledBroker int32   `json:"killed_broker"`
-	FailoverMS   float64 `json:"failover_ms"`
+	// KilledBroker and FailoverMS of this partitioner's kill (FailoverMS as
+	// in Result).
+	KilledBroker int32    `json:"killed_broker"`
+	FailoverMS   *float64 `json:"failover_ms,omitempty"`
 	// FirstSuccessMS is the time from the kill to this producer's first
 	// acknowledgement from a partition the killed broker led (-1: none).
 	FirstSuccessMS float64 `json:"first_success_ms"`
@@ -86,7 +113,8 @@ type PartitionerResult struct {
 	KSProduce *stats.KSResult `json:"ks_produce_before_after,omitempty"`
 	KSE2E     *stats.KSResult `json:"ks_e2e_before_after,omitempty"`
 
-	plot plotData
+	// Series is what plots need beyond the JSON.
+	Series Series `json:"-"`
 }
 
 // PhaseResult is one partitioner's figures in one phase, by the phase each
@@ -105,9 +133,12 @@ type PhaseResult struct {
 	PerBroker      map[string]int64   `json:"per_broker"`
 	PerBrokerBytes map[string]int64   `json:"per_broker_bytes"`
 	Shares         map[string]float64 `json:"shares"`
-	MaxOverMean    float64            `json:"max_over_mean"`
-	CV             float64            `json:"cv"`
-	Jain           float64            `json:"jain"`
+	// MaxOverMean, CV and Jain are the skew over Leaders; absent when the
+	// phase acknowledged fewer than MinSkewRecordsPerBroker records per
+	// leader on average.
+	MaxOverMean *float64 `json:"max_over_mean,omitempty"`
+	CV          *float64 `json:"cv,omitempty"`
+	Jain        *float64 `json:"jain,omitempty"`
 	// ThroughputMBps is acknowledged MB (10^6 bytes) per second of phase.
 	ThroughputMBps float64 `json:"throughput_mbps"`
 	RecordsPerS    float64 `json:"records_per_s"`
@@ -119,22 +150,33 @@ type PhaseResult struct {
 	// E2ELatencyMS the end-to-end latency (send to consumer receipt).
 	LatencyMS    stats.LatencySummary `json:"latency_ms"`
 	E2ELatencyMS stats.LatencySummary `json:"e2e_latency_ms"`
-	// TimelyThroughputMBps is (1 - e2e violation rate) x (1 - loss rate) x
-	// throughput (seed 003).
+	// ViolationRate is the share of records slower than the objective,
+	// judged on ViolationLatency: "e2e" when end-to-end latencies were
+	// measured, else "produce" (a run that consumed only afterwards).
+	ViolationRate    float64 `json:"violation_rate"`
+	ViolationLatency string  `json:"violation_latency"`
+	// TimelyThroughputMBps is (1 - violation rate) x (1 - loss rate) x
+	// throughput (seed 003), with the violation rate above.
 	TimelyThroughputMBps float64 `json:"timely_throughput_mbps"`
 }
 
-// plotData is what the plots need beyond the JSON.
-type plotData struct {
-	prodSamples, e2eSamples [numPhases][]float64
-	buckets                 []int64
-	killAtS                 float64
+// Series is what the plots need beyond the JSON: latency samples by phase,
+// acknowledged bytes over time and when the kill came.
+type Series struct {
+	// ProduceSamples and E2ESamples are latency samples in ms, indexed by
+	// Phase.
+	ProduceSamples, E2ESamples [NumPhases][]float64
+	// Buckets are acknowledged bytes per BucketWidth since the run began.
+	Buckets []int64
+	// KillAtS is when this partitioner's kill came, in seconds since the run
+	// began (0: none).
+	KillAtS float64
 }
 
 func (r *runner) result() *Result {
 	cfg := r.cfg
 	res := &Result{
-		Cluster: r.c.Kind(), Label: r.c.Label(), Target: cfg.Target.String(), KilledBroker: -1, FailoverMS: -1,
+		Schema: Schema, Cluster: r.c.Kind(), Label: r.c.Label(), Target: cfg.Target.String(), KilledBroker: -1,
 		Assignment: FormatAssignment(cfg.Assignment), Acks: string(cfg.Acks), Idempotent: cfg.Acks == AcksAll, SQFSlack: cfg.SQFSlack, MaxBufferedRecords: cfg.MaxBufferedRecords, Stick: cfg.Stick, ConsumeAfter: cfg.ConsumeAfter,
 		Sequential: cfg.Sequential, RateBytesPerS: cfg.Rate, RecordSize: cfg.RecordSize,
 		LatencyObjectiveMS: ms(cfg.Objective), MetadataMinAgeMS: ms(cfg.MetadataMinAge),
@@ -144,7 +186,6 @@ func (r *runner) result() *Result {
 	for _, l := range r.legs {
 		if l.victim >= 0 {
 			res.KilledBroker = l.victim
-			res.killAtS = l.killAt.Seconds()
 		}
 		if l.failover >= 0 {
 			fos = append(fos, ms(l.failover))
@@ -159,15 +200,20 @@ func (r *runner) result() *Result {
 		rereads += p.rereads
 		p.seenMu.Unlock()
 	}
-	if rereads > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("the checking consumer read %d records a second time at the same offset after its fetch offset was reset (a re-read, not a duplicate; not counted)", rereads))
-	}
-	if len(fos) > 0 {
+	res.ConsumerRereads = rereads
+	switch {
+	case !r.c.Real():
+		if res.KilledBroker >= 0 {
+			res.Notes = append(res.Notes, "failover time: not applicable on a simulated cluster (its election is done before the kill returns)")
+		}
+	case len(fos) > 0:
 		var sum float64
 		for _, f := range fos {
 			sum += f
 		}
-		res.FailoverMS = sum / float64(len(fos))
+		res.FailoverMS = ptr(sum / float64(len(fos)))
+	case res.KilledBroker >= 0:
+		res.FailoverMS = ptr(-1)
 	}
 	return res
 }
@@ -177,10 +223,13 @@ func (r *runner) partitionerResult(l *leg, p *producer) PartitionerResult {
 	pr := PartitionerResult{
 		Name: p.name, Topic: p.topic, Sent: ls.sent, Acked: ls.acked, Lost: ls.lost, Duplicates: ls.duplicates,
 		NeverAcked: ls.neverAcked, UnackedDelivered: ls.unackedDelivered,
-		KilledBroker: l.victim, FailoverMS: -1, FirstSuccessMS: -1, Phases: map[string]*PhaseResult{},
+		KilledBroker: l.victim, FirstSuccessMS: -1, Phases: map[string]*PhaseResult{},
 	}
-	if l.failover >= 0 {
-		pr.FailoverMS = ms(l.failover)
+	if r.c.Real() && l.victim >= 0 {
+		pr.FailoverMS = ptr(-1)
+		if l.failover >= 0 {
+			pr.FailoverMS = ptr(ms(l.failover))
+		}
 	}
 	if f := p.firstMovedAck.Load(); f > 0 {
 		pr.FirstSuccessMS = ms(time.Duration(f))
@@ -221,22 +270,16 @@ func (r *runner) partitionerResult(l *leg, p *producer) PartitionerResult {
 				counts[id] = bc.records
 			}
 		}
-		sk := stats.SkewOfCounts(counts)
-		for _, sh := range sk.Shares {
-			out.Shares[strconv.Itoa(int(sh.ID))] = sh.Share
-		}
-		out.MaxOverMean, out.CV, out.Jain = sk.MaxOverMean, sk.CV, sk.Jain
-		viol := out.E2ELatencyMS.ViolationRate
-		if out.E2ELatencyMS.Count == 0 {
-			viol = out.LatencyMS.ViolationRate
-		}
-		out.TimelyThroughputMBps = stats.TimelyThroughput(out.ThroughputMBps, viol, stats.LossRate(s.lost, s.acked))
+		setSkew(out, counts)
+		setViolation(out, stats.LossRate(s.lost, s.acked))
 		pr.Phases[ph.String()] = out
-		pr.plot.prodSamples[ph] = slices.Clone(s.prodSamples.xs)
-		pr.plot.e2eSamples[ph] = slices.Clone(s.e2eSamples.xs)
+		pr.Series.ProduceSamples[ph] = slices.Clone(s.prodSamples.xs)
+		pr.Series.E2ESamples[ph] = slices.Clone(s.e2eSamples.xs)
 	}
-	pr.plot.buckets = slices.Clone(p.buckets)
-	pr.plot.killAtS = l.killAt.Seconds()
+	pr.Series.Buckets = slices.Clone(p.buckets)
+	if l.victim >= 0 {
+		pr.Series.KillAtS = l.killAt.Seconds()
+	}
 	if l.windows[PhaseBefore].ran && l.windows[PhaseAfter].ran {
 		if ks, err := stats.KS2(p.phases[PhaseBefore].prodSamples.xs, p.phases[PhaseAfter].prodSamples.xs); err == nil {
 			pr.KSProduce = &ks
@@ -250,125 +293,34 @@ func (r *runner) partitionerResult(l *leg, p *producer) PartitionerResult {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// measuredPhases are the phases the tables compare, in order.
-var measuredPhases = []Phase{PhaseBefore, PhaseFailover, PhaseAfter, PhaseRecovered}
+// MeasuredPhases are the phases the tables compare, in order.
+var MeasuredPhases = []Phase{PhaseBefore, PhaseFailover, PhaseAfter, PhaseRecovered}
 
-// Document renders the result as tables.
-func (res *Result) Document() report.Document {
-	title := "kplan chaos: " + res.Label
-	if res.KilledBroker >= 0 {
-		target := ""
-		if want := fmt.Sprintf("broker-%d", res.KilledBroker); res.Target != want {
-			target = " (" + res.Target + ")"
-		}
-		title = fmt.Sprintf("kplan chaos: kill broker-%d%s — %s", res.KilledBroker, target, res.Label)
+// setSkew sets out's shares, and its skew figures when the phase has enough
+// records per leader for them (MinSkewRecordsPerBroker).
+func setSkew(out *PhaseResult, counts map[int32]int64) {
+	sk := stats.SkewOfCounts(counts)
+	var total int64
+	for _, sh := range sk.Shares {
+		out.Shares[strconv.Itoa(int(sh.ID))] = sh.Share
 	}
-	doc := report.Document{Title: title}
-
-	skew := report.Section{
-		Title:  "Records per broker (by the leader that took them) and skew over the topic's leaders",
-		Header: []string{"partitioner", "phase", "leaders", "records per broker", "max/mean", "CV", "Jain"},
+	for _, n := range counts {
+		total += n
 	}
-	perf := report.Section{
-		Title:  "Throughput and latency (ms; produce = send to ack, e2e = send to consumer)",
-		Header: []string{"partitioner", "phase", "MB/s", "rec/s", "rec/batch", "produce p50", "p99", "p99.9", "max", "e2e p50", "e2e p99", fmt.Sprintf("> %gms", res.LatencyObjectiveMS), "timely MB/s"},
+	if len(counts) == 0 || total < MinSkewRecordsPerBroker*int64(len(counts)) {
+		return
 	}
-	for _, p := range res.Partitioners {
-		for _, ph := range measuredPhases {
-			pr := p.Phases[ph.String()]
-			if pr == nil {
-				continue
-			}
-			skew.Rows = append(skew.Rows, []string{p.Name, ph.String(), joinIDs(pr.Leaders), perBroker(pr.PerBroker),
-				f2(pr.MaxOverMean), f3(pr.CV), f3(pr.Jain)})
-			e50, e99, viol := f1(pr.E2ELatencyMS.P50), f1(pr.E2ELatencyMS.P99), pr.E2ELatencyMS.ViolationRate
-			if pr.E2ELatencyMS.Count == 0 { // --consume-after: judged on produce latency
-				e50, e99, viol = "-", "-", pr.LatencyMS.ViolationRate
-			}
-			perf.Rows = append(perf.Rows, []string{p.Name, ph.String(), f3(pr.ThroughputMBps), fmt.Sprintf("%.0f", pr.RecordsPerS), f1(pr.RecordsPerBatch),
-				f1(pr.LatencyMS.P50), f1(pr.LatencyMS.P99), f1(pr.LatencyMS.P999), f1(pr.LatencyMS.Max),
-				e50, e99, pct(viol), f3(pr.TimelyThroughputMBps)})
-		}
-	}
-	loss := report.Section{
-		Title:  "Failover and loss (every record consumed back and checked by sequence number)",
-		Header: []string{"partitioner", "killed", "failover ms", "first ack on moved partitions ms", "sent", "acked", "lost", "duplicates", "never acked", "KS produce before/after D (p)", "KS e2e D (p)"},
-	}
-	for _, p := range res.Partitioners {
-		killed := "-"
-		if p.KilledBroker >= 0 {
-			killed = fmt.Sprintf("broker-%d", p.KilledBroker)
-		}
-		loss.Rows = append(loss.Rows, []string{p.Name, killed, msOrDash(p.FailoverMS), msOrDash(p.FirstSuccessMS),
-			strconv.FormatInt(p.Sent, 10), strconv.FormatInt(p.Acked, 10), strconv.FormatInt(p.Lost, 10),
-			strconv.FormatInt(p.Duplicates, 10), strconv.FormatInt(p.NeverAcked, 10), ks(p.KSProduce), ks(p.KSE2E)})
-	}
-	doc.Sections = []report.Section{skew, perf, loss}
-	idem := "idempotent"
-	if !res.Idempotent {
-		idem = "not idempotent"
-	}
-	rate := "unlimited"
-	if res.RateBytesPerS > 0 {
-		rate = fmt.Sprintf("%d B/s", res.RateBytesPerS)
-	}
-	mode := "side by side"
-	if res.Sequential {
-		mode = "one after another"
-	}
-	doc.Notes = append(doc.Notes,
-		fmt.Sprintf("layout %s (replicas per partition, leader first); acks=%s (%s); %d-byte records, rate per producer %s; partitioners ran %s; clients' metadata min age %gms.",
-			res.Assignment, res.Acks, idem, res.RecordSize, rate, mode, res.MetadataMinAgeMS))
-	doc.Notes = append(doc.Notes, res.Notes...)
-	return doc
+	out.MaxOverMean, out.CV, out.Jain = ptr(sk.MaxOverMean), ptr(sk.CV), ptr(sk.Jain)
 }
 
-func joinIDs(ids []int32) string {
-	s := make([]string, len(ids))
-	for i, id := range ids {
-		s[i] = strconv.Itoa(int(id))
+// setViolation sets out's violation rate and timely throughput, judged on
+// end-to-end latency when there is any, else on produce latency.
+func setViolation(out *PhaseResult, lossRate float64) {
+	out.ViolationRate, out.ViolationLatency = out.E2ELatencyMS.ViolationRate, LatencyE2E
+	if out.E2ELatencyMS.Count == 0 {
+		out.ViolationRate, out.ViolationLatency = out.LatencyMS.ViolationRate, LatencyProduce
 	}
-	return strings.Join(s, ",")
+	out.TimelyThroughputMBps = stats.TimelyThroughput(out.ThroughputMBps, out.ViolationRate, lossRate)
 }
 
-func perBroker(m map[string]int64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		x, _ := strconv.Atoi(a)
-		y, _ := strconv.Atoi(b)
-		return x - y
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		name := "b" + k
-		if k == "-1" {
-			name = "unknown"
-		}
-		parts[i] = fmt.Sprintf("%s:%d", name, m[k])
-	}
-	return strings.Join(parts, " ")
-}
-
-func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
-func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
-func f3(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
-func pct(x float64) string {
-	return strconv.FormatFloat(100*x, 'f', 1, 64) + "%"
-}
-
-func msOrDash(x float64) string {
-	if x < 0 {
-		return "-"
-	}
-	return f1(x)
-}
-
-func ks(k *stats.KSResult) string {
-	if k == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.3f (%.2g)", k.D, k.P)
-}
+func ptr(x float64) *float64 { return &x }

@@ -14,17 +14,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/partitioner"
-)
-
-// Errors Run wraps so callers can map them to exit codes.
-var (
-	// ErrUsage marks an experiment that cannot run as asked: an unknown
-	// broker, a topic with another layout (exit 2).
-	ErrUsage = errors.New("bad experiment")
-	// ErrRefused marks an experiment kplan will not run because the kill
-	// would make partitions unavailable (exit 4).
-	ErrRefused = errors.New("refused")
 )
 
 // window is when a phase ran, relative to the run's epoch.
@@ -69,10 +61,14 @@ func TopicFor(prefix, partitionerName string) string { return prefix + "-" + par
 
 // Run runs one experiment on c. When ctx ends (Ctrl-C), it stops the
 // producers, restarts the killed broker if cfg.Restore, and returns the
-// partial result with Interrupted set together with ctx's error.
+// partial result with Interrupted set together with ctx's error. The
+// cleanup runs on a context of its own (cfg.CleanupTimeout, cut short when
+// cfg.Abort closes). Errors carry an errkind kind: Usage for an experiment
+// that cannot run as asked (naming the field), Refused for a kill that
+// would make partitions unavailable.
 func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		return nil, err
 	}
 	now := cfg.Now
 	if now == nil {
@@ -87,32 +83,22 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 	}
 	defer r.admin.Close()
 
-	// A new topic's leaders may be known before they serve it: retry.
-	var start map[string]map[int32]int64
-	for deadline := now().Add(30 * time.Second); ; {
-		var err error
-		if start, err = endOffsets(ctx, r.admin, r.topics); err == nil {
-			break
-		}
-		if now().After(deadline) {
-			return nil, err
-		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return nil, err
-		}
+	start, err := r.startOffsets(ctx)
+	if err != nil {
+		return nil, err
 	}
 	r.epoch = now()
 	runID := rand.New(rand.NewPCG(cfg.Seed, uint64(r.epoch.UnixNano()))).Uint64()
 	if err := r.newProducers(runID); err != nil {
 		return nil, err
 	}
-	cons, err := newConsumer(c.Seeds(), &cfg, start, r.prods, runID, r.epoch, now)
+	cons, err := newConsumer(r.clientOpts(), &cfg, start, r.prods, runID, r.epoch, now)
 	if err != nil {
 		r.closeProducers()
 		return nil, err
 	}
 	cons.noE2E = cfg.ConsumeAfter
-	consCtx, stopCons := context.WithCancel(context.Background())
+	consCtx, stopCons := context.WithCancel(context.WithoutCancel(ctx))
 	var consDone sync.WaitGroup
 	if !cfg.ConsumeAfter {
 		consDone.Go(func() { cons.run(consCtx) })
@@ -124,56 +110,8 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 		progWG.Go(func() { r.progress(progDone) })
 	}
 
-	if cfg.Sequential {
-		for _, p := range r.prods {
-			r.legs = append(r.legs, &leg{prods: []*producer{p}})
-		}
-	} else {
-		r.legs = []*leg{{prods: r.prods}}
-	}
-	var runErr error
-	for i, l := range r.legs {
-		l.victim, l.failover, l.restore = -1, -1, -1
-		for _, p := range l.prods {
-			p.phase = &l.phase
-		}
-		r.cur.Store(l)
-		if runErr = r.runLeg(ctx, l, i == len(r.legs)-1); runErr != nil {
-			break
-		}
-		if cfg.Sequential {
-			// One partitioner at a time: this one stops before the next
-			// starts, whatever phases it ran.
-			r.stopLeg(ctx, l)
-		}
-	}
-
-	// Clean up whatever happened: stop producers, restore if asked, drain.
-	bg, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for _, l := range r.legs {
-		r.stopLeg(bg, l)
-	}
-	if runErr != nil && r.dead >= 0 && cfg.Restore {
-		if err := c.Restart(bg, r.dead); err != nil {
-			r.notes = append(r.notes, fmt.Sprintf("restart of broker %d after the interruption failed: %v", r.dead, err))
-		} else {
-			r.notes = append(r.notes, fmt.Sprintf("broker %d restarted after the interruption", r.dead))
-			r.dead = -1
-		}
-	}
-	r.closeProducers()
-	if cfg.ConsumeAfter {
-		consDone.Go(func() { cons.run(consCtx) })
-	}
-	stall, limit := 30*time.Second, drainCap
-	if runErr != nil { // interrupted or failed: do not keep the user waiting
-		stall, limit = 5*time.Second, 5*time.Second
-	}
-	// The drain sets its own limit: bg's two minutes are for the cleanup.
-	if err := r.drain(context.Background(), cons, stall, limit); err != nil {
-		r.notes = append(r.notes, "loss check incomplete: "+err.Error()+"; lost counts are upper bounds")
-	}
+	runErr := r.runLegs(ctx)
+	r.cleanup(ctx, runErr, cons, func() { consDone.Go(func() { cons.run(consCtx) }) })
 	stopCons()
 	consDone.Wait()
 	cons.cl.Close()
@@ -192,6 +130,144 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// aborted reports whether cfg.Abort closed.
+func (r *runner) aborted() bool {
+	if r.cfg.Abort == nil {
+		return false
+	}
+	select {
+	case <-r.cfg.Abort:
+		return true
+	default:
+		return false
+	}
+}
+
+// startOffsets reads the experiment topics' end offsets, where the checking
+// consumer starts. A new topic's leaders may be known before they serve it:
+// it retries for 30 s.
+func (r *runner) startOffsets(ctx context.Context) (map[string]map[int32]int64, error) {
+	for deadline := r.now().Add(30 * time.Second); ; {
+		start, err := endOffsets(ctx, r.admin, r.topics)
+		if err == nil {
+			return start, nil
+		}
+		if r.now().After(deadline) {
+			return nil, err
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// runLegs runs every leg: one with every producer side by side, or one per
+// producer in a sequential run.
+func (r *runner) runLegs(ctx context.Context) error {
+	if r.cfg.Sequential {
+		for _, p := range r.prods {
+			r.legs = append(r.legs, &leg{prods: []*producer{p}})
+		}
+	} else {
+		r.legs = []*leg{{prods: r.prods}}
+	}
+	for i, l := range r.legs {
+		l.victim, l.failover, l.restore = -1, -1, -1
+		for _, p := range l.prods {
+			p.phase = &l.phase
+		}
+		r.cur.Store(l)
+		if err := r.runLeg(ctx, l, i == len(r.legs)-1); err != nil {
+			return err
+		}
+		if r.cfg.Sequential {
+			// One partitioner at a time: this one stops before the next
+			// starts, whatever phases it ran.
+			r.stopLeg(ctx, l)
+		}
+	}
+	return nil
+}
+
+// cleanupContext is the cleanup's context: not cancelled with ctx (the
+// cleanup must run after a Ctrl-C), bounded by cfg.CleanupTimeout, and
+// cancelled when cfg.Abort closes.
+func (r *runner) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := r.cfg.CleanupTimeout
+	if timeout <= 0 {
+		timeout = DefaultCleanupTimeout
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	if r.cfg.Abort == nil {
+		return cctx, cancel
+	}
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-r.cfg.Abort:
+			cancel()
+		case <-stop:
+		}
+	}()
+	return cctx, func() { close(stop); cancel() }
+}
+
+// cleanup stops the producers whatever happened, restarts a killed broker
+// after a failure when cfg.Restore asked for it, and lets the consumer read
+// everything back for the loss check; startLate starts the consumer of a
+// run that consumes only after the producers stopped.
+func (r *runner) cleanup(ctx context.Context, runErr error, cons *consumer, startLate func()) {
+	cfg := r.cfg
+	bg, cancel := r.cleanupContext(ctx)
+	defer cancel()
+	for _, l := range r.legs {
+		r.stopLeg(bg, l)
+	}
+	if runErr != nil && r.dead >= 0 && cfg.Restore && !r.aborted() {
+		if err := r.c.Restart(bg, r.dead); err != nil {
+			r.notes = append(r.notes, fmt.Sprintf("restart of broker %d after the interruption failed: %v", r.dead, err))
+		} else {
+			r.notes = append(r.notes, fmt.Sprintf("broker %d restarted after the interruption", r.dead))
+			r.dead = -1
+		}
+	}
+	r.closeProducers()
+	if r.aborted() {
+		r.notes = append(r.notes, "cleanup cut short: the loss check was skipped; lost counts are upper bounds")
+		if r.dead >= 0 {
+			r.notes = append(r.notes, fmt.Sprintf("broker %d is still down", r.dead))
+		}
+		return
+	}
+	if cfg.ConsumeAfter {
+		startLate()
+	}
+	stall, limit := 30*time.Second, drainCap
+	if runErr != nil { // interrupted or failed: do not keep the user waiting
+		stall, limit = 5*time.Second, 5*time.Second
+	}
+	// The drain sets its own limit (the cleanup timeout is for stopping and
+	// restoring), but an abort still ends it.
+	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer dcancel()
+	if cfg.Abort != nil {
+		go func() {
+			select {
+			case <-cfg.Abort:
+				dcancel()
+			case <-dctx.Done():
+			}
+		}()
+	}
+	if err := r.drain(dctx, cons, stall, limit); err != nil {
+		if r.aborted() {
+			r.notes = append(r.notes, "cleanup cut short: the loss check is incomplete; lost counts are upper bounds")
+			return
+		}
+		r.notes = append(r.notes, "loss check incomplete: "+err.Error()+"; lost counts are upper bounds")
+	}
+}
+
 // prepare checks the cluster, creates the topics and waits for their leaders.
 func (r *runner) prepare(ctx context.Context) error {
 	cfg := r.cfg
@@ -202,15 +278,15 @@ func (r *runner) prepare(ctx context.Context) error {
 	for p, reps := range cfg.Assignment {
 		for _, id := range reps {
 			if !slices.Contains(brokers, id) {
-				return fmt.Errorf("%w: partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", ErrUsage, p, id, brokers)
+				return errkind.Usagef("assignment", "partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", p, id, brokers)
 			}
 		}
 	}
 	if cfg.Target.Kind == TargetBroker && !slices.Contains(brokers, cfg.Target.Broker) {
-		return fmt.Errorf("%w: --kill %s: no such broker (brokers %v)", ErrUsage, cfg.Target, brokers)
+		return errkind.Usagef("kill", "%s: no such broker (brokers %v)", cfg.Target, brokers)
 	}
 	if cfg.Target.Kind != TargetNone && len(brokers) < 2 {
-		return fmt.Errorf("%w: a kill needs at least 2 brokers", ErrUsage)
+		return errkind.Usagef("kill", "a kill needs at least 2 brokers")
 	}
 	// A partition whose only replica is the victim has nowhere to fail over.
 	if cfg.Target.Kind == TargetBroker {
@@ -218,7 +294,7 @@ func (r *runner) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	r.admin, err = kgo.NewClient(kgo.SeedBrokers(r.c.Seeds()...), kgo.MetadataMinAge(cfg.MetadataMinAge), kgo.RetryTimeout(10*time.Second))
+	r.admin, err = kafka.NewClient(r.clientOpts(), cfg.Version, kgo.MetadataMinAge(cfg.MetadataMinAge), kgo.RetryTimeout(10*time.Second))
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
@@ -232,7 +308,7 @@ func (r *runner) prepare(ctx context.Context) error {
 		}
 		if ok {
 			if !slices.EqualFunc(have, cfg.Assignment, slices.Equal) {
-				return fmt.Errorf("%w: topic %s exists with layout %s, not %s (choose another --topic or delete it)", ErrUsage, t, FormatAssignment(have), FormatAssignment(cfg.Assignment))
+				return errkind.Usagef("topic", "topic %s exists with layout %s, not %s (choose another topic prefix or delete it)", t, FormatAssignment(have), FormatAssignment(cfg.Assignment))
 			}
 			continue
 		}
@@ -246,7 +322,7 @@ func (r *runner) prepare(ctx context.Context) error {
 			return err
 		}
 		if !ok || int(cfg.Target.Partition) >= len(have) {
-			return fmt.Errorf("%w: --kill %s: no such partition", ErrUsage, cfg.Target)
+			return errkind.Usagef("kill", "%s: no such partition", cfg.Target)
 		}
 	}
 	deadline := r.now().Add(30 * time.Second)
@@ -267,6 +343,14 @@ func (r *runner) prepare(ctx context.Context) error {
 	}
 }
 
+// Fields of refusals: the setting that would allow the kill (allow
+// unavailable partitions on a real cluster) or avoid it (a replication
+// factor above 1).
+const (
+	FieldAllowUnavailable  = "allow-unavailable"
+	FieldReplicationFactor = "replication-factor"
+)
+
 // checkReplicas refuses a kill that leaves an experiment partition with no
 // other replica.
 func (r *runner) checkReplicas(victim int32) error {
@@ -275,13 +359,11 @@ func (r *runner) checkReplicas(victim int32) error {
 			if r.cfg.AllowUnavailable && r.c.Real() {
 				continue
 			}
-			how := "use --replication-factor 2"
-			if r.c.Real() {
-				how += " or --allow-unavailable"
-			} else {
-				how += " (the embedded cluster cannot run a partition without a leader)"
+			why := ""
+			if !r.c.Real() {
+				why = " (a simulated cluster cannot run a partition without a leader)"
 			}
-			return fmt.Errorf("%w: killing broker %d leaves partition %d of every experiment topic with no replica (replication factor 1): its records could go nowhere; %s", ErrRefused, victim, p, how)
+			return errkind.Refusedf(FieldReplicationFactor, "killing broker %d leaves partition %d of every experiment topic with no replica (replication factor 1): its records could go nowhere%s", victim, p, why)
 		}
 	}
 	return nil
@@ -312,10 +394,10 @@ func (r *runner) safety(ctx context.Context, victim int32) error {
 	slices.Sort(under)
 	slices.Sort(orphan)
 	if len(under) > 0 {
-		return fmt.Errorf("%w: %d partitions are under-replicated before the kill (%s); pass --allow-unavailable to kill anyway", ErrRefused, len(under), head(under))
+		return errkind.Refusedf(FieldAllowUnavailable, "%d partitions are under-replicated before the kill (%s)", len(under), head(under))
 	}
 	if len(orphan) > 0 {
-		return fmt.Errorf("%w: killing broker %d leaves %d partitions with no in-sync replica (%s); pass --allow-unavailable to kill anyway", ErrRefused, victim, len(orphan), head(orphan))
+		return errkind.Refusedf(FieldAllowUnavailable, "killing broker %d leaves %d partitions with no in-sync replica (%s)", victim, len(orphan), head(orphan))
 	}
 	return nil
 }
@@ -339,11 +421,12 @@ func (r *runner) newProducers(runID uint64) error {
 		p := &producer{idx: i, name: name, topic: r.topics[i], cfg: cfg, epoch: r.epoch, now: r.now, runID: runID}
 		kopts = append(kopts,
 			kgo.WithHooks(p),
-			kgo.SeedBrokers(r.c.Seeds()...),
+			// franz-go's default retry limit: a produce answer may wait for
+			// the failover.
+			kgo.RetryTimeout(30*time.Second),
 			kgo.MetadataMinAge(cfg.MetadataMinAge),
 			kgo.MetadataMaxAge(cfg.MetadataMaxAge),
 			kgo.RecordDeliveryTimeout(max(time.Minute, 2*cfg.FailoverTimeout)),
-			kgo.ClientID("kplan-chaos-"+name),
 			// Uncompressed, like Kafka's producer default and the thesis's
 			// runs: record values are mostly padding, and compressed they
 			// would slip under a --broker-bandwidth limit.
@@ -355,7 +438,7 @@ func (r *runner) newProducers(runID uint64) error {
 		} else {
 			kopts = append(kopts, kgo.RequiredAcks(kgo.AllISRAcks()))
 		}
-		cl, err := kgo.NewClient(kopts...)
+		cl, err := kafka.NewClient(r.clientOpts(), cfg.Version, kopts...)
 		if err != nil {
 			r.closeProducers()
 			return fmt.Errorf("producer %s: %w", name, err)
@@ -370,6 +453,10 @@ func (r *runner) newProducers(runID uint64) error {
 	}
 	return nil
 }
+
+// clientOpts are the connection settings of the experiment's clients: the
+// cluster's addresses with cfg.Conn's security settings.
+func (r *runner) clientOpts() kafka.ConnOptions { return r.cfg.Conn.WithSeeds(r.c.Seeds()) }
 
 func (r *runner) closeProducers() {
 	for _, p := range r.prods {
@@ -530,7 +617,7 @@ func (r *runner) resolve(ctx context.Context, l *leg) (int32, error) {
 		}
 		parts := m.topics[t.Topic]
 		if int(t.Partition) >= len(parts) || parts[t.Partition].leader < 0 {
-			return -1, fmt.Errorf("%w: --kill %s: the partition has no leader", ErrRefused, t)
+			return -1, errkind.Refusedf("kill", "%s: the partition has no leader", t)
 		}
 		return parts[t.Partition].leader, nil
 	case TargetBusiest:
@@ -553,11 +640,11 @@ func (r *runner) resolve(ctx context.Context, l *leg) (int32, error) {
 			}
 		}
 		if best < 0 {
-			return -1, fmt.Errorf("%w: --kill busiest: no partition has a leader", ErrRefused)
+			return -1, errkind.Refusedf("kill", "busiest: no partition has a leader")
 		}
 		return best, nil
 	}
-	return -1, fmt.Errorf("%w: nothing to kill", ErrUsage)
+	return -1, errkind.Usagef("kill", "nothing to kill")
 }
 
 // waitFailover waits until every partition has a live leader and every
@@ -661,7 +748,7 @@ func (r *runner) stopLeg(ctx context.Context, l *leg) {
 	fctx, cancel := context.WithTimeout(ctx, max(30*time.Second, r.cfg.FailoverTimeout))
 	defer cancel()
 	for _, p := range l.prods {
-		if err := p.cl.Flush(fctx); err != nil {
+		if err := p.cl.Flush(fctx); err != nil && !r.aborted() {
 			r.notes = append(r.notes, fmt.Sprintf("%s: not every record was answered before the flush timeout", p.name))
 		}
 	}

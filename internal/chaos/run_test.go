@@ -2,14 +2,15 @@ package chaos
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/chaos/embedded"
+	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/stats"
 )
 
 // runEmbedded runs the default experiment, changed by edit, on a fresh
@@ -21,7 +22,7 @@ func runEmbedded(t *testing.T, edit func(*Config)) *Result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := NewEmbeddedCluster(3)
+	c, err := embedded.NewCluster(3, "test")
 	require.NoError(t, err)
 	defer c.Close()
 	cfg := Defaults()
@@ -31,27 +32,30 @@ func runEmbedded(t *testing.T, edit func(*Config)) *Result {
 	return res
 }
 
-// TestKillBroker3Acceptance is the acceptance on the embedded
-// cluster: before the kill every partitioner spreads records evenly over
-// brokers 1, 2, 3; after broker 3's partition moved to broker 1, roundrobin
-// gives broker 1 two shares while node and sqf keep brokers even; nothing
-// acknowledged is lost.
-func TestKillBroker3Acceptance(t *testing.T) {
+// TestKillBroker3 runs the default experiment briefly on the embedded
+// cluster and checks what does not depend on timing: leaders before and
+// after the kill, nothing lost, every record answered, the schema, and no
+// failover time on a simulated cluster. The skew figures of a longer run are
+// checked in the integration tests (run_integration_test.go).
+func TestKillBroker3(t *testing.T) {
 	res := runEmbedded(t, func(cfg *Config) {
-		cfg.Warmup, cfg.Phase = time.Second, 3*time.Second
+		cfg.Warmup, cfg.Phase = 500*time.Millisecond, 1500*time.Millisecond
 		cfg.Rate = 50_000 // 500 records/s per producer
 	})
-	if testing.Verbose() {
-		require.NoError(t, report.Render(os.Stdout, report.Table, res, res.Document))
-	}
+	assert.Equal(t, Schema, res.Schema)
 	assert.Equal(t, "embedded", res.Cluster)
 	assert.Equal(t, int32(3), res.KilledBroker)
-	assert.GreaterOrEqual(t, res.FailoverMS, 0.0)
+	assert.Nil(t, res.FailoverMS, "a simulated cluster times no failover")
+	assert.Contains(t, res.Notes, "failover time: not applicable on a simulated cluster (its election is done before the kill returns)")
+	for _, n := range res.Notes {
+		assert.NotContains(t, n, "a second time", "re-reads are a JSON field, not a note")
+	}
 	require.Len(t, res.Partitioners, 4)
 	for _, p := range res.Partitioners {
 		before, after := p.Phases["before"], p.Phases["after"]
 		require.NotNil(t, before, p.Name)
 		require.NotNil(t, after, p.Name)
+		assert.Nil(t, p.FailoverMS, p.Name)
 		assert.Equal(t, []int32{1, 2, 3}, before.Leaders, p.Name)
 		assert.Equal(t, []int32{1, 2}, after.Leaders, p.Name)
 		assert.Zero(t, p.Lost, "%s lost acknowledged records", p.Name)
@@ -59,22 +63,60 @@ func TestKillBroker3Acceptance(t *testing.T) {
 		assert.Equal(t, p.Sent, p.Acked, p.Name)
 		assert.Positive(t, after.Acked, p.Name)
 		assert.GreaterOrEqual(t, p.FirstSuccessMS, 0.0, p.Name)
+		assert.Equal(t, LatencyE2E, before.ViolationLatency, p.Name)
 		// Every acknowledged record came in a counted batch (a batch that
 		// spans a phase boundary is counted where it was acknowledged).
 		assert.Positive(t, before.Batches, p.Name)
 		assert.GreaterOrEqual(t, before.RecordsPerBatch, 1.0, p.Name)
-		assert.InDelta(t, float64(before.Acked), float64(before.Batches)*before.RecordsPerBatch, 0.2*float64(before.Acked), p.Name)
-		switch p.Name {
-		case "roundrobin", "node", "sqf":
-			assert.LessOrEqual(t, before.MaxOverMean, 1.05, "%s before", p.Name)
-		}
-		switch p.Name {
-		case "roundrobin":
-			assert.GreaterOrEqual(t, after.MaxOverMean, 1.25, "roundrobin after")
-		case "node", "sqf":
-			assert.LessOrEqual(t, after.MaxOverMean, 1.05, "%s after", p.Name)
-		}
+		// About 250 records per broker: below MinSkewRecordsPerBroker.
+		assert.Nil(t, before.MaxOverMean, p.Name)
 	}
+}
+
+// Skew figures need MinSkewRecordsPerBroker records per leader on average.
+// Regression: a 0.2 s failover phase printed max/mean 3.00 from a handful
+// of records.
+func TestSetSkew(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		counts map[int32]int64
+		want   *float64
+	}{
+		{"failover phase", map[int32]int64{1: 30, 2: 0, 3: 0}, nil},
+		{"just below", map[int32]int64{1: 1500, 2: 499}, nil},
+		{"enough", map[int32]int64{1: 2000, 2: 1000}, ptr(4.0 / 3)},
+		{"even", map[int32]int64{1: 1000, 2: 1000, 3: 1000}, ptr(1)},
+		{"no leaders", map[int32]int64{}, nil},
+	} {
+		out := &PhaseResult{Shares: map[string]float64{}}
+		setSkew(out, tc.counts)
+		if tc.want == nil {
+			assert.Nil(t, out.MaxOverMean, tc.name)
+			assert.Nil(t, out.CV, tc.name)
+			assert.Nil(t, out.Jain, tc.name)
+			continue
+		}
+		require.NotNil(t, out.MaxOverMean, tc.name)
+		assert.InDelta(t, *tc.want, *out.MaxOverMean, 1e-9, tc.name)
+		assert.NotNil(t, out.Jain, tc.name)
+		assert.Len(t, out.Shares, len(tc.counts), tc.name)
+	}
+}
+
+// Regression: with --consume-after there is no end-to-end latency, and the
+// violation rate and timely throughput were judged on an empty histogram.
+func TestSetViolation(t *testing.T) {
+	out := &PhaseResult{ThroughputMBps: 2, LatencyMS: stats.LatencySummary{Count: 10, ViolationRate: 0.5}}
+	setViolation(out, 0)
+	assert.Equal(t, LatencyProduce, out.ViolationLatency)
+	assert.InDelta(t, 0.5, out.ViolationRate, 1e-12)
+	assert.InDelta(t, 1.0, out.TimelyThroughputMBps, 1e-12)
+
+	out = &PhaseResult{ThroughputMBps: 2, LatencyMS: stats.LatencySummary{Count: 10, ViolationRate: 0.5},
+		E2ELatencyMS: stats.LatencySummary{Count: 10, ViolationRate: 0.25}}
+	setViolation(out, 0)
+	assert.Equal(t, LatencyE2E, out.ViolationLatency)
+	assert.InDelta(t, 1.5, out.TimelyThroughputMBps, 1e-12)
 }
 
 func shortConfig() Config {
@@ -86,25 +128,32 @@ func shortConfig() Config {
 }
 
 func TestRunRefusesUnavailable(t *testing.T) {
-	c, err := NewEmbeddedCluster(3)
+	c, err := embedded.NewCluster(3, "test")
 	require.NoError(t, err)
 	defer c.Close()
 	cfg := shortConfig()
 	cfg.Assignment = RingAssignment([]int32{1, 2, 3}, 3, 1)
 	_, err = Run(context.Background(), c, cfg)
-	require.ErrorIs(t, err, ErrRefused)
-	assert.Contains(t, err.Error(), "partition 2")
+	require.Error(t, err)
+	assert.Equal(t, errkind.Refused, errkind.KindOf(err))
+	assert.Equal(t, FieldReplicationFactor, errkind.FieldOf(err))
+	assert.ErrorContains(t, err, "partition 2")
 
 	cfg = shortConfig()
 	cfg.Target = Target{Kind: TargetBroker, Broker: 4}
 	_, err = Run(context.Background(), c, cfg)
-	require.ErrorIs(t, err, ErrUsage)
-	assert.Contains(t, err.Error(), "no such broker")
+	require.Error(t, err)
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+	assert.Equal(t, "kill", errkind.FieldOf(err))
+	assert.ErrorContains(t, err, "no such broker")
 
 	cfg = shortConfig()
 	cfg.Assignment = [][]int32{{1, 5}}
 	_, err = Run(context.Background(), c, cfg)
-	require.ErrorIs(t, err, ErrUsage)
+	require.Error(t, err)
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+	assert.Equal(t, "assignment", errkind.FieldOf(err))
+	assert.ErrorContains(t, err, "broker 5")
 }
 
 // Busiest: with leaders 1,1,2 broker 1 leads most and dies; the sequential
@@ -114,7 +163,7 @@ func TestRunBusiestSequentialRestore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("in-process cluster experiment")
 	}
-	c, err := NewEmbeddedCluster(3)
+	c, err := embedded.NewCluster(3, "test")
 	require.NoError(t, err)
 	defer c.Close()
 	cfg := shortConfig()
@@ -146,7 +195,7 @@ func TestRunInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("in-process cluster experiment")
 	}
-	c, err := NewEmbeddedCluster(3)
+	c, err := embedded.NewCluster(3, "test")
 	require.NoError(t, err)
 	defer c.Close()
 	cfg := shortConfig()
@@ -170,6 +219,40 @@ func TestRunInterrupted(t *testing.T) {
 	}
 }
 
+// A second Ctrl-C (Abort) cuts the cleanup short: the killed broker stays
+// down and the loss check is skipped, and the result says so.
+func TestRunAbortCleanup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process cluster experiment")
+	}
+	c, err := embedded.NewCluster(3, "test")
+	require.NoError(t, err)
+	defer c.Close()
+	cfg := shortConfig()
+	cfg.Restore = true
+	cfg.Phase = 3 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	abort := make(chan struct{})
+	cfg.Abort = abort
+	cfg.Progress = func(p Progress) {
+		if p.Phase == "after" {
+			select {
+			case <-abort:
+			default:
+				close(abort) // the second interrupt came before the cleanup began
+			}
+			cancel()
+		}
+	}
+	res, err := Run(ctx, c, cfg)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotNil(t, res)
+	assert.True(t, res.Interrupted)
+	assert.Equal(t, []int32{1, 2}, c.Embedded.Brokers(), "not restored: the cleanup was cut short")
+	assert.Contains(t, res.Notes, "cleanup cut short: the loss check was skipped; lost counts are upper bounds")
+	assert.Contains(t, res.Notes, "broker 3 is still down")
+}
+
 // With ConsumeAfter the checking consumer starts only after the producers
 // stopped: every record is still checked (nothing lost, nothing missing),
 // but no end-to-end latency is recorded.
@@ -187,6 +270,7 @@ func TestConsumeAfter(t *testing.T) {
 	assert.Zero(t, p.Duplicates)
 	for name, ph := range p.Phases {
 		assert.Zero(t, ph.E2ELatencyMS.Count, "phase %s has end-to-end samples", name)
+		assert.Equal(t, LatencyProduce, ph.ViolationLatency, name)
 	}
 	assert.Positive(t, p.Phases["after"].LatencyMS.Count)
 }

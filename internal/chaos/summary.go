@@ -2,10 +2,7 @@ package chaos
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 
-	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/stats"
 )
 
@@ -15,13 +12,16 @@ const Level = 0.99
 // Summary is K repetitions of one experiment: means with 99% confidence
 // intervals. Its JSON form is kplan chaos --repeat K -o json.
 type Summary struct {
-	Cluster      string         `json:"cluster"`
-	Label        string         `json:"label"`
-	Target       string         `json:"target"`
-	KilledBroker int32          `json:"killed_broker"`
-	Repeat       int            `json:"repeat"`
-	Level        float64        `json:"level"`
-	FailoverMS   stats.Interval `json:"failover_ms"`
+	// Schema is the JSON's version, SummarySchema.
+	Schema       string  `json:"schema"`
+	Cluster      string  `json:"cluster"`
+	Label        string  `json:"label"`
+	Target       string  `json:"target"`
+	KilledBroker int32   `json:"killed_broker"`
+	Repeat       int     `json:"repeat"`
+	Level        float64 `json:"level"`
+	// FailoverMS is absent when no run timed its failover (Result.FailoverMS).
+	FailoverMS *stats.Interval `json:"failover_ms,omitempty"`
 	// Baseline is the partitioner the others' throughput is compared with
 	// run by run: the first one named.
 	Baseline     string               `json:"baseline"`
@@ -48,8 +48,11 @@ type PhaseSummary struct {
 	ThroughputMBps stats.Interval            `json:"throughput_mbps"`
 	LatencyMS      map[string]stats.Interval `json:"latency_ms"`
 	E2ELatencyMS   map[string]stats.Interval `json:"e2e_latency_ms"`
-	ViolationRate  stats.Interval            `json:"violation_rate"`
-	TimelyMBps     stats.Interval            `json:"timely_throughput_mbps"`
+	// ViolationRate is judged on ViolationLatency (PhaseResult's), "e2e"
+	// unless a run had no end-to-end latencies.
+	ViolationRate    stats.Interval `json:"violation_rate"`
+	ViolationLatency string         `json:"violation_latency"`
+	TimelyMBps       stats.Interval `json:"timely_throughput_mbps"`
 	// ThroughputRatio is the paired comparison with the first partitioner
 	// named (Summary.Baseline): per run, this partitioner's throughput over
 	// the baseline's in the same run, then the mean of those ratios. Pairing
@@ -75,15 +78,18 @@ func Summarize(runs []*Result) (*Summary, error) {
 		return nil, fmt.Errorf("summary needs at least 2 runs, got %d", len(runs))
 	}
 	first := runs[0]
-	s := &Summary{Cluster: first.Cluster, Label: first.Label, Target: first.Target, KilledBroker: first.KilledBroker,
+	s := &Summary{Schema: SummarySchema, Cluster: first.Cluster, Label: first.Label, Target: first.Target, KilledBroker: first.KilledBroker,
 		Repeat: len(runs), Level: Level, Runs: runs}
 	var fo []float64
 	for _, r := range runs {
-		if r.FailoverMS >= 0 {
-			fo = append(fo, r.FailoverMS)
+		if r.FailoverMS != nil && *r.FailoverMS >= 0 {
+			fo = append(fo, *r.FailoverMS)
 		}
 	}
-	s.FailoverMS = ci(fo)
+	if len(fo) > 0 {
+		iv := ci(fo)
+		s.FailoverMS = &iv
+	}
 	if len(first.Partitioners) > 0 {
 		s.Baseline = first.Partitioners[0].Name
 	}
@@ -104,9 +110,11 @@ func Summarize(runs []*Result) (*Summary, error) {
 			}
 		}
 		ps.FirstSuccessMS = ci(first)
-		for _, ph := range measuredPhases {
+		for _, ph := range MeasuredPhases {
 			name := ph.String()
 			var mom, tput, viol, timely, ratio []float64
+			basis := LatencyE2E
+			ran := false
 			lat := map[string][]float64{}
 			e2e := map[string][]float64{}
 			per := map[string]int64{}
@@ -119,12 +127,18 @@ func Summarize(runs []*Result) (*Summary, error) {
 				if pr == nil {
 					continue
 				}
+				ran = true
 				for k, v := range pr.PerBroker {
 					per[k] += v
 				}
-				mom = append(mom, pr.MaxOverMean)
+				if pr.MaxOverMean != nil {
+					mom = append(mom, *pr.MaxOverMean)
+				}
 				tput = append(tput, pr.ThroughputMBps)
-				viol = append(viol, pr.E2ELatencyMS.ViolationRate)
+				viol = append(viol, pr.ViolationRate)
+				if pr.ViolationLatency == LatencyProduce {
+					basis = LatencyProduce
+				}
 				timely = append(timely, pr.TimelyThroughputMBps)
 				if b := r.partitioner(s.Baseline); b != nil && b.Phases[name] != nil && b.Phases[name].ThroughputMBps > 0 {
 					ratio = append(ratio, pr.ThroughputMBps/b.Phases[name].ThroughputMBps)
@@ -132,14 +146,16 @@ func Summarize(runs []*Result) (*Summary, error) {
 				for k, v := range percentiles(pr.LatencyMS) {
 					lat[k] = append(lat[k], v)
 				}
-				for k, v := range percentiles(pr.E2ELatencyMS) {
-					e2e[k] = append(e2e[k], v)
+				if pr.E2ELatencyMS.Count > 0 { // none: not measured, not 0 ms
+					for k, v := range percentiles(pr.E2ELatencyMS) {
+						e2e[k] = append(e2e[k], v)
+					}
 				}
 			}
-			if len(mom) == 0 {
+			if !ran {
 				continue
 			}
-			phs := &PhaseSummary{PerBroker: per, MaxOverMean: ci(mom), ThroughputMBps: ci(tput), ViolationRate: ci(viol),
+			phs := &PhaseSummary{PerBroker: per, MaxOverMean: ci(mom), ThroughputMBps: ci(tput), ViolationRate: ci(viol), ViolationLatency: basis,
 				TimelyMBps: ci(timely), ThroughputRatio: ci(ratio), LatencyMS: map[string]stats.Interval{}, E2ELatencyMS: map[string]stats.Interval{}}
 			for k, v := range lat {
 				phs.LatencyMS[k] = ci(v)
@@ -169,88 +185,4 @@ func ci(xs []float64) stats.Interval {
 		iv.Mean, iv.Low, iv.High = xs[0], xs[0], xs[0]
 	}
 	return iv
-}
-
-func civ(iv stats.Interval, prec int) string {
-	if iv.N == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.*f ± %.*f", prec, iv.Mean, prec, iv.Half)
-}
-
-// Document renders the summary as tables.
-func (s *Summary) Document() report.Document {
-	what := "no kill"
-	if s.KilledBroker >= 0 {
-		what = fmt.Sprintf("kill broker-%d", s.KilledBroker)
-	}
-	doc := report.Document{Title: fmt.Sprintf("kplan chaos: %s, %d runs, means with %g%% confidence intervals — %s", what, s.Repeat, 100*s.Level, s.Label)}
-	sec := report.Section{
-		Title:  "Per partitioner and phase",
-		Header: []string{"partitioner", "phase", "max/mean", "MB/s", "MB/s vs " + s.Baseline, "produce p50 ms", "produce p99 ms", "e2e p50 ms", "e2e p99 ms", "violation rate", "timely MB/s"},
-	}
-	for _, p := range s.Partitioners {
-		for _, ph := range measuredPhases {
-			x := p.Phases[ph.String()]
-			if x == nil {
-				continue
-			}
-			sec.Rows = append(sec.Rows, []string{p.Name, ph.String(), civ(x.MaxOverMean, 2), civ(x.ThroughputMBps, 3), civ(x.ThroughputRatio, 3),
-				civ(x.LatencyMS["p50"], 1), civ(x.LatencyMS["p99"], 1), civ(x.E2ELatencyMS["p50"], 1), civ(x.E2ELatencyMS["p99"], 1),
-				civ(x.ViolationRate, 4), civ(x.TimelyMBps, 3)})
-		}
-	}
-	loss := report.Section{
-		Title:  "Failover and loss over all runs",
-		Header: []string{"partitioner", "first ack on moved partitions ms", "acked", "lost", "duplicates", "never acked"},
-	}
-	for _, p := range s.Partitioners {
-		loss.Rows = append(loss.Rows, []string{p.Name, civ(p.FirstSuccessMS, 1), fmt.Sprint(p.Acked), fmt.Sprint(p.Lost), fmt.Sprint(p.Duplicates), fmt.Sprint(p.NeverAcked)})
-	}
-	doc.Sections = []report.Section{sec, loss}
-	doc.Notes = []string{fmt.Sprintf("cluster failover (kill to every partition led by a live broker): %s ms", civ(s.FailoverMS, 1))}
-	if len(s.Runs) > 0 {
-		doc.Notes = append(doc.Notes, s.Runs[0].Document().Notes[0])
-	}
-	return doc
-}
-
-// WriteReport writes report.md, result.json and the plots of res (the last
-// run) into dir, which must exist; sum, when not nil, is the summary of
-// repeated runs and is what report.md and result.json show first.
-func WriteReport(dir string, res *Result, sum *Summary) error {
-	plots, perr := WritePlots(dir, res)
-	var md strings.Builder
-	var v any = res
-	if sum != nil {
-		v = sum
-		if err := report.WriteMarkdown(&md, sum.Document()); err != nil {
-			return err
-		}
-		md.WriteString("\n## The last run\n\n")
-		var last strings.Builder
-		if err := report.WriteMarkdown(&last, res.Document()); err != nil {
-			return err
-		}
-		md.WriteString(strings.Replace(last.String(), "# ", "### ", 1))
-	} else if err := report.WriteMarkdown(&md, res.Document()); err != nil {
-		return err
-	}
-	if len(plots) > 0 {
-		md.WriteString("\n## Plots\n\n")
-		for _, p := range plots {
-			fmt.Fprintf(&md, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
-		}
-	}
-	var js strings.Builder
-	if err := report.WriteJSON(&js, v); err != nil {
-		return err
-	}
-	if err := report.WriteFileAtomic(filepath.Join(dir, "result.json"), []byte(js.String())); err != nil {
-		return err
-	}
-	if err := report.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(md.String())); err != nil {
-		return err
-	}
-	return perr
 }

@@ -73,7 +73,31 @@ func WritePanelsPNG(path string, panels []Panel, cols int) error {
 		}
 		grid[i/cols][i%cols] = p
 	}
-	img := vgimg.New(vg.Length(cols)*4*vg.Inch, vg.Length(rows)*3*vg.Inch)
+	return WriteGridPNG(path, grid, 4*vg.Inch)
+}
+
+// GridOf lays plots out in rows of at most cols (the last row padded with
+// nil cells).
+func GridOf(ps []*plot.Plot, cols int) [][]*plot.Plot {
+	cols = max(1, min(cols, len(ps)))
+	var grid [][]*plot.Plot
+	for i := 0; i < len(ps); i += cols {
+		row := make([]*plot.Plot, cols)
+		copy(row, ps[i:min(i+cols, len(ps))])
+		grid = append(grid, row)
+	}
+	return grid
+}
+
+// WriteGridPNG draws a grid of plots (nil cells stay empty), each cell colW
+// wide and 3 inches high, and writes it as a PNG to path atomically with
+// mode PermShared. It is kplan's one PNG writer.
+func WriteGridPNG(path string, grid [][]*plot.Plot, colW vg.Length) error {
+	if len(grid) == 0 || len(grid[0]) == 0 {
+		return fmt.Errorf("plot %s: nothing to draw", path)
+	}
+	rows, cols := len(grid), len(grid[0])
+	img := vgimg.New(vg.Length(cols)*colW, vg.Length(rows)*3*vg.Inch)
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
 	canvases := plot.Align(grid, tiles, dc)

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,8 +20,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/embedded"
+	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/units"
 )
@@ -46,21 +52,23 @@ type Options struct {
 	Format    report.Format
 	// Progress shows a progress line on stderr.
 	Progress bool
+	// Verbose adds notes only worth reading when looking closely.
+	Verbose bool
 }
 
 // flags holds the raw flag values.
 type flags struct {
-	kill, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file string
-	partitions, rf, recordSize, brokers, repeat                                         int
-	records                                                                             int64
-	warmup, phase, failoverTimeout, objective, minAge, maxAge                           time.Duration
-	restore, sequential, allowUnavailable                                               bool
-	seed                                                                                uint64
-	sqfSlack                                                                            int64
-	maxBuffered, stick                                                                  int
-	consumeAfter                                                                        bool
-	output                                                                              cmdutil.OutputFlag
-	origin                                                                              map[string]string
+	kill, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
+	partitions, rf, recordSize, brokers, repeat                                                        int
+	records                                                                                            int64
+	warmup, phase, failoverTimeout, objective, minAge, maxAge                                          time.Duration
+	restore, sequential, allowUnavailable                                                              bool
+	seed                                                                                               uint64
+	sqfSlack                                                                                           int64
+	maxBuffered, stick                                                                                 int
+	consumeAfter, verbose                                                                              bool
+	output                                                                                             cmdutil.OutputFlag
+	origin                                                                                             map[string]string
 }
 
 // fileKeys are the flags an experiment file may set: all but --file itself.
@@ -104,7 +112,12 @@ Targets: broker-N, leader-of:TOPIC/P, busiest (most leaders of the experiment
 topics), none (no kill: a steady-state measurement).
 
 --file NAME.yaml reads an experiment whose keys are these flags' names;
-flags given on the command line override it.`,
+flags given on the command line override it.
+
+Ctrl-C stops the experiment: the producers stop, a killed broker is
+restarted when --restore was given, the records are read back for the loss
+check and the partial result is printed. A second Ctrl-C cuts that cleanup
+short.`,
 		Example: `  $ kplan chaos --kill broker-3
   $ kplan chaos --kill broker-3 --report out/chaos
   $ kplan chaos --kill busiest --partitioner roundrobin,node --acks 1 --phase-duration 20s -o json
@@ -154,6 +167,8 @@ flags given on the command line override it.`,
 	fs.Uint64Var(&c.seed, "seed", d.Seed, "random seed")
 	fs.DurationVar(&c.minAge, "metadata-min-age", d.MetadataMinAge, "clients' metadata min age: how soon they can learn a leader moved (franz-go's default is 5s)")
 	fs.DurationVar(&c.maxAge, "metadata-max-age", d.MetadataMaxAge, "clients' metadata max age: the periodic refresh")
+	fs.StringVar(&c.commandConfig, "command-config", "", "Kafka client properties file for the experiment's clients (security.protocol, sasl.*, ssl.* as PEM); the cluster's own addresses are used")
+	fs.BoolVar(&c.verbose, "verbose", false, "also print notes only worth reading closely (the checking consumer's re-reads)")
 	cmdutil.AddOutputFlag(cmd, &c.output)
 	return cmd
 }
@@ -175,17 +190,29 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	}
 	opts := &Options{IO: f.IOStreams, Config: chaos.Defaults(), Cluster: c.cluster, Brokers: c.brokers, LabDir: c.labDir,
 		Repeat: c.repeat, ReportDir: c.reportDir, Partitions: c.partitions, ReplicationFactor: c.rf,
-		Progress: f.IOStreams.IsStderrTTY()}
+		Progress: f.IOStreams.IsStderrTTY(), Verbose: c.verbose}
 	var err error
 	if opts.Format, err = c.output.Format(); err != nil {
 		return nil, err
 	}
 	cfg := &opts.Config
+	cfg.Version, cfg.Conn.CommandConfig = f.Version, c.commandConfig
+	if c.commandConfig != "" {
+		// Read it now: a bad file is the user's input, not a runtime error
+		// after the cluster started.
+		props, err := kafka.LoadClientProperties(c.commandConfig)
+		if err == nil {
+			_, err = props.Opts()
+		}
+		if err != nil {
+			return nil, cmdutil.Usage(err)
+		}
+	}
 	if c.kill == "" {
 		return nil, cmdutil.UsageErrorf("--kill: required (broker-N, leader-of:TOPIC/P, busiest or none)")
 	}
 	if cfg.Target, err = chaos.ParseTarget(c.kill); err != nil {
-		return nil, cmdutil.UsageErrorf("%s: %w", c.where("kill"), err)
+		return nil, spell(err, c.where)
 	}
 	cfg.Partitioners = nil
 	for _, p := range strings.Split(c.partitioners, ",") {
@@ -205,7 +232,7 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	}
 	if c.assignment != "" {
 		if cfg.Assignment, err = chaos.ParseAssignment(c.assignment); err != nil {
-			return nil, cmdutil.UsageErrorf("%s: %w", c.where("assignment"), err)
+			return nil, spell(err, c.where)
 		}
 	} else {
 		cfg.Assignment = nil
@@ -280,14 +307,23 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		probe.Assignment = [][]int32{{1}}
 	}
 	if err := probe.Validate(); err != nil {
-		where := "--partitioner"
-		if strings.Contains(err.Error(), "partitioner") {
-			where = c.where("partitioner")
-		}
-		return nil, cmdutil.UsageErrorf("%s: %w", where, err)
+		return nil, spell(err, c.where)
 	}
 	return opts, nil
 }
+
+// spell turns a domain error about a field into one about the flag (or the
+// experiment file's line) that set it, keeping its kind and its chain.
+func spell(err error, where func(string) string) error {
+	var ke *errkind.Error
+	if !errors.As(err, &ke) || ke.Field == "" {
+		return err
+	}
+	return errkind.Wrap(ke.Kind, "", fmt.Errorf("%s: %w", where(ke.Field), ke.Err))
+}
+
+// flagName spells a field as its flag.
+func flagName(field string) string { return "--" + field }
 
 // loadFile reads an experiment file into every flag not set on the command
 // line. Keys are flag names; a list value (partitioner) is joined with
@@ -299,7 +335,7 @@ func loadFile(cmd *cobra.Command, path string, allowed map[string]bool, origin m
 	}
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
-		return cmdutil.UsageErrorf("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+		return cmdutil.UsageErrorf("%s: %w", path, err)
 	}
 	if len(doc.Content) == 0 {
 		return cmdutil.UsageErrorf("%s: empty experiment file", path)
@@ -350,17 +386,41 @@ func loadFile(cmd *cobra.Command, path string, allowed map[string]bool, origin m
 // openCluster starts or opens the cluster of one run.
 func openCluster(opts *Options) (chaos.Cluster, error) {
 	if opts.Cluster == "lab" {
-		c, err := chaos.NewLabCluster(opts.LabDir)
+		c, err := chaoslab.New(opts.LabDir, opts.Config.Conn, opts.Config.Version)
 		if err != nil {
 			return nil, cmdutil.Usage(fmt.Errorf("--cluster lab: %w", err))
 		}
 		return c, nil
 	}
-	c, err := chaos.NewEmbeddedCluster(opts.Brokers)
+	c, err := embedded.NewCluster(opts.Brokers, opts.Config.Version)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// secondInterrupt returns a channel that closes when sigs delivers its
+// second signal. The first one cancels the run's context (internal/app's
+// signal context) and the experiment cleans up; onFirst says so. The second
+// cuts the cleanup short. It stops watching when done closes.
+func secondInterrupt(sigs <-chan os.Signal, done <-chan struct{}, onFirst func()) <-chan struct{} {
+	abort := make(chan struct{})
+	go func() {
+		for n := 0; ; {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+			}
+			if n++; n == 1 {
+				onFirst()
+				continue
+			}
+			close(abort)
+			return
+		}
+	}()
+	return abort
 }
 
 func runChaos(ctx context.Context, opts *Options) error {
@@ -371,6 +431,14 @@ func runChaos(ctx context.Context, opts *Options) error {
 		}
 	}
 	cfg := opts.Config
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	cfg.Abort = secondInterrupt(sigs, done, func() {
+		fmt.Fprintln(io.ErrOut, "\nchaos: interrupted; stopping the producers and cleaning up (interrupt again to cut the cleanup short)")
+	})
 	if opts.Progress {
 		cfg.Progress = func(p chaos.Progress) {
 			who := ""
@@ -428,7 +496,7 @@ func runChaos(ctx context.Context, opts *Options) error {
 		}
 	}
 	if len(runs) == 0 {
-		return mapErr(runErr)
+		return mapErr(runErr, opts)
 	}
 	last := runs[len(runs)-1]
 	var sum *chaos.Summary
@@ -439,36 +507,45 @@ func runChaos(ctx context.Context, opts *Options) error {
 		}
 	}
 	var v any = last
-	doc := last.Document
+	doc := func() report.Document { return resultDoc(last, opts.Verbose) }
 	if sum != nil {
-		v, doc = sum, sum.Document
+		v, doc = sum, func() report.Document { return summaryDoc(sum) }
 	}
 	if err := report.Render(io.Out, opts.Format, v, doc); err != nil {
 		return err
 	}
 	if opts.ReportDir != "" {
-		if err := chaos.WriteReport(opts.ReportDir, last, sum); err != nil {
+		if err := writeReport(opts.ReportDir, last, sum, opts.Verbose); err != nil {
 			return err
 		}
-		fmt.Fprintf(io.ErrOut, "report written to %s (report.md, result.json, %s, %s, %s)\n", opts.ReportDir, chaos.PlotRecordsPerBroker, chaos.PlotLatencyCDF, chaos.PlotThroughput)
+		fmt.Fprintf(io.ErrOut, "report written to %s (report.md, result.json, %s, %s, %s)\n", opts.ReportDir, PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput)
 	}
 	if runErr != nil {
-		return mapErr(runErr)
+		return mapErr(runErr, opts)
 	}
 	return nil
 }
 
-// mapErr gives experiment errors their exit codes.
-func mapErr(err error) error {
+// mapErr spells the experiment's errors for the command line: a field
+// becomes its flag, a refusal says which flag would change the answer. The
+// kind (and so the exit code) and the chain are kept.
+func mapErr(err error, opts *Options) error {
+	var ke *errkind.Error
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, chaos.ErrRefused):
-		return cmdutil.RefusedErrorf("%s", strings.TrimPrefix(err.Error(), chaos.ErrRefused.Error()+": "))
-	case errors.Is(err, chaos.ErrUsage):
-		return cmdutil.UsageErrorf("%s", strings.TrimPrefix(err.Error(), chaos.ErrUsage.Error()+": "))
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("interrupted; the partial result was printed: %w", err)
+	case !errors.As(err, &ke) || ke.Field == "":
+		return err
+	case ke.Kind == errkind.Refused && ke.Field == chaos.FieldAllowUnavailable:
+		return errkind.Wrap(ke.Kind, "", fmt.Errorf("%w; pass %s to kill anyway", ke.Err, flagName(ke.Field)))
+	case ke.Kind == errkind.Refused && ke.Field == chaos.FieldReplicationFactor:
+		how := "use " + flagName(ke.Field) + " 2"
+		if opts.Cluster == "lab" {
+			how += " or " + flagName(chaos.FieldAllowUnavailable)
+		}
+		return errkind.Wrap(ke.Kind, "", fmt.Errorf("%w; %s", ke.Err, how))
 	}
-	return err
+	return spell(err, flagName)
 }

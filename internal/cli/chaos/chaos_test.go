@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/report"
@@ -50,6 +51,8 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, int64(100_000), o.Config.Rate)
 	assert.Equal(t, 100*time.Millisecond, o.Config.MetadataMinAge)
 	assert.Equal(t, report.Table, o.Format)
+	assert.Equal(t, "test", o.Config.Version, "the clients' id is kplan/VERSION")
+	assert.Empty(t, o.Config.Conn.CommandConfig)
 
 	o, err = parse(t, "--kill", "leader-of:orders/4", "--partitioner", "node, sqf", "--assignment", "1,2;2,1",
 		"--rate", "unlimited", "--records", "5000", "--acks", "1", "--restore", "--sequential", "--repeat", "3",
@@ -68,6 +71,13 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, "lab", o.Cluster)
 	assert.Equal(t, report.JSON, o.Format)
 	assert.Equal(t, uint64(9), o.Config.Seed)
+
+	props := filepath.Join(t.TempDir(), "client.properties")
+	require.NoError(t, os.WriteFile(props, []byte("security.protocol=PLAINTEXT\n"), 0o600))
+	o, err = parse(t, "--kill", "broker-3", "--command-config", props, "--verbose")
+	require.NoError(t, err)
+	assert.Equal(t, props, o.Config.Conn.CommandConfig, "the security settings reach every client of the experiment")
+	assert.True(t, o.Verbose)
 }
 
 func TestBadInput(t *testing.T) {
@@ -79,7 +89,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--kill", "brokr-3"}, "--kill: unknown target"},
 		{[]string{"--kill", "broker-x"}, "--kill: target"},
 		{[]string{"--kill", "broker-3", "--partitioner", "nope"}, `--partitioner: unknown partitioner "nope"`},
-		{[]string{"--kill", "broker-3", "--partitioner", "node,node"}, "given twice"},
+		{[]string{"--kill", "broker-3", "--partitioner", "node,node"}, `--partitioner: partitioner "node" given twice`},
+		{[]string{"--kill", "broker-3", "--topic", ""}, "--topic: empty topic name"},
+		{[]string{"--kill", "broker-3", "--failover-timeout", "0s"}, "--failover-timeout: must be positive"},
 		{[]string{"--kill", "broker-3", "--acks", "0"}, "--acks: want all or 1"},
 		{[]string{"--kill", "broker-3", "--rate", "fast"}, "--rate:"},
 		{[]string{"--kill", "broker-3", "--replication-factor", "4"}, "--replication-factor: 4 is more than the 3 brokers"},
@@ -91,6 +103,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--kill", "broker-3", "--max-buffered-records", "0"}, "--max-buffered-records:"},
 		{[]string{"--kill", "broker-3", "--stick", "0"}, "--stick:"},
 		{[]string{"--kill", "broker-3", "--metadata-max-age", "10ms"}, "--metadata-max-age:"},
+		{[]string{"--kill", "broker-3", "--command-config", "/nonexistent/client.properties"}, "--command-config:"},
 	} {
 		_, err := parse(t, tc.argv...)
 		require.Error(t, err, tc.argv)
@@ -153,9 +166,10 @@ func TestRunEmbedded(t *testing.T) {
 		"--phase-duration", "1500ms", "--rate", "20kB/s", "-o", "json", "--report", dir})
 	require.NoError(t, cmd.Execute())
 	var got struct {
-		Cluster      string  `json:"cluster"`
-		KilledBroker int32   `json:"killed_broker"`
-		FailoverMS   float64 `json:"failover_ms"`
+		Schema       string   `json:"schema"`
+		Cluster      string   `json:"cluster"`
+		KilledBroker int32    `json:"killed_broker"`
+		FailoverMS   *float64 `json:"failover_ms"`
 		Partitioners []struct {
 			Name       string `json:"name"`
 			Acked      int64  `json:"acked"`
@@ -163,16 +177,17 @@ func TestRunEmbedded(t *testing.T) {
 			Duplicates int64  `json:"duplicates"`
 			Phases     map[string]struct {
 				PerBroker      map[string]int64   `json:"per_broker"`
-				MaxOverMean    float64            `json:"max_over_mean"`
+				MaxOverMean    *float64           `json:"max_over_mean"`
 				ThroughputMBps float64            `json:"throughput_mbps"`
 				LatencyMS      map[string]float64 `json:"latency_ms"`
 			} `json:"phases"`
 		} `json:"partitioners"`
 	}
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	assert.Equal(t, chaos.Schema, got.Schema, "every JSON carries its schema")
 	assert.Equal(t, "embedded", got.Cluster)
 	assert.Equal(t, int32(3), got.KilledBroker)
-	assert.GreaterOrEqual(t, got.FailoverMS, 0.0)
+	assert.Nil(t, got.FailoverMS, "a simulated cluster times no failover")
 	require.Len(t, got.Partitioners, 2)
 	for _, p := range got.Partitioners {
 		assert.Positive(t, p.Acked)
@@ -183,12 +198,15 @@ func TestRunEmbedded(t *testing.T) {
 		assert.Positive(t, before.ThroughputMBps)
 		assert.Contains(t, after.LatencyMS, "p99")
 	}
-	for _, name := range []string{"report.md", "result.json", chaos.PlotRecordsPerBroker, chaos.PlotLatencyCDF, chaos.PlotThroughput} {
+	for _, name := range []string{"report.md", "result.json", PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput} {
 		st, err := os.Stat(filepath.Join(dir, name))
 		require.NoError(t, err, name)
 		assert.Positive(t, st.Size(), name)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(md), chaos.EmbeddedLabel)
+	assert.Contains(t, string(md), embedded.Label)
+	js, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(js), `"schema": "`+chaos.Schema+`"`)
 }

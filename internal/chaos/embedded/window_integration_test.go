@@ -1,4 +1,6 @@
-package chaos
+//go:build integration
+
+package embedded
 
 import (
 	"context"
@@ -51,7 +53,7 @@ func TestKillWindow(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			e, err := NewEmbedded(3)
+			e, err := New(3, "test")
 			require.NoError(t, err)
 			defer e.Close()
 			require.NoError(t, e.CreateTopic(ctx, "w", [][]int32{{1, 2}, {2, 3}, {3, 1}}))

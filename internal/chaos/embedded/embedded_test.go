@@ -1,4 +1,4 @@
-package chaos
+package embedded
 
 import (
 	"context"
@@ -46,9 +46,9 @@ func apiVersions(conn net.Conn, correlation int32) error {
 }
 
 func TestNewEmbeddedValidation(t *testing.T) {
-	_, err := NewEmbedded(0)
+	_, err := New(0, "test")
 	require.Error(t, err)
-	e, err := NewEmbedded(2)
+	e, err := New(2, "test")
 	require.NoError(t, err)
 	defer e.Close()
 	ctx := context.Background()
@@ -76,7 +76,7 @@ func TestKillFollowsKafkaElection(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	e, err := NewEmbedded(3)
+	e, err := New(3, "test")
 	require.NoError(t, err)
 	defer e.Close()
 	assert.Equal(t, []int32{1, 2, 3}, e.Brokers())

@@ -1,7 +1,8 @@
-// Package chaos runs broker-failure experiments against Kafka clusters. This
-// file holds the embedded cluster: franz-go's in-process kfake, reshaped to
-// behave like the lab where it matters for a kill experiment.
-package chaos
+// Package embedded is the chaos experiment's simulated cluster: franz-go's
+// in-process kfake, reshaped to behave like the lab where it matters for a
+// kill experiment (brokers 1..N, Kafka's election rule on a kill). Cluster
+// adapts it to chaos.Cluster.
+package embedded
 
 import (
 	"context"
@@ -15,8 +16,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/topology"
 )
 
 // errRefused is what the control function answers for a killed broker (or
@@ -30,7 +33,8 @@ var errRefused = errors.New("embedded broker is down")
 // replica at creation, and on a kill only the dead broker's partitions move,
 // each to its first live replica in assignment order.
 type Embedded struct {
-	c *kfake.Cluster
+	c       *kfake.Cluster
+	version string // for the client id of the clients it builds
 
 	mu         sync.Mutex
 	addrs      map[int32]string
@@ -41,8 +45,9 @@ type Embedded struct {
 	transition atomic.Bool // refuse every request while leaders are restored
 }
 
-// NewEmbedded starts a cluster of brokers numbered 1..brokers.
-func NewEmbedded(brokers int) (*Embedded, error) {
+// New starts a cluster of brokers numbered 1..brokers; version is kplan's,
+// for the client id of the admin client it builds.
+func New(brokers int, version string) (*Embedded, error) {
 	if brokers < 1 || brokers > 1000 {
 		return nil, fmt.Errorf("embedded cluster: %d brokers (want 1 to 1000)", brokers)
 	}
@@ -53,7 +58,7 @@ func NewEmbedded(brokers int) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded cluster: %w", err)
 	}
-	e := &Embedded{c: c, addrs: map[int32]string{}, killed: map[int32]bool{}, assign: map[string][][]int32{}}
+	e := &Embedded{c: c, version: version, addrs: map[int32]string{}, killed: map[int32]bool{}, assign: map[string][][]int32{}}
 	e.down.Store(&map[int32]bool{})
 	for i, addr := range c.ListenAddrs() { // in node order before any removal
 		if i > 0 {
@@ -157,7 +162,7 @@ func (e *Embedded) CreateTopic(ctx context.Context, topic string, assignment [][
 	}
 	e.mu.Unlock()
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	cl, err := kafka.NewClient(kafka.ConnOptions{}.WithSeeds(addrs), e.version)
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
@@ -239,15 +244,15 @@ func (e *Embedded) Kill(id int32) error {
 	}
 	var plan []move
 	e.killed[id] = true
+	dead := func(b int32) bool { return e.killed[b] }
 	for topic, parts := range e.assign {
 		for p, replicas := range parts {
-			leader := e.c.LeaderFor(topic, int32(p))
-			if leader == id {
-				leader = e.firstLive(replicas)
-				if leader < 0 {
-					delete(e.killed, id)
-					return fmt.Errorf("kill broker %d: partition %s/%d would have no live replica", id, topic, p)
-				}
+			// kfake keeps every replica in sync (ISR nil: all replicas).
+			part := topology.Partition{Topic: topic, Partition: int32(p), Leader: e.c.LeaderFor(topic, int32(p)), Replicas: replicas}
+			leader := topology.ElectAfterLoss(&part, dead)
+			if leader == topology.NoLeader {
+				delete(e.killed, id)
+				return fmt.Errorf("kill broker %d: partition %s/%d would have no live replica", id, topic, p)
 			}
 			plan = append(plan, move{topic, int32(p), leader})
 		}

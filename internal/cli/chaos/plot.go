@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
@@ -13,36 +12,35 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/report"
 )
 
-// Plot file names WritePlots writes.
+// Plot file names writePlots writes.
 const (
 	PlotRecordsPerBroker = "records-per-broker.png"
 	PlotLatencyCDF       = "latency-cdf.png"
 	PlotThroughput       = "throughput.png"
 )
 
-// WritePlots writes the result's PNG plots into dir (each atomically) and
-// returns their file names.
-func WritePlots(dir string, res *Result) ([]string, error) {
+// writePlots writes the result's PNG plots into dir (each atomically, mode
+// report.PermShared) and returns their file names.
+func writePlots(dir string, res *chaos.Result) ([]string, error) {
 	if len(res.Partitioners) == 0 {
 		return nil, nil
 	}
 	var names []string
 	for _, w := range []struct {
 		name string
-		draw func(*Result) ([][]*plot.Plot, error)
+		draw func(*chaos.Result) ([][]*plot.Plot, error)
 		colW vg.Length
 	}{{PlotRecordsPerBroker, barPlots, 4 * vg.Inch}, {PlotLatencyCDF, cdfPlots, 4 * vg.Inch}, {PlotThroughput, throughputPlots, 9 * vg.Inch}} {
 		grid, err := w.draw(res)
 		if err != nil {
 			return names, fmt.Errorf("plot %s: %w", w.name, err)
 		}
-		if err := writeGrid(filepath.Join(dir, w.name), grid, w.colW); err != nil {
+		if err := report.WriteGridPNG(filepath.Join(dir, w.name), grid, w.colW); err != nil {
 			return names, err
 		}
 		names = append(names, w.name)
@@ -50,40 +48,8 @@ func WritePlots(dir string, res *Result) ([]string, error) {
 	return names, nil
 }
 
-func writeGrid(path string, grid [][]*plot.Plot, colW vg.Length) error {
-	rows, cols := len(grid), len(grid[0])
-	img := vgimg.New(vg.Length(cols)*colW, vg.Length(rows)*3*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align(grid, tiles, dc)
-	for r := range grid {
-		for c := range grid[r] {
-			if grid[r][c] != nil {
-				grid[r][c].Draw(canvases[r][c])
-			}
-		}
-	}
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return report.WriteFileAtomic(path, buf.Bytes())
-}
-
-// gridOf lays plots out in rows of at most 2.
-func gridOf(ps []*plot.Plot) [][]*plot.Plot {
-	cols := min(2, len(ps))
-	var grid [][]*plot.Plot
-	for i := 0; i < len(ps); i += cols {
-		row := make([]*plot.Plot, cols)
-		copy(row, ps[i:min(i+cols, len(ps))])
-		grid = append(grid, row)
-	}
-	return grid
-}
-
 // barPlots: per partitioner, records per broker before and after the kill.
-func barPlots(res *Result) ([][]*plot.Plot, error) {
+func barPlots(res *chaos.Result) ([][]*plot.Plot, error) {
 	var ps []*plot.Plot
 	for _, p := range res.Partitioners {
 		pl := plot.New()
@@ -135,12 +101,12 @@ func barPlots(res *Result) ([][]*plot.Plot, error) {
 		pl.Legend.Top = true
 		ps = append(ps, pl)
 	}
-	return gridOf(ps), nil
+	return report.GridOf(ps, 2), nil
 }
 
 // cdfPlots: per partitioner, produce and end-to-end latency CDFs before and
 // after the kill on a log scale.
-func cdfPlots(res *Result) ([][]*plot.Plot, error) {
+func cdfPlots(res *chaos.Result) ([][]*plot.Plot, error) {
 	var ps []*plot.Plot
 	for _, p := range res.Partitioners {
 		pl := plot.New()
@@ -151,11 +117,11 @@ func cdfPlots(res *Result) ([][]*plot.Plot, error) {
 		pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
 		pl.Add(plotter.NewGrid())
 		k := 0
-		for _, ph := range []Phase{PhaseBefore, PhaseAfter} {
+		for _, ph := range []chaos.Phase{chaos.PhaseBefore, chaos.PhaseAfter} {
 			for _, kind := range []string{"produce", "e2e"} {
-				xs := p.plot.prodSamples[ph]
+				xs := p.Series.ProduceSamples[ph]
 				if kind == "e2e" {
-					xs = p.plot.e2eSamples[ph]
+					xs = p.Series.E2ESamples[ph]
 				}
 				if len(xs) == 0 {
 					continue
@@ -186,7 +152,7 @@ func cdfPlots(res *Result) ([][]*plot.Plot, error) {
 		pl.Legend.Left = false
 		ps = append(ps, pl)
 	}
-	return gridOf(ps), nil
+	return report.GridOf(ps, 2), nil
 }
 
 // cdf returns the empirical CDF of xs (clamped to 0.01 ms for the log axis),
@@ -205,7 +171,7 @@ func cdf(xs []float64) plotter.XYs {
 
 // throughputPlots: acknowledged MB/s over time for every partitioner, with
 // the kill marked.
-func throughputPlots(res *Result) ([][]*plot.Plot, error) {
+func throughputPlots(res *chaos.Result) ([][]*plot.Plot, error) {
 	pl := plot.New()
 	pl.Title.Text = "acknowledged throughput over time (" + res.Label + ")"
 	pl.X.Label.Text = "seconds since start"
@@ -213,8 +179,9 @@ func throughputPlots(res *Result) ([][]*plot.Plot, error) {
 	pl.Add(plotter.NewGrid())
 	var ymax float64
 	for i, p := range res.Partitioners {
-		pts := make(plotter.XYs, len(p.plot.buckets))
-		for b, v := range p.plot.buckets {
+		bucket := chaos.BucketWidth
+		pts := make(plotter.XYs, len(p.Series.Buckets))
+		for b, v := range p.Series.Buckets {
 			pts[b] = plotter.XY{X: (float64(b) + 0.5) * bucket.Seconds(), Y: float64(v) / 1e6 / bucket.Seconds()}
 			ymax = math.Max(ymax, pts[b].Y)
 		}
@@ -232,7 +199,7 @@ func throughputPlots(res *Result) ([][]*plot.Plot, error) {
 	}
 	marked := false
 	for _, p := range res.Partitioners {
-		k := p.plot.killAtS
+		k := p.Series.KillAtS
 		if p.KilledBroker < 0 || k <= 0 || (marked && !res.Sequential) {
 			continue
 		}

@@ -1,0 +1,295 @@
+package chaos
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/stats"
+)
+
+// resultDoc renders one run as tables. verbose adds what only matters when
+// looking closely (the checking consumer's re-reads).
+func resultDoc(res *chaos.Result, verbose bool) report.Document {
+	title := "kplan chaos: " + res.Label
+	if res.KilledBroker >= 0 {
+		target := ""
+		if want := fmt.Sprintf("broker-%d", res.KilledBroker); res.Target != want {
+			target = " (" + res.Target + ")"
+		}
+		title = fmt.Sprintf("kplan chaos: kill broker-%d%s — %s", res.KilledBroker, target, res.Label)
+	}
+	doc := report.Document{Title: title}
+
+	skew := report.Section{
+		Title:  "Records per broker (by the leader that took them) and skew over the topic's leaders",
+		Header: []string{"partitioner", "phase", "leaders", "records per broker", "max/mean", "CV", "Jain"},
+	}
+	perf := report.Section{
+		Title:  "Throughput and latency (ms; produce = send to ack, e2e = send to consumer)",
+		Header: []string{"partitioner", "phase", "MB/s", "rec/s", "rec/batch", "produce p50", "p99", "p99.9", "max", "e2e p50", "e2e p99", fmt.Sprintf("> %gms", res.LatencyObjectiveMS), "timely MB/s"},
+	}
+	short, basis := false, ""
+	for _, p := range res.Partitioners {
+		for _, ph := range chaos.MeasuredPhases {
+			pr := p.Phases[ph.String()]
+			if pr == nil {
+				continue
+			}
+			if pr.MaxOverMean == nil {
+				short = true
+			}
+			skew.Rows = append(skew.Rows, []string{p.Name, ph.String(), joinIDs(pr.Leaders), perBroker(pr.PerBroker),
+				optF(pr.MaxOverMean, 2), optF(pr.CV, 3), optF(pr.Jain, 3)})
+			e50, e99 := f1(pr.E2ELatencyMS.P50), f1(pr.E2ELatencyMS.P99)
+			if pr.E2ELatencyMS.Count == 0 { // not measured, not 0 ms
+				e50, e99 = "-", "-"
+			}
+			basis = mergeBasis(basis, pr.ViolationLatency)
+			perf.Rows = append(perf.Rows, []string{p.Name, ph.String(), f3(pr.ThroughputMBps), fmt.Sprintf("%.0f", pr.RecordsPerS), f1(pr.RecordsPerBatch),
+				f1(pr.LatencyMS.P50), f1(pr.LatencyMS.P99), f1(pr.LatencyMS.P999), f1(pr.LatencyMS.Max),
+				e50, e99, pct(pr.ViolationRate), f3(pr.TimelyThroughputMBps)})
+		}
+	}
+	if short {
+		skew.Notes = append(skew.Notes, skewNote)
+	}
+	if n := violationNote(basis, fmt.Sprintf("> %gms", res.LatencyObjectiveMS)); n != "" {
+		perf.Notes = append(perf.Notes, n)
+	}
+	loss := report.Section{
+		Title:  "Failover and loss (every record consumed back and checked by sequence number)",
+		Header: []string{"partitioner", "killed", "failover ms", "first ack on moved partitions ms", "sent", "acked", "lost", "duplicates", "never acked", "KS produce before/after D (p)", "KS e2e D (p)"},
+	}
+	for _, p := range res.Partitioners {
+		killed := "-"
+		if p.KilledBroker >= 0 {
+			killed = fmt.Sprintf("broker-%d", p.KilledBroker)
+		}
+		loss.Rows = append(loss.Rows, []string{p.Name, killed, optMS(p.FailoverMS), msOrDash(p.FirstSuccessMS),
+			strconv.FormatInt(p.Sent, 10), strconv.FormatInt(p.Acked, 10), strconv.FormatInt(p.Lost, 10),
+			strconv.FormatInt(p.Duplicates, 10), strconv.FormatInt(p.NeverAcked, 10), ks(p.KSProduce), ks(p.KSE2E)})
+	}
+	doc.Sections = []report.Section{skew, perf, loss}
+	doc.Notes = append(doc.Notes, setupNote(res))
+	doc.Notes = append(doc.Notes, res.Notes...)
+	if verbose && res.ConsumerRereads > 0 {
+		doc.Notes = append(doc.Notes, fmt.Sprintf("the checking consumer read %d records a second time at the same offset after its fetch offset was reset (a re-read, not a duplicate; not counted)", res.ConsumerRereads))
+	}
+	return doc
+}
+
+// skewNote explains a "-" in the skew columns.
+var skewNote = fmt.Sprintf("max/mean, CV and Jain are shown only for phases with at least %d acknowledged records per leader on average (\"-\": too few to mean anything).", chaos.MinSkewRecordsPerBroker)
+
+// mergeBasis combines the latencies the violation rates were judged on.
+func mergeBasis(have, next string) string {
+	switch {
+	case next == "" || have == next:
+		return have
+	case have == "":
+		return next
+	}
+	return "mixed"
+}
+
+// violationNote says which latency the violation rate (column col) and
+// timely throughput use.
+func violationNote(basis, col string) string {
+	switch basis {
+	case chaos.LatencyE2E:
+		return col + " and timely MB/s are judged on end-to-end latency (send to consumer)."
+	case chaos.LatencyProduce:
+		return col + ` and timely MB/s are judged on produce latency (send to ack): records were consumed only after the run, so there is no end-to-end latency ("-").`
+	case "mixed":
+		return col + ` and timely MB/s are judged on end-to-end latency where there is any ("-": none), else on produce latency.`
+	}
+	return ""
+}
+
+// setupNote is the experiment's set-up in one line.
+func setupNote(res *chaos.Result) string {
+	idem := "idempotent"
+	if !res.Idempotent {
+		idem = "not idempotent"
+	}
+	rate := "unlimited"
+	if res.RateBytesPerS > 0 {
+		rate = fmt.Sprintf("%d B/s", res.RateBytesPerS)
+	}
+	mode := "side by side"
+	if res.Sequential {
+		mode = "one after another"
+	}
+	return fmt.Sprintf("layout %s (replicas per partition, leader first); acks=%s (%s); %d-byte records, rate per producer %s; partitioners ran %s; clients' metadata min age %gms.",
+		res.Assignment, res.Acks, idem, res.RecordSize, rate, mode, res.MetadataMinAgeMS)
+}
+
+// summaryDoc renders repeated runs as tables.
+func summaryDoc(s *chaos.Summary) report.Document {
+	what := "no kill"
+	if s.KilledBroker >= 0 {
+		what = fmt.Sprintf("kill broker-%d", s.KilledBroker)
+	}
+	doc := report.Document{Title: fmt.Sprintf("kplan chaos: %s, %d runs, means with %g%% confidence intervals — %s", what, s.Repeat, 100*s.Level, s.Label)}
+	sec := report.Section{
+		Title:  "Per partitioner and phase",
+		Header: []string{"partitioner", "phase", "max/mean", "MB/s", "MB/s vs " + s.Baseline, "produce p50 ms", "produce p99 ms", "e2e p50 ms", "e2e p99 ms", "violation rate", "timely MB/s"},
+	}
+	short, basis := false, ""
+	for _, p := range s.Partitioners {
+		for _, ph := range chaos.MeasuredPhases {
+			x := p.Phases[ph.String()]
+			if x == nil {
+				continue
+			}
+			if x.MaxOverMean.N == 0 {
+				short = true
+			}
+			basis = mergeBasis(basis, x.ViolationLatency)
+			sec.Rows = append(sec.Rows, []string{p.Name, ph.String(), civ(x.MaxOverMean, 2), civ(x.ThroughputMBps, 3), civ(x.ThroughputRatio, 3),
+				civ(x.LatencyMS["p50"], 1), civ(x.LatencyMS["p99"], 1), civ(x.E2ELatencyMS["p50"], 1), civ(x.E2ELatencyMS["p99"], 1),
+				civ(x.ViolationRate, 4), civ(x.TimelyMBps, 3)})
+		}
+	}
+	if short {
+		sec.Notes = append(sec.Notes, skewNote)
+	}
+	if n := violationNote(basis, "violation rate"); n != "" {
+		sec.Notes = append(sec.Notes, n)
+	}
+	loss := report.Section{
+		Title:  "Failover and loss over all runs",
+		Header: []string{"partitioner", "first ack on moved partitions ms", "acked", "lost", "duplicates", "never acked"},
+	}
+	for _, p := range s.Partitioners {
+		loss.Rows = append(loss.Rows, []string{p.Name, civ(p.FirstSuccessMS, 1), fmt.Sprint(p.Acked), fmt.Sprint(p.Lost), fmt.Sprint(p.Duplicates), fmt.Sprint(p.NeverAcked)})
+	}
+	doc.Sections = []report.Section{sec, loss}
+	if s.FailoverMS != nil {
+		doc.Notes = []string{fmt.Sprintf("cluster failover (kill to every partition led by a live broker): %s ms", civ(*s.FailoverMS, 1))}
+	} else if s.KilledBroker >= 0 {
+		doc.Notes = []string{"cluster failover: not timed (not applicable on a simulated cluster, or no run completed it)"}
+	}
+	if len(s.Runs) > 0 {
+		doc.Notes = append(doc.Notes, setupNote(s.Runs[0]))
+	}
+	return doc
+}
+
+// writeReport writes report.md, result.json and the plots of res (the last
+// run) into dir, which must exist; sum, when not nil, is the summary of
+// repeated runs and is what report.md and result.json show first. Every
+// file is written atomically with mode report.PermShared.
+func writeReport(dir string, res *chaos.Result, sum *chaos.Summary, verbose bool) error {
+	plots, perr := writePlots(dir, res)
+	var md strings.Builder
+	var v any = res
+	if sum != nil {
+		v = sum
+		if err := report.WriteMarkdown(&md, summaryDoc(sum)); err != nil {
+			return err
+		}
+		md.WriteString("\n## The last run\n\n")
+		var last strings.Builder
+		if err := report.WriteMarkdown(&last, resultDoc(res, verbose)); err != nil {
+			return err
+		}
+		md.WriteString(strings.Replace(last.String(), "# ", "### ", 1))
+	} else if err := report.WriteMarkdown(&md, resultDoc(res, verbose)); err != nil {
+		return err
+	}
+	if len(plots) > 0 {
+		md.WriteString("\n## Plots\n\n")
+		for _, p := range plots {
+			fmt.Fprintf(&md, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
+		}
+	}
+	var js strings.Builder
+	if err := report.WriteJSON(&js, v); err != nil {
+		return err
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, "result.json"), []byte(js.String())); err != nil {
+		return err
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(md.String())); err != nil {
+		return err
+	}
+	return perr
+}
+
+func joinIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(s, ",")
+}
+
+func perBroker(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		name := "b" + k
+		if k == "-1" {
+			name = "unknown"
+		}
+		parts[i] = fmt.Sprintf("%s:%d", name, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+func f3(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+func pct(x float64) string {
+	return strconv.FormatFloat(100*x, 'f', 1, 64) + "%"
+}
+
+// optF formats an optional figure: "-" when it was not measured.
+func optF(x *float64, prec int) string {
+	if x == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*x, 'f', prec, 64)
+}
+
+// optMS formats an optional time in ms: "-" when not measured or never.
+func optMS(x *float64) string {
+	if x == nil {
+		return "-"
+	}
+	return msOrDash(*x)
+}
+
+func msOrDash(x float64) string {
+	if x < 0 {
+		return "-"
+	}
+	return f1(x)
+}
+
+func ks(k *stats.KSResult) string {
+	if k == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f (%.2g)", k.D, k.P)
+}
+
+func civ(iv stats.Interval, prec int) string {
+	if iv.N == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f ± %.*f", prec, iv.Mean, prec, iv.Half)
+}
