@@ -443,7 +443,7 @@ func TestParsePlan(t *testing.T) {
 	}{
 		{"empty", `{"version":1,"partitions":[]}`, "plan", "no partitions"},
 		{"describe text", "Topic: t\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\n", "plan", "not a reassignment JSON file"},
-		{"duplicate replica", "{\"version\":1,\n\"partitions\":[{\"topic\":\"t\",\"partition\":0,\"replicas\":[1,1]}]}", "", "plan.json:2"},
+		{"duplicate replica", "{\"version\":1,\n\"partitions\":[{\"topic\":\"t\",\"partition\":0,\"replicas\":[1,1]}]}", "replicas", "plan.json:2"},
 		{"broken JSON", `{"version":1,"partitions":[`, "", "plan.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
