@@ -30,10 +30,10 @@
 package reassign
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
@@ -61,27 +61,31 @@ type Options struct {
 }
 
 // TargetError is a target the cluster cannot meet, or an input the planner
-// refuses. Option names the option as the command line spells it.
+// refuses: a usage error. Field names the option the fault comes from as
+// the domain spells it ("brokers", "replication-factor", "cell-size"), and
+// is empty when the fault lies in the layout itself; the command line
+// spells it as its flag.
 type TargetError struct {
-	Option string
-	Msg    string
+	Field string
+	Msg   string
 }
 
+// Error prints "field: message", or the message alone without a field.
 func (e *TargetError) Error() string {
-	if e.Option == "" {
+	if e.Field == "" {
 		return e.Msg
 	}
-	return "--" + e.Option + ": " + e.Msg
+	return e.Field + ": " + e.Msg
 }
 
-// ErrBadTarget is wrapped by every *TargetError (errors.Is).
-var ErrBadTarget = errors.New("bad reassignment target")
+// ErrorKind makes every TargetError a usage error (errkind).
+func (e *TargetError) ErrorKind() errkind.Kind { return errkind.Usage }
 
-// Is makes errors.Is(err, ErrBadTarget) true for a *TargetError.
-func (e *TargetError) Is(target error) bool { return target == ErrBadTarget }
+// ErrorField returns the option the fault comes from, or "".
+func (e *TargetError) ErrorField() string { return e.Field }
 
-func targetErr(option, format string, a ...any) error {
-	return &TargetError{Option: option, Msg: fmt.Sprintf(format, a...)}
+func targetErr(field, format string, a ...any) error {
+	return &TargetError{Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
 // Change is one partition the plan changes.
@@ -139,6 +143,18 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	w, err := newWork(c, opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.FixOverlaps {
+		// The bound of the same target without --fix-overlaps: cells and
+		// blocks change where topics live, so their own bound is another.
+		o := opts
+		o.FixOverlaps, o.CellSize, o.Rand = false, 0, nil
+		cw, err := newWork(c, o)
+		if err != nil {
+			return nil, err
+		}
+		cw.prepare()
+		w.countBound = &cw.lower
 	}
 	w.placeReplicas()
 	w.assignLeaders()

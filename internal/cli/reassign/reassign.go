@@ -197,6 +197,37 @@ func ParseBrokers(s string) ([]topology.Broker, error) {
 	return out, nil
 }
 
+// flagError is a planner error as the command line tells it: the flag the
+// fault comes from, or the input file when the layout itself is at fault.
+// Its kind (usage) comes from the wrapped error.
+type flagError struct {
+	where string
+	err   *reassign.TargetError
+}
+
+func (e *flagError) Error() string {
+	if e.where == "" {
+		return e.err.Msg
+	}
+	return e.where + ": " + e.err.Msg
+}
+
+func (e *flagError) Unwrap() error { return e.err }
+
+// targetError spells a *reassign.TargetError's field as its flag (a fault
+// of the layout names the file it came from); other errors pass unchanged.
+func targetError(err error, from string) error {
+	var te *reassign.TargetError
+	if !errors.As(err, &te) {
+		return err
+	}
+	where := from
+	if te.Field != "" {
+		where = "--" + te.Field
+	}
+	return &flagError{where: where, err: te}
+}
+
 // result is the JSON of `kplan reassign -o json`: the summary and the
 // files written.
 type result struct {
@@ -226,10 +257,7 @@ func runReassign(ctx context.Context, opts *Options) error {
 	}
 	plan, err := reassign.Compute(c, ro)
 	if err != nil {
-		if errors.Is(err, reassign.ErrBadTarget) {
-			return cmdutil.Usage(err)
-		}
-		return err
+		return targetError(err, opts.Source.From)
 	}
 	if err := check(c, plan, ro); err != nil {
 		return fmt.Errorf("refusing to write the plan: %w", err)
