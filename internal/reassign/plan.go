@@ -334,11 +334,11 @@ func (w *work) balance(s *Summary, final *topology.Cluster) {
 	}
 	s.Before.Replicas, s.Before.Leaders = skew(rb), skew(lb)
 	s.After.Replicas, s.After.Leaders = skew(ra), skew(la)
-	s.Before.RackViolations = rackViolations(c.Partitions, func(id int32) string {
+	s.Before.RackViolations = rackViolations(c.Partitions, c.Brokers, func(id int32) string {
 		b, _ := c.Broker(id)
 		return b.Rack
 	})
-	s.After.RackViolations = rackViolations(final.Partitions, func(id int32) string { return w.rackName(w.pos[id]) })
+	s.After.RackViolations = rackViolations(final.Partitions, final.Brokers, func(id int32) string { return w.rackName(w.pos[id]) })
 }
 
 // topicSpreads counts the topics whose leaders are within one of their
@@ -476,11 +476,14 @@ func within(p, k, lo, hi int) bool {
 }
 
 // rackViolations counts partitions whose replicas do not spread over racks
-// as far as the racks of the brokers holding replicas allow: some rack
-// holds more of them than rackCap (with at least as many racks as
-// replicas, two in one rack). 0 when some broker's rack is unknown.
-func rackViolations(parts []topology.Partition, rackOf func(int32) string) int {
+// as far as the racks of the brokers (listed or holding replicas) allow:
+// some rack holds more of them than rackCap (with at least as many racks
+// as replicas, two in one rack). 0 when some broker's rack is unknown.
+func rackViolations(parts []topology.Partition, brokers []topology.Broker, rackOf func(int32) string) int {
 	ids := map[int32]bool{}
+	for _, b := range brokers {
+		ids[b.ID] = true
+	}
 	for _, p := range parts {
 		for _, r := range p.Replicas {
 			ids[r] = true

@@ -67,7 +67,11 @@ func NewCmdReassign(f *cmdutil.Factory, runF func(context.Context, *Options) err
 - spreads each topic's leaders to floor or ceil of its partitions per broker
   where its replicas allow;
 - keeps the replicas of a partition in distinct racks when there are at
-  least as many racks as replicas;
+  least as many racks as replicas, and spreads them over the racks as far
+  as they allow when there are fewer (one rack constrains nothing); when
+  racks keep replicas per broker from an even spread, the summary names
+  the racks, shows the rack-aware targets and the --brokers that would
+  allow one;
 - empties brokers left out of --brokers and fills brokers new in it;
 - with --fix-overlaps, places every topic in one cell (the whole cluster, or
   --cell-size brokers) and leads every topic with at least as many
@@ -86,7 +90,9 @@ FILE.wave-2.json, ... to run one after another.
 The summary compares the moves with a lower bound: what the brokers under
 their target must receive, i.e. the replicas on drained brokers plus each
 broker's excess over a target of floor/ceil of the mean, the ceilings given
-to the most loaded brokers. Without --out nothing is written.`,
+to the most loaded brokers. With --fix-overlaps it also shows the
+count-balance bound (the bound without --fix-overlaps), since cells and
+leader blocks move more by design. Without --out nothing is written.`,
 		Example: `  $ kplan reassign --from testdata/layouts/kafkakit-optimize-input.json
   $ kplan reassign --from layout.json --brokers 1,2,3,4,5:rack-b --out plan.json --rollback rollback.json
   $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
