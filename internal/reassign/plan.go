@@ -55,9 +55,9 @@ type Summary struct {
 	// bound counts against from being within one of the mean.
 	RackBound *RackBound `json:"rack_bound,omitempty"`
 	// Cells lists the cells of a --fix-overlaps --cell-size plan.
-	Cells []Cell `json:"cells,omitempty"`
-	Before    Balance    `json:"before"`
-	After     Balance    `json:"after"`
+	Cells  []Cell  `json:"cells,omitempty"`
+	Before Balance `json:"before"`
+	After  Balance `json:"after"`
 	// PerBroker lists every current or target broker.
 	PerBroker []BrokerLoad `json:"per_broker"`
 	// UnevenTopics lists (up to MaxListed) topics whose leaders are not

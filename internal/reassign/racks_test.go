@@ -241,3 +241,26 @@ func TestCountBalanceBound(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, q.Summary.LowerBound, *q.Summary.CountBalanceBound)
 }
+
+// A layout where some brokers have racks and others not used to fail with
+// "--brokers: broker N has no rack ..." even without --brokers. From the
+// layout it plans without racks and says so; only an explicit target broker
+// list is refused, naming the brokers field.
+func TestPartialRacks(t *testing.T) {
+	c := &topology.Cluster{Brokers: []topology.Broker{{ID: 1, Rack: "a"}, {ID: 2, Rack: "b"}, {ID: 3}}}
+	for p := range 6 {
+		c.Partitions = append(c.Partitions, topology.Partition{Topic: "t", Partition: int32(p), Replicas: []int32{1, 2}, Leader: 1})
+	}
+	c.Normalize()
+	p, err := Compute(c, Options{})
+	require.NoError(t, err)
+	checkPlan(t, c, Options{}, p)
+	assert.Contains(t, strings.Join(p.Summary.Notes, "\n"), "racks ignored: broker 3 has no rack while broker 2 has one")
+	reps, _ := balanced(p)
+	assert.True(t, reps)
+
+	_, err = Compute(c, Options{Brokers: []topology.Broker{{ID: 1}, {ID: 2}, {ID: 3}}})
+	var te *TargetError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "brokers", te.Field)
+}

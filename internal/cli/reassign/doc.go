@@ -53,7 +53,8 @@ func doc(r result) report.Document {
 		{"lower bound", boundText(s)},
 		{"gap (moves over bound)", gapText(s.Gap, s.MovesOverBound)},
 	}}
-	if s.CountBalanceBound != nil {
+	if b := s.CountBalanceBound; b != nil && (len(s.Cells) > 0 || *b != s.LowerBound) {
+		// Cells have a bound of their own; without them both are one.
 		plan.Rows = append(plan.Rows, []string{"count-balance bound", countBoundText(s)})
 	}
 	plan.Rows = append(plan.Rows, [][]string{
@@ -256,10 +257,10 @@ func idRanges(ids []int32) string {
 		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
 			j++
 		}
-		switch {
-		case j == i:
+		switch j {
+		case i:
 			parts = append(parts, strconv.Itoa(int(ids[i])))
-		case j == i+1:
+		case i + 1:
 			parts = append(parts, strconv.Itoa(int(ids[i])), strconv.Itoa(int(ids[j])))
 		default:
 			parts = append(parts, fmt.Sprintf("%d-%d", ids[i], ids[j]))
