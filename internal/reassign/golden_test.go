@@ -131,7 +131,7 @@ func TestBadTargets(t *testing.T) {
 		{"rf above brokers", c, Options{ReplicationFactor: 4}, "replication-factor", "3 target brokers cannot hold replication factor 4"},
 		{"duplicate broker", c, Options{Brokers: []topology.Broker{{ID: 1}, {ID: 1}}}, "brokers", "broker 1 is listed twice"},
 		{"rack missing", c, Options{Brokers: []topology.Broker{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}}}, "brokers", "broker 4 has no rack while broker 3 has one"},
-		{"cell size alone", c, Options{CellSize: 3}, "cell-size", "only applies with --fix-overlaps"},
+		{"cell size alone", c, Options{CellSize: 3}, "cell-size", "only applies with fix-overlaps"},
 		{"cell size not dividing", c, Options{FixOverlaps: true, CellSize: 2}, "cell-size", "2 does not divide the 3 target brokers into whole cells"},
 		// Faults of the layout itself name no option.
 		{"duplicate replica", dup, Options{}, "", "partition t-0 lists broker 1 twice"},

@@ -126,6 +126,19 @@ func TestPropertiesRandomLayouts(t *testing.T) {
 				opts.ReplicationFactor = 1 + rng.IntN(min(4, len(c.Brokers)))
 			}
 		}
+		if opts.FixOverlaps && rng.IntN(2) == 0 {
+			// Cells: a cell size that divides the target brokers.
+			n := len(c.Brokers)
+			if opts.Brokers != nil {
+				n = len(opts.Brokers)
+			}
+			for k := max(l.rf, opts.ReplicationFactor); k < n; k++ {
+				if n%k == 0 {
+					opts.CellSize = k
+					break
+				}
+			}
+		}
 		p, err := Compute(c, opts)
 		require.NoError(t, err, "iteration %d", iter)
 		if !t.Run(fmt.Sprintf("layout-%d", iter), func(t *testing.T) { checkPlan(t, c, opts, p) }) {

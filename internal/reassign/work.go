@@ -259,7 +259,7 @@ func (w *work) makeCells(nTarget, maxRF int) error {
 		return targetErr("cell-size", "must be positive, got %d", o.CellSize)
 	}
 	if o.CellSize > 0 && !o.FixOverlaps {
-		return targetErr("cell-size", "only applies with --fix-overlaps")
+		return targetErr("cell-size", "only applies with fix-overlaps")
 	}
 	k := nTarget
 	if o.FixOverlaps && o.CellSize > 0 {

@@ -193,8 +193,13 @@ func rackSections(s reassign.Summary) []report.Section {
 	}
 	lim.Notes = []string{"a rack holds at most one replica of a partition (with fewer racks than replicas, the fewest an even spread over the racks needs), so its brokers cannot reach an even share"}
 	fixes := rackFixes(s)
-	if len(fixes) > 0 {
+	switch {
+	case len(fixes) > 0:
 		lim.Notes = append(lim.Notes, "an even spread needs "+strings.Join(fixes, ", or "))
+	case multiCell:
+		lim.Notes = append(lim.Notes, "an even spread needs racks of more even sizes in each cell, or another --cell-size")
+	default:
+		lim.Notes = append(lim.Notes, "no --brokers change of up to as many brokers as there are allows an even spread: the racks need more even sizes")
 	}
 	tg := report.Section{Title: "Rack-aware targets (the lower bound counts against these)", Header: []string{"BROKER", "RACK", "TARGET", "EVEN SPREAD"}}
 	for _, t := range rb.Targets {
@@ -216,7 +221,11 @@ func rackFixes(s reassign.Summary) []string {
 		for j, id := range rb.NewRacks {
 			items = append(items, fmt.Sprintf("%d:new-rack-%d", id, j+1))
 		}
-		out = append(out, fmt.Sprintf("%s in a rack of its own (--brokers %s)", plural(len(rb.NewRacks), "broker", ints(rb.NewRacks)), strings.Join(items, ",")))
+		where := "in a rack of its own"
+		if len(rb.NewRacks) > 1 {
+			where = "each in a rack of its own"
+		}
+		out = append(out, fmt.Sprintf("%s %s %s (--brokers %s)", noun(len(rb.NewRacks), "broker"), ints(rb.NewRacks), where, strings.Join(items, ",")))
 	}
 	if rb.AddBrokers > 0 && len(s.TargetBrokers) > 0 {
 		items := []string{idRanges(s.TargetBrokers)}
@@ -241,10 +250,6 @@ func noun(n int, word string) string {
 		return word
 	}
 	return word + "s"
-}
-
-func plural(n int, word, ids string) string {
-	return fmt.Sprintf("%s %s", noun(n, word), ids)
 }
 
 // idRanges writes broker ids as --brokers does: FIRST-LAST for runs.
