@@ -1,21 +1,23 @@
 // Package reassign computes partition reassignment plans: the target layout
 // with the fewest replica moves that balances replicas and leaders per
-// broker, spreads each topic's leaders, keeps one replica per rack, drains
-// and fills brokers, and optionally removes partially overlapping node-topic
-// groups (Burato, 2019, ch. 3 and §6.4).
+// broker, spreads each topic's leaders, spreads each partition's replicas
+// over racks as far as they allow (racks.go), drains and fills brokers,
+// and optionally removes partially overlapping node-topic groups (Burato,
+// 2019, ch. 3 and §6.4).
 //
 // The algorithm works in three phases on dense arrays:
 //
 //  1. Replicas. Replicas that must move regardless of balance (on drained
 //     brokers, outside a topic's cell, added by a larger replication factor,
-//     or sharing a rack) become holes. Per-broker targets are floor/ceil of
-//     the mean, with the ceilings given to the brokers that hold the most
-//     replicas already (capped per rack when racks bind). Holes are filled on
-//     brokers under target; then brokers over target shed exactly their
-//     excess, followers first and the topics they hold most of first, onto
-//     brokers under target that keep racks distinct and topics spread. Every
-//     move goes from over target to under target, so without rack or cell
-//     constraints the moves equal the lower bound (see LowerBound).
+//     or in a rack beyond its share) become holes. Per-broker targets are
+//     floor/ceil of the mean, with the ceilings given to the brokers that
+//     hold the most replicas already (capped per rack when racks bind, see
+//     Summary.RackBound). Holes are filled on brokers under target; then
+//     brokers over target shed exactly their excess, followers first and
+//     the topics they hold most of first, onto brokers under target that
+//     keep racks spread and topics spread. Every move goes from over target
+//     to under target, so without rack or cell constraints the moves equal
+//     the lower bound (see LowerBound).
 //  2. Leaders, by reordering replica lists only: first each topic's leaders
 //     are spread to floor/ceil of its partitions over its brokers, then
 //     broker totals are brought to floor/ceil of the mean by augmenting paths
@@ -53,7 +55,8 @@ type Options struct {
 	// counts allow.
 	FixOverlaps bool
 	// CellSize splits the target brokers into cells of this many brokers
-	// (rack-alternated) under FixOverlaps; 0 means one cell.
+	// (each with as many racks as the brokers allow) under FixOverlaps; 0
+	// means one cell.
 	CellSize int
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.
