@@ -147,9 +147,13 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.FixOverlaps {
-		// The bound of the same target without --fix-overlaps: cells and
-		// blocks change where topics live, so their own bound is another.
+	switch {
+	case opts.FixOverlaps && opts.CellSize == 0:
+		// One cell: the bound is the one without --fix-overlaps.
+		w.countBound = &w.lower
+	case opts.FixOverlaps:
+		// The bound of the same target without --fix-overlaps: cells
+		// change where topics live, so their own bound is another.
 		o := opts
 		o.FixOverlaps, o.CellSize, o.Rand = false, 0, nil
 		cw, err := newWork(c, o)
