@@ -3,19 +3,21 @@ package reassign
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/testutil/golden"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
+// layouts is the repository's shared directory of input layouts.
+const layouts = "../../testdata/layouts/"
 
 func load(t testing.TB, path string) *topology.Cluster {
 	t.Helper()
@@ -43,17 +45,6 @@ func render(t testing.TB, p *Plan) []byte {
 	return b.Bytes()
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -update")
-	assert.Equal(t, string(want), string(got))
-}
-
 // The thesis's layouts (Burato 2019): §6.4's prototype cluster (topic A on
 // nodes 1,2,2; B on 2,3), Fig 3.5's cluster Z (groups {A,C} on {1,2} and
 // {B} on {2} overlap on broker 2; replicas our reading of the figure) and
@@ -69,23 +60,23 @@ func TestThesisLayouts(t *testing.T) {
 		{"thesis-6.4", Options{FixOverlaps: true}, 0},
 		// Balancing leaders alone spreads the small topics apart: three
 		// overlapping pairs where there was one. --fix-overlaps removes all.
-		{"thesis-fig3.5", Options{}, 3},
-		{"thesis-fig3.5", Options{FixOverlaps: true}, 0},
+		{"thesis-fig3.5-z-rf2", Options{}, 3},
+		{"thesis-fig3.5-z-rf2", Options{FixOverlaps: true}, 0},
 		{"thesis-fig3.8", Options{FixOverlaps: true}, 0},
 	} {
-		name := tc.layout
+		name := strings.TrimSuffix(tc.layout, "-z-rf2")
 		if tc.opts.FixOverlaps {
 			name += "-fix-overlaps"
 		}
 		t.Run(name, func(t *testing.T) {
-			c := load(t, filepath.Join("testdata", tc.layout+".json"))
+			c := load(t, layouts+tc.layout+".json")
 			p, err := Compute(c, tc.opts)
 			require.NoError(t, err)
 			checkPlan(t, c, tc.opts, p)
 			assert.Equal(t, tc.overlapsAfter, p.Summary.After.Overlaps)
 			reps, leads := balanced(p)
 			assert.True(t, reps && leads, "balanced")
-			golden(t, name+".golden", render(t, p))
+			golden.Assert(t, name+".txt", render(t, p))
 		})
 	}
 }
@@ -93,7 +84,7 @@ func TestThesisLayouts(t *testing.T) {
 // §6.4 with --fix-overlaps is the thesis's Fig 6.6: topic B moves to node 3
 // and A keeps nodes 1 and 2, with one replica moved.
 func TestThesis64IsFig66(t *testing.T) {
-	c := load(t, "testdata/thesis-6.4.json")
+	c := load(t, layouts+"thesis-6.4.json")
 	p, err := Compute(c, Options{FixOverlaps: true})
 	require.NoError(t, err)
 	require.Len(t, p.Changes, 1)
@@ -127,29 +118,49 @@ func TestDeterministic(t *testing.T) {
 func TestBadTargets(t *testing.T) {
 	c := &topology.Cluster{Brokers: []topology.Broker{{ID: 1, Rack: "a"}, {ID: 2, Rack: "b"}, {ID: 3, Rack: "c"}},
 		Partitions: []topology.Partition{{Topic: "t", Partition: 0, Replicas: []int32{1, 2, 3}, Leader: 1}}}
-	for _, tc := range []struct {
-		name string
-		opts Options
-		want string
-	}{
-		{"too few brokers", Options{Brokers: []topology.Broker{{ID: 1}, {ID: 2}}}, "--brokers: 2 target brokers cannot hold replication factor 3"},
-		{"too few racks", Options{Brokers: []topology.Broker{{ID: 1}, {ID: 2}, {ID: 4, Rack: "a"}}}, "--brokers: 2 racks cannot hold replication factor 3 with one replica per rack"},
-		{"rf above brokers", Options{ReplicationFactor: 4}, "--replication-factor: 3 target brokers cannot hold replication factor 4"},
-		{"duplicate broker", Options{Brokers: []topology.Broker{{ID: 1}, {ID: 1}}}, "--brokers: broker 1 is listed twice"},
-		{"rack missing", Options{Brokers: []topology.Broker{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}}}, "--brokers: broker 4 has no rack while broker 3 has one"},
-		{"cell size alone", Options{CellSize: 3}, "--cell-size: only applies with --fix-overlaps"},
-		{"cell size not dividing", Options{FixOverlaps: true, CellSize: 2}, "--cell-size: 2 does not divide the 3 target brokers into whole cells"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Compute(c, tc.opts)
-			require.ErrorIs(t, err, ErrBadTarget)
-			assert.Contains(t, err.Error(), tc.want)
-		})
-	}
 	dup := &topology.Cluster{Partitions: []topology.Partition{{Topic: "t", Replicas: []int32{1, 1}}}}
 	dup.Normalize()
-	_, err := Compute(dup, Options{})
-	require.ErrorIs(t, err, ErrBadTarget)
+	for _, tc := range []struct {
+		name  string
+		c     *topology.Cluster
+		opts  Options
+		field string
+		want  string
+	}{
+		{"too few brokers", c, Options{Brokers: []topology.Broker{{ID: 1}, {ID: 2}}}, "brokers", "2 target brokers cannot hold replication factor 3"},
+		{"rf above brokers", c, Options{ReplicationFactor: 4}, "replication-factor", "3 target brokers cannot hold replication factor 4"},
+		{"duplicate broker", c, Options{Brokers: []topology.Broker{{ID: 1}, {ID: 1}}}, "brokers", "broker 1 is listed twice"},
+		{"rack missing", c, Options{Brokers: []topology.Broker{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}}}, "brokers", "broker 4 has no rack while broker 3 has one"},
+		{"cell size alone", c, Options{CellSize: 3}, "cell-size", "only applies with fix-overlaps"},
+		{"cell size not dividing", c, Options{FixOverlaps: true, CellSize: 2}, "cell-size", "2 does not divide the 3 target brokers into whole cells"},
+		// Faults of the layout itself name no option.
+		{"duplicate replica", dup, Options{}, "", "partition t-0 lists broker 1 twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Compute(tc.c, tc.opts)
+			var te *TargetError
+			require.ErrorAs(t, err, &te)
+			assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+			assert.Equal(t, tc.field, errkind.FieldOf(err))
+			assert.True(t, strings.HasPrefix(te.Msg, tc.want), "%q does not start with %q", te.Msg, tc.want)
+			assert.NotContains(t, err.Error(), "--"+tc.field+":", "the domain does not spell flags")
+		})
+	}
+}
+
+// A layout with fewer target brokers than a partition's replication factor
+// and no option given: the error names no option (the layout is at fault).
+func TestLayoutRFAboveBrokersBlamesNoFlag(t *testing.T) {
+	c := &topology.Cluster{Brokers: []topology.Broker{{ID: 1}, {ID: 2}},
+		Partitions: []topology.Partition{{Topic: "t", Replicas: []int32{1, 2, 3}, Leader: 1}}}
+	// Broker 3 holds a replica but is not a target: drained as the cluster
+	// lists only 1 and 2 (a live snapshot whose broker 3 is down).
+	_, err := Compute(c, Options{})
+	var te *TargetError
+	require.ErrorAs(t, err, &te)
+	assert.Empty(t, te.Field)
+	assert.Equal(t, "2 target brokers cannot hold replication factor 3", te.Msg)
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
 }
 
 func TestWaves(t *testing.T) {

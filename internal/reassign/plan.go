@@ -44,8 +44,20 @@ type Summary struct {
 	// (absent when the bound is 0).
 	Gap            int      `json:"gap"`
 	MovesOverBound *float64 `json:"moves_over_bound,omitempty"`
-	Before         Balance  `json:"before"`
-	After          Balance  `json:"after"`
+	// CountBalanceBound is, with --fix-overlaps, the lower bound of the
+	// same target without it: count balance over all target brokers. With
+	// cells, LowerBound is the bound per cell, which counts replicas outside
+	// their topic's cell as holes; this one does not.
+	// MovesOverCountBalanceBound is ReplicasMoved over it.
+	CountBalanceBound          *int     `json:"count_balance_bound,omitempty"`
+	MovesOverCountBalanceBound *float64 `json:"moves_over_count_balance_bound,omitempty"`
+	// RackBound is set when racks keep the per-broker targets the lower
+	// bound counts against from being within one of the mean.
+	RackBound *RackBound `json:"rack_bound,omitempty"`
+	// Cells lists the cells of a --fix-overlaps --cell-size plan.
+	Cells  []Cell  `json:"cells,omitempty"`
+	Before Balance `json:"before"`
+	After  Balance `json:"after"`
 	// PerBroker lists every current or target broker.
 	PerBroker []BrokerLoad `json:"per_broker"`
 	// UnevenTopics lists (up to MaxListed) topics whose leaders are not
@@ -71,8 +83,10 @@ type Balance struct {
 	// --fix-overlaps plan).
 	TopicsLeadersWithinOne int `json:"topics_leaders_within_one"`
 	Topics                 int `json:"topics"`
-	// RackViolations counts partitions with two replicas in one rack while
-	// there are at least as many racks as replicas.
+	// RackViolations counts partitions whose replicas do not spread over
+	// racks as far as the racks allow: two replicas in one rack while there
+	// are at least as many racks as replicas, and with fewer racks, more in
+	// one rack than an even spread over them needs.
 	RackViolations int `json:"rack_violations"`
 	// MaxGroups and Overlaps count node-topic max groups and overlapping
 	// pairs of them by leaders, as `kplan audit` does (overlaps stop at
@@ -103,6 +117,17 @@ type TopicSpread struct {
 	MaxLeaders int    `json:"max_leaders"`
 }
 
+// Cell is one cell of target brokers and what the plan places in it.
+type Cell struct {
+	Cell    int      `json:"cell"`
+	Brokers []int32  `json:"brokers"`
+	Racks   []string `json:"racks"`
+	// Topics and Replicas are the topics placed in the cell and their
+	// replicas.
+	Topics   int `json:"topics"`
+	Replicas int `json:"replicas"`
+}
+
 // RemainingOverlap is a pair of max groups that still overlap.
 type RemainingOverlap struct {
 	Groups        [2][]string `json:"groups"`
@@ -111,10 +136,7 @@ type RemainingOverlap struct {
 }
 
 func (w *work) plan() *Plan {
-	n := w.n()
-	c := w.c
-	np := len(c.Partitions)
-	final := &topology.Cluster{Partitions: make([]topology.Partition, np)}
+	final := &topology.Cluster{Partitions: make([]topology.Partition, len(w.c.Partitions))}
 	for b := range w.ids {
 		if w.target[b] {
 			final.Brokers = append(final.Brokers, topology.Broker{ID: w.ids[b], Rack: w.rackName(int32(b))})
@@ -123,6 +145,26 @@ func (w *work) plan() *Plan {
 	pl := &Plan{Final: final}
 	s := &pl.Summary
 	s.Schema = Schema
+	w.changes(pl)
+	w.bounds(s)
+	w.brokers(s)
+	w.balance(s, final)
+	w.topicSpreads(s, final)
+	w.groups(s, final)
+	s.Cells = w.cellList()
+	s.Notes = append(s.Notes, w.notes...)
+	if s.RackBound != nil {
+		s.Notes = append(s.Notes, rackNote(s.RackBound))
+	}
+	s.Notes = append(s.Notes, w.worse(s)...)
+	s.Notes = nonNil(s.Notes)
+	return pl
+}
+
+// changes fills the final layout, the changes, the elections and the
+// counts of moves and leader changes.
+func (w *work) changes(pl *Plan) {
+	c, s := w.c, &pl.Summary
 	var bytes int64
 	bytesKnown := true
 	for i := range c.Partitions {
@@ -136,8 +178,7 @@ func (w *work) plan() *Plan {
 				list = append(list, w.ids[b])
 			}
 		}
-		np := topology.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: list, Leader: list[0], SizeBytes: p.SizeBytes}
-		final.Partitions[i] = np
+		pl.Final.Partitions[i] = topology.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: list, Leader: list[0], SizeBytes: p.SizeBytes}
 		moves := 0
 		for _, r := range list {
 			if !slices.Contains(p.Replicas, r) {
@@ -174,18 +215,64 @@ func (w *work) plan() *Plan {
 		}
 		s.ReplicasMoved += moves
 	}
-	s.Partitions = np
+	s.Partitions = len(c.Partitions)
 	s.ChangedPartitions = len(pl.Changes)
 	s.PreferredElections = len(pl.Elections)
 	if bytesKnown {
 		s.BytesMoved = &bytes
 	}
+}
+
+// bounds sets the lower bound, the gap and, under FixOverlaps, the
+// count-balance bound; and the rack bound when racks keep targets uneven.
+func (w *work) bounds(s *Summary) {
 	s.LowerBound = w.lower
 	s.Gap = s.ReplicasMoved - s.LowerBound
 	if s.LowerBound > 0 {
 		r := round3(float64(s.ReplicasMoved) / float64(s.LowerBound))
 		s.MovesOverBound = &r
 	}
+	if w.countBound != nil {
+		b := *w.countBound
+		s.CountBalanceBound = &b
+		if b > 0 {
+			r := round3(float64(s.ReplicasMoved) / float64(b))
+			s.MovesOverCountBalanceBound = &r
+		}
+	}
+	s.RackBound = w.rackBound()
+}
+
+// cellList describes the cells when there are several.
+func (w *work) cellList() []Cell {
+	if len(w.cells) < 2 {
+		return nil
+	}
+	out := make([]Cell, len(w.cells))
+	for ci, cell := range w.cells {
+		c := Cell{Cell: ci + 1, Brokers: make([]int32, len(cell)), Racks: []string{}}
+		for j, b := range cell {
+			c.Brokers[j] = w.ids[b]
+			if r := w.rackName(b); r != "" && !slices.Contains(c.Racks, r) {
+				c.Racks = append(c.Racks, r)
+			}
+		}
+		slices.Sort(c.Racks)
+		for t := range w.tname {
+			if int(w.tcell[t]) == ci {
+				c.Topics++
+				c.Replicas += int(w.off[w.tstart[t+1]] - w.off[w.tstart[t]])
+			}
+		}
+		out[ci] = c
+	}
+	return out
+}
+
+// brokers sets the target, drained and added brokers and the per-broker
+// counts before and after.
+func (w *work) brokers(s *Summary) {
+	c := w.c
 	for b := range w.ids {
 		_, current := c.Broker(w.ids[b])
 		switch {
@@ -201,8 +288,7 @@ func (w *work) plan() *Plan {
 	s.DrainedBrokers = nonNil(s.DrainedBrokers)
 	s.AddedBrokers = nonNil(s.AddedBrokers)
 
-	// Per broker.
-	s.PerBroker = make([]BrokerLoad, n)
+	s.PerBroker = make([]BrokerLoad, w.n())
 	for b := range w.ids {
 		st := "kept"
 		if !w.target[b] {
@@ -216,6 +302,12 @@ func (w *work) plan() *Plan {
 		}
 		s.PerBroker[b] = BrokerLoad{Broker: w.ids[b], Rack: rack, Status: st}
 	}
+}
+
+// balance counts replicas and leaders per broker before and after, their
+// skews, and the rack violations.
+func (w *work) balance(s *Summary, final *topology.Cluster) {
+	c := w.c
 	for i := range c.Partitions {
 		p := &c.Partitions[i]
 		for _, r := range p.Replicas {
@@ -242,10 +334,20 @@ func (w *work) plan() *Plan {
 	}
 	s.Before.Replicas, s.Before.Leaders = skew(rb), skew(lb)
 	s.After.Replicas, s.After.Leaders = skew(ra), skew(la)
+	s.Before.RackViolations = rackViolations(c.Partitions, c.Brokers, func(id int32) string {
+		b, _ := c.Broker(id)
+		return b.Rack
+	})
+	s.After.RackViolations = rackViolations(final.Partitions, final.Brokers, func(id int32) string { return w.rackName(w.pos[id]) })
+}
 
-	// Topic spreads.
+// topicSpreads counts the topics whose leaders are within one of their
+// mean, before over the current brokers and after over the topic's block,
+// and lists the uneven ones.
+func (w *work) topicSpreads(s *Summary, final *topology.Cluster) {
+	c := w.c
 	s.Before.Topics, s.After.Topics = len(w.tname), len(w.tname)
-	counts := make([]int, n)
+	counts := make([]int, w.n())
 	currentBrokers := len(c.Brokers)
 	s.UnevenTopics = []TopicSpread{}
 	for t := range w.tname {
@@ -268,16 +370,12 @@ func (w *work) plan() *Plan {
 		s.Notes = append(s.Notes, fmt.Sprintf("%d topics have leaders outside floor/ceil of their mean; the %d widest are listed", len(s.UnevenTopics), MaxListed))
 		s.UnevenTopics = s.UnevenTopics[:MaxListed]
 	}
+}
 
-	// Racks.
-	s.Before.RackViolations = w.rackViolations(c.Partitions, func(id int32) string {
-		b, _ := c.Broker(id)
-		return b.Rack
-	})
-	s.After.RackViolations = w.rackViolations(final.Partitions, func(id int32) string { return w.rackName(w.pos[id]) })
-
-	// Groups and overlaps, counted as kplan audit counts them.
-	s.Before.MaxGroups, s.Before.Overlaps, s.Before.OverlapsTruncated, _, _, _ = overlaps(c)
+// groups counts max groups and overlaps before and after, as kplan audit
+// counts them, and lists the overlaps that remain with their reasons.
+func (w *work) groups(s *Summary, final *topology.Cluster) {
+	s.Before.MaxGroups, s.Before.Overlaps, s.Before.OverlapsTruncated, _, _, _ = overlaps(w.c)
 	var groups []audit.Group
 	var ovs []audit.Overlap
 	var ix *topology.Index
@@ -292,9 +390,26 @@ func (w *work) plan() *Plan {
 			Groups: [2][]string{a.Topics, b.Topics}, SharedBrokers: ix.IDs(o.Shared), Reason: w.overlapReason(a, b, ix),
 		})
 	}
-	s.Notes = append(s.Notes, w.notes...)
-	s.Notes = nonNil(s.Notes)
-	return pl
+}
+
+// worse returns notes for counts that a FixOverlaps plan leaves less even
+// than they were: cells and leader blocks trade count balance for disjoint
+// leader sets.
+func (w *work) worse(s *Summary) []string {
+	if !w.opts.FixOverlaps {
+		return nil
+	}
+	var out []string
+	for _, x := range []struct {
+		what          string
+		before, after audit.Skew
+	}{{"replicas", s.Before.Replicas, s.After.Replicas}, {"leaders", s.Before.Leaders, s.After.Leaders}} {
+		if x.after.Max-x.after.Min > x.before.Max-x.before.Min {
+			out = append(out, fmt.Sprintf("%s per broker are less even after the plan (%d-%d) than before (%d-%d): cells and leader blocks trade count balance for disjoint leader sets",
+				x.what, x.after.Min, x.after.Max, x.before.Min, x.before.Max))
+		}
+	}
+	return out
 }
 
 // overlapReason says why two max groups still overlap after the plan.
@@ -360,34 +475,47 @@ func within(p, k, lo, hi int) bool {
 	return k > 0 && lo >= p/k && hi <= (p+k-1)/k
 }
 
-func (w *work) rackViolations(parts []topology.Partition, rackOf func(int32) string) int {
-	racks := map[string]bool{}
+// rackViolations counts partitions whose replicas do not spread over racks
+// as far as the racks of the brokers (listed or holding replicas) allow:
+// some rack holds more of them than rackCap (with at least as many racks
+// as replicas, two in one rack). 0 when some broker's rack is unknown.
+func rackViolations(parts []topology.Partition, brokers []topology.Broker, rackOf func(int32) string) int {
 	ids := map[int32]bool{}
+	for _, b := range brokers {
+		ids[b.ID] = true
+	}
 	for _, p := range parts {
 		for _, r := range p.Replicas {
 			ids[r] = true
 		}
 	}
+	perRack := map[string]int{}
 	for id := range ids {
 		r := rackOf(id)
 		if r == "" {
 			return 0 // racks unknown for some broker: nothing to violate
 		}
-		racks[r] = true
+		perRack[r]++
 	}
+	sizes := make([]int, 0, len(perRack))
+	for _, k := range perRack {
+		sizes = append(sizes, k)
+	}
+	caps := map[int]int{}
 	bad := 0
+	count := map[string]int{}
 	for _, p := range parts {
-		if len(racks) < len(p.Replicas) {
-			continue
+		c, ok := caps[len(p.Replicas)]
+		if !ok {
+			c = rackCap(sizes, len(p.Replicas))
+			caps[len(p.Replicas)] = c
 		}
-		for j, a := range p.Replicas {
-			dup := false
-			for _, b := range p.Replicas[:j] {
-				if rackOf(a) == rackOf(b) {
-					dup = true
-				}
-			}
-			if dup {
+		clear(count)
+		for _, r := range p.Replicas {
+			count[rackOf(r)]++
+		}
+		for _, k := range count {
+			if k > c {
 				bad++
 				break
 			}

@@ -1,21 +1,23 @@
 // Package reassign computes partition reassignment plans: the target layout
 // with the fewest replica moves that balances replicas and leaders per
-// broker, spreads each topic's leaders, keeps one replica per rack, drains
-// and fills brokers, and optionally removes partially overlapping node-topic
-// groups (Burato, 2019, ch. 3 and §6.4).
+// broker, spreads each topic's leaders, spreads each partition's replicas
+// over racks as far as they allow (racks.go), drains and fills brokers,
+// and optionally removes partially overlapping node-topic groups (Burato,
+// 2019, ch. 3 and §6.4).
 //
 // The algorithm works in three phases on dense arrays:
 //
 //  1. Replicas. Replicas that must move regardless of balance (on drained
 //     brokers, outside a topic's cell, added by a larger replication factor,
-//     or sharing a rack) become holes. Per-broker targets are floor/ceil of
-//     the mean, with the ceilings given to the brokers that hold the most
-//     replicas already (capped per rack when racks bind). Holes are filled on
-//     brokers under target; then brokers over target shed exactly their
-//     excess, followers first and the topics they hold most of first, onto
-//     brokers under target that keep racks distinct and topics spread. Every
-//     move goes from over target to under target, so without rack or cell
-//     constraints the moves equal the lower bound (see LowerBound).
+//     or in a rack beyond its share) become holes. Per-broker targets are
+//     floor/ceil of the mean, with the ceilings given to the brokers that
+//     hold the most replicas already (capped per rack when racks bind, see
+//     Summary.RackBound). Holes are filled on brokers under target; then
+//     brokers over target shed exactly their excess, followers first and
+//     the topics they hold most of first, onto brokers under target that
+//     keep racks spread and topics spread. Every move goes from over target
+//     to under target, so without rack or cell constraints the moves equal
+//     the lower bound (see LowerBound).
 //  2. Leaders, by reordering replica lists only: first each topic's leaders
 //     are spread to floor/ceil of its partitions over its brokers, then
 //     broker totals are brought to floor/ceil of the mean by augmenting paths
@@ -30,10 +32,10 @@
 package reassign
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
@@ -53,7 +55,8 @@ type Options struct {
 	// counts allow.
 	FixOverlaps bool
 	// CellSize splits the target brokers into cells of this many brokers
-	// (rack-alternated) under FixOverlaps; 0 means one cell.
+	// (each with as many racks as the brokers allow) under FixOverlaps; 0
+	// means one cell.
 	CellSize int
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.
@@ -61,27 +64,31 @@ type Options struct {
 }
 
 // TargetError is a target the cluster cannot meet, or an input the planner
-// refuses. Option names the option as the command line spells it.
+// refuses: a usage error. Field names the option the fault comes from as
+// the domain spells it ("brokers", "replication-factor", "cell-size"), and
+// is empty when the fault lies in the layout itself; the command line
+// spells it as its flag.
 type TargetError struct {
-	Option string
-	Msg    string
+	Field string
+	Msg   string
 }
 
+// Error prints "field: message", or the message alone without a field.
 func (e *TargetError) Error() string {
-	if e.Option == "" {
+	if e.Field == "" {
 		return e.Msg
 	}
-	return "--" + e.Option + ": " + e.Msg
+	return e.Field + ": " + e.Msg
 }
 
-// ErrBadTarget is wrapped by every *TargetError (errors.Is).
-var ErrBadTarget = errors.New("bad reassignment target")
+// ErrorKind makes every TargetError a usage error (errkind).
+func (e *TargetError) ErrorKind() errkind.Kind { return errkind.Usage }
 
-// Is makes errors.Is(err, ErrBadTarget) true for a *TargetError.
-func (e *TargetError) Is(target error) bool { return target == ErrBadTarget }
+// ErrorField returns the option the fault comes from, or "".
+func (e *TargetError) ErrorField() string { return e.Field }
 
-func targetErr(option, format string, a ...any) error {
-	return &TargetError{Option: option, Msg: fmt.Sprintf(format, a...)}
+func targetErr(field, format string, a ...any) error {
+	return &TargetError{Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
 // Change is one partition the plan changes.
@@ -139,6 +146,22 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	w, err := newWork(c, opts)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case opts.FixOverlaps && opts.CellSize == 0:
+		// One cell: the bound is the one without --fix-overlaps.
+		w.countBound = &w.lower
+	case opts.FixOverlaps:
+		// The bound of the same target without --fix-overlaps: cells
+		// change where topics live, so their own bound is another.
+		o := opts
+		o.FixOverlaps, o.CellSize, o.Rand = false, 0, nil
+		cw, err := newWork(c, o)
+		if err != nil {
+			return nil, err
+		}
+		cw.prepare()
+		w.countBound = &cw.lower
 	}
 	w.placeReplicas()
 	w.assignLeaders()

@@ -88,8 +88,12 @@ func TestPropertiesRandomLayouts(t *testing.T) {
 	for iter := range 3000 {
 		l := layout{brokers: 3 + rng.IntN(12), firstID: int32(1 + rng.IntN(1000)), topics: 1 + rng.IntN(8), minParts: 1, maxParts: 1 + rng.IntN(30), skew: rng.Float64() * 2}
 		l.rf = 1 + rng.IntN(min(3, l.brokers))
-		if rng.IntN(3) == 0 {
+		switch rng.IntN(6) {
+		case 0, 1:
 			l.racks = l.rf + rng.IntN(2)
+		case 2:
+			// Fewer racks than replicas: spread as far as they allow.
+			l.racks = 1 + rng.IntN(l.rf)
 		}
 		c := generate(rng, l)
 		opts := Options{FixOverlaps: rng.IntN(4) == 0}
@@ -120,6 +124,19 @@ func TestPropertiesRandomLayouts(t *testing.T) {
 		case 3: // change RF
 			if l.racks == 0 {
 				opts.ReplicationFactor = 1 + rng.IntN(min(4, len(c.Brokers)))
+			}
+		}
+		if opts.FixOverlaps && rng.IntN(2) == 0 {
+			// Cells: a cell size that divides the target brokers.
+			n := len(c.Brokers)
+			if opts.Brokers != nil {
+				n = len(opts.Brokers)
+			}
+			for k := max(l.rf, opts.ReplicationFactor); k < n; k++ {
+				if n%k == 0 {
+					opts.CellSize = k
+					break
+				}
 			}
 		}
 		p, err := Compute(c, opts)

@@ -9,15 +9,37 @@ import (
 // placeReplicas runs phase 1: holes, targets, the lower bound, then fills
 // holes and sheds excess, moving only from over target to under target.
 func (w *work) placeReplicas() {
+	w.prepare()
+	w.fixRacks()
+	w.fillHoles()
+	if w.opts.FixOverlaps {
+		w.anchor()
+		w.cover()
+		w.spreadSole()
+		// Targets again: the ceilings go to the brokers these forced moves
+		// left most loaded, so shedding undoes as little as possible.
+		w.computeTargets(w.tieOrder())
+	}
+	w.shed()
+	if w.overTarget() > 0 {
+		w.repair()
+	}
+	if over := w.overTarget(); over > 0 {
+		w.notes = append(w.notes, fmt.Sprintf("%d replicas stay above their brokers' targets: no move keeps racks distinct and replicas on distinct brokers", over))
+	}
+}
+
+// prepare counts the replicas, chooses cells and blocks, turns replicas
+// that must move into holes, and sets the targets and the lower bound.
+func (w *work) prepare() {
 	n := w.n()
 	nt := len(w.tname)
-	np := len(w.c.Partitions)
 	w.cnt = make([]int, n)
 	w.tgt = make([]int, n)
 	w.tc = make([]int32, nt*n)
 	w.lc = make([]int32, nt*n)
 
-	// Pass 1: current replicas on target brokers, for cell choice and drops.
+	// Current replicas on target brokers, for cell choice and drops.
 	for i := range w.c.Partitions {
 		t := int(w.ptopic[i])
 		for _, r := range w.c.Partitions[i].Replicas {
@@ -32,11 +54,34 @@ func (w *work) placeReplicas() {
 		w.chooseCells()
 	}
 	w.chooseBlocks()
+	w.computeRackCaps()
+	cnt0 := w.makeSlots()
 
-	// Pass 2: slots, with drops for a smaller replication factor and holes
-	// for drained brokers, brokers outside the cell and added replicas.
+	// Targets, then the lower bound: what brokers under target must
+	// receive, sum(max(0, target - current)), with targets floor/ceil of
+	// the mean and the ceilings given to the most loaded brokers (per cell,
+	// capped per rack when racks cannot hold the mean). Every replica a
+	// broker gains is a copy, so no plan reaching these targets moves less.
+	// Without cells, racks or a new replication factor, it equals the
+	// issue's form: replicas on drained brokers plus the excess over target.
+	w.capped = w.computeTargets(w.tieOrder())
+	w.boundTgt = slices.Clone(w.tgt)
+	w.lower = 0
+	for b := range w.ids {
+		if w.target[b] {
+			w.lower += max(0, w.tgt[b]-cnt0[b])
+		}
+	}
+}
+
+// makeSlots fills the slots, with drops for a smaller replication factor
+// and holes for drained brokers, brokers outside the cell and added
+// replicas. It returns, per broker, the replicas of their cell's topics it
+// held before the drops.
+func (w *work) makeSlots() []int {
+	np := len(w.c.Partitions)
 	w.slots = make([]int32, w.off[np])
-	cnt0 := make([]int, n) // replicas of their cell's topics, before drops
+	cnt0 := make([]int, w.n())
 	for i := range w.c.Partitions {
 		p := &w.c.Partitions[i]
 		t := w.ptopic[i]
@@ -90,39 +135,7 @@ func (w *work) placeReplicas() {
 			w.slots[s] = -1
 		}
 	}
-
-	// Targets, then the lower bound: what brokers under target must
-	// receive, sum(max(0, target - current)), with targets floor/ceil of
-	// the mean and the ceilings given to the most loaded brokers (per cell,
-	// capped per rack when racks cannot hold the mean). Every replica a
-	// broker gains is a copy, so no plan reaching these targets moves less.
-	// Without cells, racks or a new replication factor, it equals the
-	// issue's form: replicas on drained brokers plus the excess over target.
-	w.computeTargets(w.tieOrder())
-	w.lower = 0
-	for b := range w.ids {
-		if w.target[b] {
-			w.lower += max(0, w.tgt[b]-cnt0[b])
-		}
-	}
-
-	w.fixRacks()
-	w.fillHoles()
-	if w.opts.FixOverlaps {
-		w.anchor()
-		w.cover()
-		w.spreadSole()
-		// Targets again: the ceilings go to the brokers these forced moves
-		// left most loaded, so shedding undoes as little as possible.
-		w.computeTargets(w.tieOrder())
-	}
-	w.shed()
-	if w.overTarget() > 0 {
-		w.repair()
-	}
-	if over := w.overTarget(); over > 0 {
-		w.notes = append(w.notes, fmt.Sprintf("%d replicas stay above their brokers' targets: no move keeps racks distinct and replicas on distinct brokers", over))
-	}
+	return cnt0
 }
 
 func (w *work) dropCount(t int32, b int32) {
@@ -132,32 +145,42 @@ func (w *work) dropCount(t int32, b int32) {
 
 // computeTargets sets per-broker replica targets per cell: floor/ceil of
 // the cell's mean, ceilings to the most loaded brokers, and, when racks
-// bind, no rack above one replica per partition.
-func (w *work) computeTargets(tie []int32) {
+// bind, no rack above its room (see racks.go). The first call also keeps
+// the even targets in evenTgt. It returns, per cell, the racks it capped.
+func (w *work) computeTargets(tie []int32) [][]int32 {
 	cellTotal := make([]int, len(w.cells))
-	cellParts := make([]int, len(w.cells))
 	for t := range w.tname {
 		c := w.tcell[t]
-		cellParts[c] += int(w.tstart[t+1] - w.tstart[t])
 		cellTotal[c] += int(w.off[w.tstart[t+1]] - w.off[w.tstart[t]])
 	}
 	load := func(b int32) int { return w.cnt[b] }
+	capped := make([][]int32, len(w.cells))
+	first := w.evenTgt == nil
+	if first {
+		w.evenTgt = make([]int, w.n())
+	}
 	for ci, cell := range w.cells {
 		remaining := slices.Clone(cell)
 		rem := cellTotal[ci]
 		for len(remaining) > 0 {
 			floorCeil(remaining, rem, load, tie, w.tgt)
+			if first && len(remaining) == len(cell) {
+				for _, b := range cell {
+					w.evenTgt[b] = w.tgt[b]
+				}
+			}
 			if !w.rackAware {
 				break
 			}
+			room := w.rackRoom[ci]
 			sum := make([]int, w.nrack)
 			for _, b := range remaining {
 				sum[w.rack[b]] += w.tgt[b]
 			}
 			worst, excess := int32(-1), 0
 			for r, s := range sum {
-				if s-cellParts[ci] > excess {
-					worst, excess = int32(r), s-cellParts[ci]
+				if s-room[r] > excess {
+					worst, excess = int32(r), s-room[r]
 				}
 			}
 			if worst < 0 {
@@ -171,15 +194,18 @@ func (w *work) computeTargets(tie []int32) {
 					rest = append(rest, b)
 				}
 			}
-			floorCeil(inRack, cellParts[ci], load, tie, w.tgt)
-			rem -= cellParts[ci]
+			floorCeil(inRack, room[worst], load, tie, w.tgt)
+			capped[ci] = append(capped[ci], worst)
+			rem -= room[worst]
 			remaining = rest
 		}
 	}
+	return capped
 }
 
-// fixRacks turns a replica sharing a rack with another replica of its
-// partition into a hole (the one on the most loaded broker, not the first).
+// fixRacks turns replicas beyond their rack's cap (rackCap: with enough
+// racks, a second replica of a partition in one rack) into holes, the one
+// on the most loaded broker, not the first.
 func (w *work) fixRacks() {
 	if !w.rackAware {
 		return
@@ -206,15 +232,20 @@ func (w *work) fixRacks() {
 	}
 }
 
-// sameRack returns two slots of partition i on one rack, or -1, -1.
+// sameRack returns, for the first rack in slot order holding more than
+// rcap[i] replicas of partition i, its first slot and the slot one beyond
+// the cap; -1, -1 when no rack does.
 func (w *work) sameRack(i int) (int32, int32) {
 	for a := w.off[i]; a < w.off[i+1]; a++ {
 		if w.slots[a] < 0 {
 			continue
 		}
+		k := int32(1)
 		for b := a + 1; b < w.off[i+1]; b++ {
 			if w.slots[b] >= 0 && w.rack[w.slots[a]] == w.rack[w.slots[b]] {
-				return a, b
+				if k++; k > w.rcap[i] {
+					return a, b
+				}
 			}
 		}
 	}

@@ -21,9 +21,13 @@ type work struct {
 	rack   []int32 // rack index, -1 when unknown
 	nrack  int
 	names  []string // rack names by rack index
-	// rackAware: every target broker has a rack and racks >= every
-	// partition's replication factor, so replicas must sit in distinct racks.
+	// rackAware: every target broker has a rack, so a partition's replicas
+	// spread over racks as far as its cell's racks allow: no rack holds more
+	// than rcap[i] replicas of partition i (see racks.go).
 	rackAware bool
+	rcap      []int32
+	// rackRoom[c][r] is the most replicas rack r of cell c can hold.
+	rackRoom [][]int
 
 	// cells: target brokers per cell (one cell unless FixOverlaps with a
 	// cell size); cellOf[b] is b's cell or -1 for drained brokers.
@@ -47,21 +51,56 @@ type work struct {
 	tstart []int32
 	tcell  []int32
 
-	cnt []int   // replicas per broker
-	tgt []int   // replica target per broker
-	tc  []int32 // replicas of topic t on broker b at t*N+b
-	lc  []int32 // leaders of topic t on broker b at t*N+b
+	cnt []int // replicas per broker
+	tgt []int // replica target per broker
+	// boundTgt are the targets the lower bound counts against, evenTgt
+	// those of an even spread (floor/ceil of the cell's mean), capped[c]
+	// the racks of cell c whose room capped boundTgt.
+	boundTgt []int
+	evenTgt  []int
+	capped   [][]int32
+	tc       []int32 // replicas of topic t on broker b at t*N+b
+	lc       []int32 // leaders of topic t on broker b at t*N+b
 
-	moves  int // replicas placed on brokers that did not hold them
-	lower  int // the lower bound, computed before any move
-	forced int // holes: replicas that had to move or be created
-	notes  []string
+	moves int // replicas placed on brokers that did not hold them
+	lower int // the lower bound, computed before any move
+	// countBound is, under FixOverlaps, the lower bound of the same target
+	// without it (count balance over all target brokers).
+	countBound *int
+	forced     int // holes: replicas that had to move or be created
+	notes      []string
 }
 
 func (w *work) n() int { return len(w.ids) }
 
 func newWork(c *topology.Cluster, o Options) (*work, error) {
 	w := &work{c: c, opts: o}
+	racks, targetSet, err := w.targetBrokers()
+	if err != nil {
+		return nil, err
+	}
+	if err := w.indexBrokers(racks, targetSet); err != nil {
+		return nil, err
+	}
+	maxRF, err := w.indexPartitions()
+	if err != nil {
+		return nil, err
+	}
+	nTarget := len(targetSet)
+	if maxRF > nTarget {
+		return nil, targetErr(rfField(o), "%s cannot hold replication factor %d", plural(nTarget, "target broker"), maxRF)
+	}
+	if err := w.makeCells(nTarget, maxRF); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// targetBrokers reads the target broker set (Options.Brokers, else the
+// cluster's) and every broker's rack: an explicit rack in Options.Brokers
+// wins over the cluster's. Brokers that only hold replicas get no rack.
+func (w *work) targetBrokers() (map[int32]string, map[int32]bool, error) {
+	c, o := w.c, w.opts
 	racks := map[int32]string{}
 	for _, b := range c.Brokers {
 		racks[b.ID] = b.Rack
@@ -73,10 +112,10 @@ func newWork(c *topology.Cluster, o Options) (*work, error) {
 	}
 	for _, b := range tb {
 		if b.ID < 0 {
-			return nil, targetErr("brokers", "broker id %d is negative", b.ID)
+			return nil, nil, targetErr("brokers", "broker id %d is negative", b.ID)
 		}
 		if targetSet[b.ID] {
-			return nil, targetErr("brokers", "broker %d is listed twice", b.ID)
+			return nil, nil, targetErr("brokers", "broker %d is listed twice", b.ID)
 		}
 		targetSet[b.ID] = true
 		if b.Rack != "" {
@@ -90,7 +129,7 @@ func newWork(c *topology.Cluster, o Options) (*work, error) {
 		}
 	}
 	if len(targetSet) == 0 {
-		return nil, targetErr("brokers", "no target brokers")
+		return nil, nil, targetErr("brokers", "no target brokers")
 	}
 	for i := range c.Partitions {
 		for _, r := range c.Partitions[i].Replicas {
@@ -99,11 +138,38 @@ func newWork(c *topology.Cluster, o Options) (*work, error) {
 			}
 		}
 	}
+	return racks, targetSet, nil
+}
+
+// indexBrokers numbers the brokers densely in id order and their racks in
+// name order. Racks count only when every target broker has one: a target
+// broker without a rack beside others with one is an error when the
+// brokers come from Options.Brokers, and makes the planner ignore racks
+// (with a note) when they come from the cluster.
+func (w *work) indexBrokers(racks map[int32]string, targetSet map[int32]bool) error {
 	ids := make([]int32, 0, len(racks))
 	for id := range racks {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	withRack, withoutRack := int32(-1), int32(-1)
+	for _, id := range ids {
+		if targetSet[id] {
+			if racks[id] != "" {
+				withRack = id
+			} else {
+				withoutRack = id
+			}
+		}
+	}
+	useRacks := true
+	if withRack >= 0 && withoutRack >= 0 {
+		if len(w.opts.Brokers) > 0 {
+			return targetErr("brokers", "broker %d has no rack while broker %d has one: give every target broker a rack (ID:RACK) or none", withoutRack, withRack)
+		}
+		w.notes = append(w.notes, fmt.Sprintf("racks ignored: broker %d has no rack while broker %d has one", withoutRack, withRack))
+		useRacks = false
+	}
 	w.ids = ids
 	w.pos = make(map[int32]int32, len(ids))
 	w.target = make([]bool, len(ids))
@@ -111,7 +177,7 @@ func newWork(c *topology.Cluster, o Options) (*work, error) {
 	rackIx := map[string]int32{}
 	var rackNames []string
 	for _, id := range ids {
-		if r := racks[id]; r != "" && targetSet[id] {
+		if r := racks[id]; useRacks && r != "" && targetSet[id] {
 			if _, ok := rackIx[r]; !ok {
 				rackIx[r] = 0
 				rackNames = append(rackNames, r)
@@ -122,7 +188,6 @@ func newWork(c *topology.Cluster, o Options) (*work, error) {
 	for i, r := range rackNames {
 		rackIx[r] = int32(i)
 	}
-	withRack, withoutRack := int32(-1), int32(-1)
 	for i, id := range ids {
 		w.pos[id] = int32(i)
 		w.target[i] = targetSet[id]
@@ -130,24 +195,20 @@ func newWork(c *topology.Cluster, o Options) (*work, error) {
 		if r, ok := rackIx[racks[id]]; ok && racks[id] != "" {
 			w.rack[i] = r
 		}
-		if w.target[i] {
-			if racks[id] != "" {
-				withRack = id
-			} else {
-				withoutRack = id
-			}
-		}
 	}
 	w.nrack = len(rackNames)
 	w.names = rackNames
-	if withRack >= 0 && withoutRack >= 0 {
-		return nil, targetErr("brokers", "broker %d has no rack while broker %d has one: give every target broker a rack (ID:RACK) or none", withoutRack, withRack)
-	}
-	nTarget := len(targetSet)
+	w.rackAware = w.nrack > 0
+	return nil
+}
 
-	// Replication factors and partitions.
+// indexPartitions checks the partitions (sorted, replicas on distinct
+// brokers), lays out their slots and topics, and returns the largest
+// target replication factor.
+func (w *work) indexPartitions() (int, error) {
+	c, o := w.c, w.opts
 	if o.ReplicationFactor < 0 {
-		return nil, targetErr("replication-factor", "must be at least 1, got %d", o.ReplicationFactor)
+		return 0, targetErr("replication-factor", "must be at least 1, got %d", o.ReplicationFactor)
 	}
 	maxRF := 0
 	np := len(c.Partitions)
@@ -159,14 +220,14 @@ func newWork(c *topology.Cluster, o Options) (*work, error) {
 	for i := range c.Partitions {
 		p := &c.Partitions[i]
 		if i > 0 && topology.ComparePartitions(c.Partitions[i-1], *p) >= 0 {
-			return nil, targetErr("", "partitions are not sorted or %s is listed twice (normalize the cluster first)", p.Key())
+			return 0, targetErr("", "partitions are not sorted or %s is listed twice (normalize the cluster first)", p.Key())
 		}
 		if len(p.Replicas) == 0 {
-			return nil, targetErr("", "partition %s has no replicas", p.Key())
+			return 0, targetErr("", "partition %s has no replicas", p.Key())
 		}
 		for j, r := range p.Replicas {
 			if slices.Contains(p.Replicas[:j], r) {
-				return nil, targetErr("", "partition %s lists broker %d twice", p.Key(), r)
+				return 0, targetErr("", "partition %s lists broker %d twice", p.Key(), r)
 			}
 		}
 		rf := len(p.Replicas)
@@ -183,70 +244,62 @@ func newWork(c *topology.Cluster, o Options) (*work, error) {
 		w.ptopic[i] = int32(len(w.tname) - 1)
 	}
 	w.tstart = append(w.tstart, int32(np))
-	if maxRF > nTarget {
-		return nil, targetErr(rfOption(o), "%s cannot hold replication factor %d", plural(nTarget, "target broker"), maxRF)
-	}
-	if w.nrack > 0 {
-		if w.nrack < maxRF {
-			return nil, targetErr(rfOption(o), "%s cannot hold replication factor %d with one replica per rack", plural(w.nrack, "rack"), maxRF)
-		}
-		w.rackAware = true
-	}
+	return maxRF, nil
+}
 
-	// Cells.
-	w.cellOf = make([]int32, len(ids))
+// makeCells checks the cell size and splits the target brokers into cells
+// (one cell unless FixOverlaps with a cell size).
+func (w *work) makeCells(nTarget, maxRF int) error {
+	o := w.opts
+	w.cellOf = make([]int32, len(w.ids))
 	for i := range w.cellOf {
 		w.cellOf[i] = -1
 	}
 	if o.CellSize < 0 {
-		return nil, targetErr("cell-size", "must be positive, got %d", o.CellSize)
+		return targetErr("cell-size", "must be positive, got %d", o.CellSize)
 	}
 	if o.CellSize > 0 && !o.FixOverlaps {
-		return nil, targetErr("cell-size", "only applies with --fix-overlaps")
+		return targetErr("cell-size", "only applies with fix-overlaps")
 	}
 	k := nTarget
 	if o.FixOverlaps && o.CellSize > 0 {
 		k = o.CellSize
 		switch {
 		case k > nTarget:
-			return nil, targetErr("cell-size", "%d is larger than the %d target brokers", k, nTarget)
+			return targetErr("cell-size", "%d is larger than the %d target brokers", k, nTarget)
 		case nTarget%k != 0:
-			return nil, targetErr("cell-size", "%d does not divide the %d target brokers into whole cells", k, nTarget)
+			return targetErr("cell-size", "%d does not divide the %d target brokers into whole cells", k, nTarget)
 		case k < maxRF:
-			return nil, targetErr("cell-size", "a cell of %d brokers cannot hold replication factor %d", k, maxRF)
+			return targetErr("cell-size", "a cell of %d brokers cannot hold replication factor %d", k, maxRF)
 		}
 	}
 	w.cells = w.splitCells(k)
-	if w.rackAware {
-		for ci, cell := range w.cells {
-			seen := map[int32]bool{}
-			for _, b := range cell {
-				seen[w.rack[b]] = true
-			}
-			if len(seen) < maxRF {
-				return nil, targetErr("cell-size", "cell %d has %d racks, fewer than replication factor %d", ci+1, len(seen), maxRF)
-			}
-		}
-	}
 	for ci, cell := range w.cells {
 		for _, b := range cell {
 			w.cellOf[b] = int32(ci)
 		}
 	}
 	w.tcell = make([]int32, len(w.tname))
-	return w, nil
+	return nil
 }
 
-func rfOption(o Options) string {
-	if o.ReplicationFactor > 0 {
+// rfField names the option a replication factor comes from: the one the
+// user gave, or none when the layout itself sets it.
+func rfField(o Options) string {
+	switch {
+	case o.ReplicationFactor > 0:
 		return "replication-factor"
+	case len(o.Brokers) > 0:
+		return "brokers"
 	}
-	return "brokers"
+	return ""
 }
 
-// splitCells splits the target brokers into cells of k brokers: brokers in
-// rack-alternated order (as Kafka's rack-aware placement lists them), dealt
-// round robin, so every cell gets as many racks as it can.
+// splitCells splits the target brokers into cells of k brokers so that
+// every cell gets as many racks as it can: brokers grouped by rack, dealt
+// round robin, so each rack's brokers spread over floor or ceil of their
+// share of cells and racks too small to reach every cell reach consecutive
+// ones (the most rack-cell pairs any split has, spread within one).
 func (w *work) splitCells(k int) [][]int32 {
 	var tb []int32
 	for b := range w.ids {
@@ -264,15 +317,7 @@ func (w *work) splitCells(k int) [][]int32 {
 		for _, b := range tb {
 			byRack[w.rack[b]] = append(byRack[w.rack[b]], b)
 		}
-		order = order[:0:0]
-		for len(order) < len(tb) {
-			for r := range byRack {
-				if len(byRack[r]) > 0 {
-					order = append(order, byRack[r][0])
-					byRack[r] = byRack[r][1:]
-				}
-			}
-		}
+		order = slices.Concat(byRack...)
 	}
 	cells := make([][]int32, m)
 	for i, b := range order {
@@ -289,19 +334,21 @@ func (w *work) holds(i int, b int32) bool {
 	return slices.Contains(w.slots[w.off[i]:w.off[i+1]], b)
 }
 
-// rackFree reports whether broker b's rack holds no replica of partition i
-// other than the one in slot skip (-1: none skipped).
+// rackFree reports whether broker b's rack holds fewer than rackCap(i)
+// replicas of partition i other than the one in slot skip (-1: none
+// skipped).
 func (w *work) rackFree(i int, b int32, skip int32) bool {
 	if !w.rackAware {
 		return true
 	}
 	r := w.rack[b]
+	k := int32(0)
 	for s := w.off[i]; s < w.off[i+1]; s++ {
 		if s != skip && w.slots[s] >= 0 && w.slots[s] != b && w.rack[w.slots[s]] == r {
-			return false
+			k++
 		}
 	}
-	return true
+	return k < w.rcap[i]
 }
 
 // floorCeil assigns targets floor/ceil of total/len(bs) to brokers bs, the

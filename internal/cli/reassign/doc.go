@@ -2,10 +2,12 @@ package reassign
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kplan-dev/kplan/internal/audit"
+	"github.com/kplan-dev/kplan/internal/reassign"
 	"github.com/kplan-dev/kplan/internal/report"
 )
 
@@ -48,14 +50,20 @@ func doc(r result) report.Document {
 		s.Partitions, len(s.TargetBrokers), ints(s.DrainedBrokers), ints(s.AddedBrokers))}
 	plan := report.Section{Title: "Plan", Header: []string{"WHAT", "VALUE"}, Rows: [][]string{
 		{"replicas moved", strconv.Itoa(s.ReplicasMoved)},
-		{"lower bound", strconv.Itoa(s.LowerBound)},
+		{"lower bound", boundText(s)},
 		{"gap (moves over bound)", gapText(s.Gap, s.MovesOverBound)},
+	}}
+	if b := s.CountBalanceBound; b != nil && (len(s.Cells) > 0 || *b != s.LowerBound) {
+		// Cells have a bound of their own; without them both are one.
+		plan.Rows = append(plan.Rows, []string{"count-balance bound", countBoundText(s)})
+	}
+	plan.Rows = append(plan.Rows, [][]string{
 		{"partitions changed", strconv.Itoa(s.ChangedPartitions)},
 		{"leader-only changes", strconv.Itoa(s.LeaderOnlyChanges)},
 		{"leader changes", strconv.Itoa(s.LeaderChanges)},
 		{"preferred elections", strconv.Itoa(s.PreferredElections)},
 		{"bytes moved", bytesText(s.BytesMoved)},
-	}}
+	}...)
 	d.Sections = append(d.Sections, plan)
 	bal := report.Section{Title: "Balance", Header: []string{"", "BEFORE", "AFTER"}, Rows: [][]string{
 		{"replicas per broker", skewCells(s.Before.Replicas), skewCells(s.After.Replicas)},
@@ -72,6 +80,16 @@ func doc(r result) report.Document {
 			fmt.Sprintf("%d -> %d", b.ReplicasBefore, b.ReplicasAfter), fmt.Sprintf("%d -> %d", b.LeadersBefore, b.LeadersAfter)})
 	}
 	d.Sections = append(d.Sections, pb)
+	if s.RackBound != nil {
+		d.Sections = append(d.Sections, rackSections(s)...)
+	}
+	if len(s.Cells) > 0 {
+		cs := report.Section{Title: "Cells", Header: []string{"CELL", "BROKERS", "RACKS", "TOPICS", "REPLICAS"}}
+		for _, c := range s.Cells {
+			cs.Rows = append(cs.Rows, []string{strconv.Itoa(c.Cell), ints(c.Brokers), dash(strings.Join(c.Racks, ",")), strconv.Itoa(c.Topics), strconv.Itoa(c.Replicas)})
+		}
+		d.Sections = append(d.Sections, cs)
+	}
 	if len(s.UnevenTopics) > 0 {
 		ut := report.Section{Title: "Topics whose leaders stay uneven", Header: []string{"TOPIC", "PARTITIONS", "BROKERS", "LEADERS PER BROKER"}}
 		for _, t := range s.UnevenTopics {
@@ -121,4 +139,138 @@ func gapText(gap int, ratio *float64) string {
 		return strconv.Itoa(gap)
 	}
 	return fmt.Sprintf("%d (%gx)", gap, *ratio)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// boundText is the lower bound, saying what it counts against when that is
+// not an even spread over all target brokers.
+func boundText(s reassign.Summary) string {
+	var against []string
+	if len(s.Cells) > 0 {
+		against = append(against, "per cell")
+	}
+	if s.RackBound != nil {
+		against = append(against, "rack-aware targets, see Racks")
+	}
+	if len(against) == 0 {
+		return strconv.Itoa(s.LowerBound)
+	}
+	return fmt.Sprintf("%d (%s)", s.LowerBound, strings.Join(against, "; "))
+}
+
+// countBoundText is the count-balance bound of a --fix-overlaps plan and
+// the moves over it.
+func countBoundText(s reassign.Summary) string {
+	text := fmt.Sprintf("%d (the bound without --fix-overlaps", *s.CountBalanceBound)
+	if s.MovesOverCountBalanceBound != nil {
+		text += fmt.Sprintf("; moves %gx it", *s.MovesOverCountBalanceBound)
+	}
+	return text + ")"
+}
+
+// rackSections show why racks keep replicas per broker from being even:
+// the racks that bind, the rack-aware targets, and the --brokers that would
+// allow an even spread.
+func rackSections(s reassign.Summary) []report.Section {
+	rb := s.RackBound
+	lim := report.Section{Title: "Racks limit balance", Header: []string{"RACK", "BROKERS", "CAN HOLD", "EVEN SPREAD GIVES IT"}}
+	multiCell := len(s.Cells) > 0
+	if multiCell {
+		lim.Header = append([]string{"CELL"}, lim.Header...)
+	}
+	for _, l := range rb.Limits {
+		row := []string{l.Rack, ints(l.Brokers), fmt.Sprintf("%d of %d replicas", l.Capacity, l.CellReplicas), strconv.Itoa(l.Even)}
+		if multiCell {
+			row = append([]string{strconv.Itoa(l.Cell)}, row...)
+		}
+		lim.Rows = append(lim.Rows, row)
+	}
+	lim.Notes = []string{"a rack holds at most one replica of a partition (with fewer racks than replicas, the fewest an even spread over the racks needs), so its brokers cannot reach an even share"}
+	fixes := rackFixes(s)
+	switch {
+	case len(fixes) > 0:
+		lim.Notes = append(lim.Notes, "an even spread needs "+strings.Join(fixes, ", or "))
+	case multiCell:
+		lim.Notes = append(lim.Notes, "an even spread needs racks of more even sizes in each cell, or another --cell-size")
+	default:
+		lim.Notes = append(lim.Notes, "no --brokers change of up to as many brokers as there are allows an even spread: the racks need more even sizes")
+	}
+	tg := report.Section{Title: "Rack-aware targets (the lower bound counts against these)", Header: []string{"BROKER", "RACK", "TARGET", "EVEN SPREAD"}}
+	for _, t := range rb.Targets {
+		tg.Rows = append(tg.Rows, []string{strconv.Itoa(int(t.Broker)), t.Rack, strconv.Itoa(t.Target), strconv.Itoa(t.Even)})
+	}
+	return []report.Section{lim, tg}
+}
+
+// rackFixes spells the rack bound's suggestions as --brokers lists.
+func rackFixes(s reassign.Summary) []string {
+	rb := s.RackBound
+	var out []string
+	if len(rb.NewRacks) > 0 {
+		var items []string
+		rest := slices.DeleteFunc(slices.Clone(s.TargetBrokers), func(id int32) bool { return slices.Contains(rb.NewRacks, id) })
+		if len(rest) > 0 {
+			items = append(items, idRanges(rest))
+		}
+		for j, id := range rb.NewRacks {
+			items = append(items, fmt.Sprintf("%d:new-rack-%d", id, j+1))
+		}
+		where := "in a rack of its own"
+		if len(rb.NewRacks) > 1 {
+			where = "each in a rack of its own"
+		}
+		out = append(out, fmt.Sprintf("%s %s %s (--brokers %s)", noun(len(rb.NewRacks), "broker"), ints(rb.NewRacks), where, strings.Join(items, ",")))
+	}
+	if rb.AddBrokers > 0 && len(s.TargetBrokers) > 0 {
+		items := []string{idRanges(s.TargetBrokers)}
+		next := slices.Max(s.TargetBrokers)
+		for _, b := range s.DrainedBrokers {
+			next = max(next, b)
+		}
+		for j := range rb.AddBrokers {
+			items = append(items, fmt.Sprintf("%d:new-rack-%d", next+1+int32(j), j+1))
+		}
+		where := "in a new rack"
+		if rb.AddBrokers > 1 {
+			where = "each in a new rack"
+		}
+		out = append(out, fmt.Sprintf("%d more %s %s (--brokers %s)", rb.AddBrokers, noun(rb.AddBrokers, "broker"), where, strings.Join(items, ",")))
+	}
+	return out
+}
+
+func noun(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// idRanges writes broker ids as --brokers does: FIRST-LAST for runs.
+func idRanges(ids []int32) string {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	var parts []string
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		switch j {
+		case i:
+			parts = append(parts, strconv.Itoa(int(ids[i])))
+		case i + 1:
+			parts = append(parts, strconv.Itoa(int(ids[i])), strconv.Itoa(int(ids[j])))
+		default:
+			parts = append(parts, fmt.Sprintf("%d-%d", ids[i], ids[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }

@@ -68,7 +68,11 @@ func NewCmdReassign(f *cmdutil.Factory, runF func(context.Context, *Options) err
 - spreads each topic's leaders to floor or ceil of its partitions per broker
   where its replicas allow;
 - keeps the replicas of a partition in distinct racks when there are at
-  least as many racks as replicas;
+  least as many racks as replicas, and spreads them over the racks as far
+  as they allow when there are fewer (one rack constrains nothing); when
+  racks keep replicas per broker from an even spread, the summary names
+  the racks, shows the rack-aware targets and the --brokers that would
+  allow one;
 - empties brokers left out of --brokers and fills brokers new in it;
 - with --fix-overlaps, places every topic in one cell (the whole cluster, or
   --cell-size brokers) and leads every topic with at least as many
@@ -87,7 +91,9 @@ FILE.wave-2.json, ... to run one after another.
 The summary compares the moves with a lower bound: what the brokers under
 their target must receive, i.e. the replicas on drained brokers plus each
 broker's excess over a target of floor/ceil of the mean, the ceilings given
-to the most loaded brokers. Without --out nothing is written.`,
+to the most loaded brokers. With --fix-overlaps it also shows the
+count-balance bound (the bound without --fix-overlaps), since cells and
+leader blocks move more by design. Without --out nothing is written.`,
 		Example: `  $ kplan reassign --from testdata/layouts/kafkakit-optimize-input.json
   $ kplan reassign --from layout.json --brokers 1,2,3,4,5:rack-b --out plan.json --rollback rollback.json
   $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
@@ -198,6 +204,37 @@ func ParseBrokers(s string) ([]topology.Broker, error) {
 	return out, nil
 }
 
+// flagError is a planner error as the command line tells it: the flag the
+// fault comes from, or the input file when the layout itself is at fault.
+// Its kind (usage) comes from the wrapped error.
+type flagError struct {
+	where string
+	err   *reassign.TargetError
+}
+
+func (e *flagError) Error() string {
+	if e.where == "" {
+		return e.err.Msg
+	}
+	return e.where + ": " + e.err.Msg
+}
+
+func (e *flagError) Unwrap() error { return e.err }
+
+// targetError spells a *reassign.TargetError's field as its flag (a fault
+// of the layout names the file it came from); other errors pass unchanged.
+func targetError(err error, from string) error {
+	var te *reassign.TargetError
+	if !errors.As(err, &te) {
+		return err
+	}
+	where := from
+	if te.Field != "" {
+		where = "--" + te.Field
+	}
+	return &flagError{where: where, err: te}
+}
+
 // result is the JSON of `kplan reassign -o json`: the summary and the
 // files written.
 type result struct {
@@ -227,10 +264,7 @@ func runReassign(ctx context.Context, opts *Options) error {
 	}
 	plan, err := reassign.Compute(c, ro)
 	if err != nil {
-		if errors.Is(err, reassign.ErrBadTarget) {
-			return cmdutil.Usage(err)
-		}
-		return err
+		return targetError(err, opts.Source.From)
 	}
 	if err := reassign.Check(c, plan, ro); err != nil {
 		return fmt.Errorf("refusing to write the plan: %w", err)

@@ -3,7 +3,6 @@ package reassign_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,14 +15,13 @@ import (
 	"github.com/kplan-dev/kplan/internal/cli/reassign"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/testutil/golden"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
 const (
-	kafkakit = "../../../testdata/layouts/kafkakit-optimize-input.json"
-	thesis   = "../../reassign/testdata/"
+	layouts  = "../../../testdata/layouts/"
+	kafkakit = layouts + "kafkakit-optimize-input.json"
 )
 
 func run(args ...string) (int, string, string) {
@@ -31,18 +29,6 @@ func run(args ...string) (int, string, string) {
 	f := cmdutil.NewTestFactory()
 	f.IOStreams = ios
 	return app.Run(context.Background(), f, args), out.String(), errOut.String()
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -update")
-	assert.Equal(t, string(want), got)
 }
 
 func TestNewCmdReassign(t *testing.T) {
@@ -120,17 +106,46 @@ func TestBadInput(t *testing.T) {
 func TestKafkaKitGolden(t *testing.T) {
 	code, out, errOut := run("reassign", "--from", kafkakit)
 	require.Equal(t, 0, code, errOut)
-	golden(t, "kafkakit.golden", out)
+	golden.AssertString(t, "kafkakit.txt", out)
 }
 
-func TestThesisFixOverlapsGolden(t *testing.T) {
-	for _, name := range []string{"thesis-6.4", "thesis-fig3.5", "thesis-fig3.8"} {
-		t.Run(name, func(t *testing.T) {
-			code, out, errOut := run("reassign", "--from", thesis+name+".json", "--fix-overlaps", "-o", "markdown")
-			require.Equal(t, 0, code, errOut)
-			golden(t, name+"-fix-overlaps.md", out)
-		})
+// Racks fewer than the replication factor plan normally (they used to exit
+// 2 blaming --brokers, a flag not given): one rack constrains nothing.
+func TestFewerRacksThanReplicas(t *testing.T) {
+	code, out, errOut := run("reassign", "--from", layouts+"one-rack.json", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "--brokers")
+	var sum struct {
+		After struct {
+			Replicas struct{ Min, Max int } `json:"replicas"`
+		} `json:"after"`
+		Notes []string `json:"notes"`
 	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	assert.LessOrEqual(t, sum.After.Replicas.Max-sum.After.Replicas.Min, 1)
+	assert.Contains(t, strings.Join(sum.Notes, "\n"), "1 rack for replication factor 2")
+}
+
+// On the lab's racks (a, b, c, a) an even spread does not fit rack a: the
+// plan names the rack, shows the rack-aware targets and the --brokers that
+// would allow an even spread.
+func TestRackBoundGolden(t *testing.T) {
+	code, out, errOut := run("reassign", "--from", layouts+"racks-4-brokers-3-racks.json")
+	require.Equal(t, 0, code, errOut)
+	golden.AssertString(t, "racks-4-brokers-3-racks.txt", out)
+	assert.Contains(t, out, "3 (rack-aware targets, see Racks)")
+	assert.Contains(t, out, "--brokers 1-3,4:new-rack-1")
+}
+
+// --cell-size 3 on demo-cells (9 brokers, 3 racks) used to deal every rack
+// into its own cell and exit 2; cells now mix racks, and the count-balance
+// bound stands beside the per-cell one.
+func TestCellsGolden(t *testing.T) {
+	code, out, errOut := run("reassign", "--from", layouts+"demo-cells.json", "--fix-overlaps", "--cell-size", "3", "-o", "markdown")
+	require.Equal(t, 0, code, errOut)
+	golden.AssertString(t, "demo-cells-cell-size-3.md", out)
+	assert.Contains(t, out, "count-balance bound")
+	assert.Equal(t, 3, strings.Count(out, "rack-0,rack-1,rack-2"), "every cell mixes the three racks")
 }
 
 // TestFiles writes every file, checks each parses as Kafka's format,
