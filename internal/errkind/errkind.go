@@ -118,10 +118,10 @@ func KindOf(err error) Kind {
 // that names one, or "".
 func FieldOf(err error) string {
 	for err != nil {
-		if f, ok := err.(Fielded); ok && f.ErrorField() != "" {
+		if f, ok := err.(Fielded); ok && f.ErrorField() != "" { //nolint:errorlint // walks the chain one link at a time, skipping links without a field
 			return f.ErrorField()
 		}
-		switch u := err.(type) {
+		switch u := err.(type) { //nolint:errorlint // the walk itself
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
