@@ -89,11 +89,10 @@ type Balance struct {
 	// one rack than an even spread over them needs.
 	RackViolations int `json:"rack_violations"`
 	// MaxGroups and Overlaps count node-topic max groups and overlapping
-	// pairs of them by leaders, as `kplan audit` does (overlaps stop at
-	// audit.MaxOverlaps, then OverlapsTruncated is set).
-	MaxGroups         int  `json:"max_groups"`
-	Overlaps          int  `json:"overlaps"`
-	OverlapsTruncated bool `json:"overlaps_truncated,omitempty"`
+	// pairs of them by leaders, as `kplan audit` does; the count is exact
+	// (audit.CountOverlaps), however many pairs there are.
+	MaxGroups int `json:"max_groups"`
+	Overlaps  int `json:"overlaps"`
 }
 
 // BrokerLoad is one broker before and after.
@@ -375,11 +374,11 @@ func (w *work) topicSpreads(s *Summary, final *topology.Cluster) {
 // groups counts max groups and overlaps before and after, as kplan audit
 // counts them, and lists the overlaps that remain with their reasons.
 func (w *work) groups(s *Summary, final *topology.Cluster) {
-	s.Before.MaxGroups, s.Before.Overlaps, s.Before.OverlapsTruncated, _, _, _ = overlaps(w.c)
+	s.Before.MaxGroups, s.Before.Overlaps, _, _, _ = overlaps(w.c)
 	var groups []audit.Group
 	var ovs []audit.Overlap
 	var ix *topology.Index
-	s.After.MaxGroups, s.After.Overlaps, s.After.OverlapsTruncated, groups, ovs, ix = overlaps(final)
+	s.After.MaxGroups, s.After.Overlaps, groups, ovs, ix = overlaps(final)
 	s.RemainingOverlaps = []RemainingOverlap{}
 	for _, o := range ovs {
 		if len(s.RemainingOverlaps) == MaxListed {
@@ -437,12 +436,14 @@ func (w *work) overlapReason(a, b audit.Group, ix *topology.Index) string {
 	return "the cells overlap"
 }
 
-func overlaps(c *topology.Cluster) (int, int, bool, []audit.Group, []audit.Overlap, *topology.Index) {
+// overlaps returns the number of max groups by leaders, the exact number of
+// overlapping pairs, the groups and the first MaxListed pairs.
+func overlaps(c *topology.Cluster) (int, int, []audit.Group, []audit.Overlap, *topology.Index) {
 	ix := topology.NewIndex(c.Brokers)
 	names, sets := audit.TopicSets(c, ix, audit.ByLeaders)
 	groups := audit.MaxGroups(names, sets)
-	ovs, truncated := audit.OverlapsUpTo(groups, ix.Len(), audit.MaxOverlaps)
-	return len(groups), len(ovs), truncated, groups, ovs, ix
+	ovs, _ := audit.OverlapsUpTo(groups, ix.Len(), MaxListed)
+	return len(groups), audit.CountOverlaps(groups, ix.Len()), groups, ovs, ix
 }
 
 // spread returns the least and most partitions led by one of k brokers

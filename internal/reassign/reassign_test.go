@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
@@ -162,4 +163,27 @@ func TestPropertiesRandomLayouts(t *testing.T) {
 			assert.Zero(t, p.Summary.After.RackViolations, "iteration %d", iter)
 		}
 	}
+}
+
+// The summary's overlap count is exact past audit's default list length
+// (a regression: it stopped at 10,000 and said "at least").
+func TestSummaryOverlapCountIsExact(t *testing.T) {
+	c, err := topology.Generate(topology.GenOptions{Brokers: 150, Topics: 400, Partitions: 4000, ReplicationFactor: 3, Scatter: 1}, rand.New(rand.NewPCG(3, 3)))
+	require.NoError(t, err)
+	plan, err := Compute(c, Options{})
+	require.NoError(t, err)
+	ix := topology.NewIndex(c.Brokers)
+	names, sets := audit.TopicSets(c, ix, audit.ByLeaders)
+	groups := audit.MaxGroups(names, sets)
+	brute := 0
+	for i := range groups {
+		for j := i + 1; j < len(groups); j++ {
+			if slices.ContainsFunc(ix.IDs(groups[i].Brokers), func(b int32) bool { return slices.Contains(ix.IDs(groups[j].Brokers), b) }) {
+				brute++
+			}
+		}
+	}
+	require.Greater(t, brute, audit.MaxOverlaps)
+	assert.Equal(t, brute, plan.Summary.Before.Overlaps)
+	assert.LessOrEqual(t, len(plan.Summary.RemainingOverlaps), MaxListed)
 }

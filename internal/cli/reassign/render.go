@@ -71,7 +71,7 @@ func doc(r result) report.Document {
 		{"topics with leaders within one of the mean", fmt.Sprintf("%d of %d", s.Before.TopicsLeadersWithinOne, s.Before.Topics), fmt.Sprintf("%d of %d", s.After.TopicsLeadersWithinOne, s.After.Topics)},
 		{"rack violations", strconv.Itoa(s.Before.RackViolations), strconv.Itoa(s.After.RackViolations)},
 		{"max groups (by leaders)", strconv.Itoa(s.Before.MaxGroups), strconv.Itoa(s.After.MaxGroups)},
-		{"overlapping group pairs", overlapCount(s.Before.Overlaps, s.Before.OverlapsTruncated), overlapCount(s.After.Overlaps, s.After.OverlapsTruncated)},
+		{"overlapping group pairs", strconv.Itoa(s.Before.Overlaps), strconv.Itoa(s.After.Overlaps)},
 	}}
 	d.Sections = append(d.Sections, bal)
 	pb := report.Section{Title: "Per broker", Header: []string{"BROKER", "RACK", "STATUS", "REPLICAS", "LEADERS"}}
@@ -99,7 +99,7 @@ func doc(r result) report.Document {
 		d.Sections = append(d.Sections, ut)
 	}
 	if len(s.RemainingOverlaps) > 0 {
-		ov := report.Section{Title: fmt.Sprintf("Remaining overlaps (%s)", overlapCount(s.After.Overlaps, s.After.OverlapsTruncated)), Header: []string{"GROUP", "GROUP", "SHARED BROKERS", "WHY"}}
+		ov := report.Section{Title: fmt.Sprintf("Remaining overlaps (%d)", s.After.Overlaps), Header: []string{"GROUP", "GROUP", "SHARED BROKERS", "WHY"}}
 		for _, o := range s.RemainingOverlaps {
 			ov.Rows = append(ov.Rows, []string{strings.Join(o.Groups[0], ","), strings.Join(o.Groups[1], ","), ints(o.SharedBrokers), o.Reason})
 		}
@@ -125,13 +125,6 @@ func doc(r result) report.Document {
 	d.Sections = append(d.Sections, files)
 	d.Notes = s.Notes
 	return d
-}
-
-func overlapCount(n int, truncated bool) string {
-	if truncated {
-		return fmt.Sprintf("at least %d", n)
-	}
-	return strconv.Itoa(n)
 }
 
 func gapText(gap int, ratio *float64) string {
