@@ -88,7 +88,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--scatter", "2"}, "--scatter: want a fraction in 0..1"},
 		{[]string{"--first-id", "-1"}, "--first-id: -1 is out of range"},
 		{[]string{"--out", filepath.Join(dir, "no", "such.json")}, "--out: "},
-		{[]string{"--brokers", "x"}, "invalid argument"},
+		{[]string{"--brokers", "x"}, `invalid argument "x" for "--brokers" flag`},
 		{[]string{"-o", "json"}, "--output: the summary is printed only with --out"},
 		{[]string{"--out", filepath.Join(dir, "x.json"), "-o", "xml"}, "--output: "},
 	} {
