@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kplan-dev/kplan/internal/localkafka"
 )
 
 // proc is one process of the control plane, logging to Dir/<name>.log.
@@ -53,6 +55,7 @@ func (e *Env) spawn(name, bin string, env []string, args ...string) (*proc, erro
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	localkafka.CloseInheritedOnExec() // hand no test lock down to the control plane
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}

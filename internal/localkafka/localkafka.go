@@ -681,6 +681,7 @@ func (s *State) start(n *Node) error {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	CloseInheritedOnExec()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting node-%d: %w", n.ID, err)
 	}
@@ -696,6 +697,23 @@ func (s *State) start(n *Node) error {
 	// zombie of a long-lived process (the test binary).
 	go cmd.Wait() //nolint:errcheck // exit status is read from the log
 	return nil
+}
+
+// CloseInheritedOnExec marks every descriptor this process inherited
+// (beyond stdin, stdout and stderr) close-on-exec, so that the JVMs, which
+// outlive it, do not hold them: a `flock LOCK go test` hands its lock down
+// as fd 3, and JVMs left by a crashed test held that lock for good. Go
+// opens its own descriptors close-on-exec already.
+func CloseInheritedOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 func (s *State) waitReady(ctx context.Context, ready Ready, want []int32) error {
