@@ -89,6 +89,9 @@ type Env struct {
 	Server string
 	// Scheme is Client's scheme.
 	Scheme *runtime.Scheme
+	// StartedIn is how long the control plane took to start (processes,
+	// CRDs, objects), for the record.
+	StartedIn time.Duration
 
 	rest  *rest.Config
 	watch client.WithWatch
@@ -264,6 +267,7 @@ func start() (*Env, error) {
 		return nil, derr
 	}
 	e := &Env{Dir: dir, Namespace: Namespace}
+	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if serr := e.up(ctx, bins); serr != nil {
@@ -276,6 +280,7 @@ func start() (*Env, error) {
 		}
 		return nil, fmt.Errorf("starting the control plane (files in %s): %w%s", dir, serr, logs.String())
 	}
+	e.StartedIn = time.Since(began)
 	return e, nil
 }
 

@@ -35,6 +35,7 @@ func TestMain(m *testing.M) { os.Exit(k8stest.Stop(labtest.Main(m))) }
 // and broker back.
 func TestPodKillKillsTheLabBroker(t *testing.T) {
 	env := k8stest.Shared(t)
+	t.Logf("control plane started in %s", env.StartedIn.Round(time.Millisecond))
 	lab := labtest.Start(t, labtest.Options{Brokers: 3, LoopbackPerBroker: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -64,6 +65,7 @@ func TestPodKillKillsTheLabBroker(t *testing.T) {
 			}},
 		},
 	}
+	created := time.Now()
 	require.NoError(t, env.Client.Create(ctx, pc))
 
 	// Chaos Mesh's controller selects, kills and records.
@@ -86,7 +88,7 @@ func TestPodKillKillsTheLabBroker(t *testing.T) {
 		}
 		return false
 	}, time.Minute, 100*time.Millisecond, "Chaos Mesh reports AllInjected and an Apply event for the pod")
-	t.Logf("Chaos Mesh recorded the pod-kill at %s", applied.Format(time.RFC3339Nano))
+	t.Logf("Chaos Mesh recorded the pod-kill at %s; AllInjected seen %s after the create", applied.Format(time.RFC3339), time.Since(created).Round(time.Millisecond))
 
 	// The agent killed broker 3: Kafka fences it and its metadata drops it.
 	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap, Timeout: 2 * time.Second}, "k8stest")
@@ -97,6 +99,7 @@ func TestPodKillKillsTheLabBroker(t *testing.T) {
 		return err == nil && len(c.Brokers) > 0 && !listed(c.Brokers, victim)
 	}, time.Minute, 100*time.Millisecond, "Kafka's metadata stops listing broker %d", victim)
 	assert.GreaterOrEqual(t, agent.Kills(), 1)
+	t.Logf("broker %d gone from Kafka's metadata %s after the create", victim, time.Since(created).Round(time.Millisecond))
 
 	// The pod comes back (a new one), Ready, and the broker with it.
 	agent.WaitRunning(t, victim, 3*time.Minute)
@@ -110,6 +113,7 @@ func TestPodKillKillsTheLabBroker(t *testing.T) {
 		return err == nil && listed(c.Brokers, victim)
 	}, time.Minute, 200*time.Millisecond, "broker %d back in Kafka's metadata", victim)
 	assert.Equal(t, 1, agent.Kills(), "one pod deletion, one kill")
+	t.Logf("pod Ready and broker %d back %s after the create (restart delay %s)", victim, time.Since(created).Round(time.Millisecond), k8stest.DefaultRestartDelay)
 
 	// Deleting the PodChaos leaves nothing behind.
 	require.NoError(t, env.Client.Delete(ctx, pc))
