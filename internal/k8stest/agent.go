@@ -67,6 +67,7 @@ type Agent struct {
 	delay   time.Duration
 	uids    map[int32]types.UID // the pod the agent made last, per broker
 	running map[int32]bool      // pod marked Running+Ready by the agent
+	away    map[int32]bool      // pod deleted by DeletePod: left alone
 	errs    []error
 }
 
@@ -87,7 +88,7 @@ var labMu sync.Mutex
 func (e *Env) BrokerPods(t testing.TB, lab *localkafka.State, name func(id int32) string, labels func(id int32) map[string]string) *Agent {
 	t.Helper()
 	a := &Agent{env: e, lab: lab, name: name, labels: labels, ids: map[string]int32{}, poke: map[int32]chan struct{}{},
-		delay: DefaultRestartDelay, uids: map[int32]types.UID{}, running: map[int32]bool{}}
+		delay: DefaultRestartDelay, uids: map[int32]types.UID{}, running: map[int32]bool{}, away: map[int32]bool{}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, b := range lab.Brokers() {
@@ -135,20 +136,81 @@ func (a *Agent) Pod(id int32) string { return a.name(id) }
 // Running), as a failing readiness probe would.
 func (a *Agent) SetReady(t testing.TB, id int32, ready bool) {
 	t.Helper()
+	a.updateStatus(t, id, func(pod *corev1.Pod) { setReady(pod, ready) })
+}
+
+// DeletePod deletes broker id's pod, as if it had never been made, and
+// leaves it deleted: the agent neither kills the broker nor recreates the
+// pod until RecreatePod (for the "pod missing" refusal).
+func (a *Agent) DeletePod(t testing.TB, id int32) {
+	t.Helper()
+	a.mu.Lock()
+	a.away[id] = true
+	a.running[id] = false
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	zero := int64(0)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: a.env.Namespace, Name: a.name(id)}}
+	if err := a.env.Client.Delete(ctx, pod, &client.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("k8stest: deleting pod %s: %v", pod.Name, err)
+	}
+	if err := a.waitGone(ctx, client.ObjectKeyFromObject(pod), ""); err != nil {
+		t.Fatalf("k8stest: pod %s not gone: %v", pod.Name, err)
+	}
+}
+
+// RecreatePod makes broker id's pod again after DeletePod, Running and
+// Ready, and the agent manages it again.
+func (a *Agent) RecreatePod(t testing.TB, id int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	node, err := a.lab.Node(id)
+	if err != nil {
+		t.Fatalf("k8stest: %v", err)
+	}
+	pod, err := a.create(ctx, id)
+	if err != nil {
+		t.Fatalf("k8stest: recreating pod %s: %v", a.name(id), err)
+	}
+	if err := a.markRunning(ctx, pod, *node); err != nil {
+		t.Fatalf("k8stest: setting pod %s Running: %v", pod.Name, err)
+	}
+	a.mu.Lock()
+	a.away[id] = false
+	a.mu.Unlock()
+}
+
+// SetPodIP sets the podIP of broker id's pod (for the identity-mismatch
+// refusal); the agent sets the broker's own address again only when it
+// recreates the pod.
+func (a *Agent) SetPodIP(t testing.TB, id int32, ip string) {
+	t.Helper()
+	a.updateStatus(t, id, func(pod *corev1.Pod) {
+		pod.Status.PodIP = ip
+		pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	})
+}
+
+// updateStatus applies change to broker id's pod status, retrying on
+// conflicts.
+func (a *Agent) updateStatus(t testing.TB, id int32, change func(*corev1.Pod)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
 		var pod corev1.Pod
 		err := a.env.Client.Get(ctx, client.ObjectKey{Namespace: a.env.Namespace, Name: a.name(id)}, &pod)
 		if err == nil {
-			setReady(&pod, ready)
+			change(&pod)
 			err = a.env.Client.Status().Update(ctx, &pod)
 		}
 		if err == nil {
 			return
 		}
 		if !apierrors.IsConflict(err) {
-			t.Fatalf("k8stest: setting pod %s Ready=%t: %v", a.name(id), ready, err)
+			t.Fatalf("k8stest: updating the status of pod %s: %v", a.name(id), err)
 		}
 	}
 }
@@ -254,8 +316,9 @@ func (a *Agent) reconcile(ctx context.Context, id int32) error {
 	}
 	a.mu.Lock()
 	mine := err == nil && pod.UID == a.uids[id]
+	away := a.away[id]
 	a.mu.Unlock()
-	if mine && pod.DeletionTimestamp == nil {
+	if away || (mine && pod.DeletionTimestamp == nil) {
 		return nil
 	}
 	// The pod is deleted (or being deleted, or replaced by someone else):

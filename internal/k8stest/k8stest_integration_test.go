@@ -124,6 +124,53 @@ func TestPodKillKillsTheLabBroker(t *testing.T) {
 	require.NoError(t, agent.Err())
 }
 
+// TestAgentRefusalHelpers: the helpers the refusal tests use change the
+// pods only, never the brokers.
+func TestAgentRefusalHelpers(t *testing.T) {
+	env := k8stest.Shared(t)
+	lab := labtest.Start(t, labtest.Options{Brokers: 3, LoopbackPerBroker: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	agent := env.BrokerPods(t, lab.State, k8stest.StrimziName("my-cluster", "pool-a"), k8stest.StrimziLabels("my-cluster", "pool-a"))
+	get := func(id int32) (*corev1.Pod, error) {
+		var pod corev1.Pod
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: agent.Pod(id)}, &pod)
+		return &pod, err
+	}
+
+	agent.SetReady(t, 2, false)
+	pod, err := get(2)
+	require.NoError(t, err)
+	assert.False(t, podReady(pod))
+	assert.Equal(t, corev1.PodRunning, pod.Status.Phase)
+	agent.SetReady(t, 2, true)
+	pod, err = get(2)
+	require.NoError(t, err)
+	assert.True(t, podReady(pod))
+
+	agent.SetPodIP(t, 2, "10.1.2.3")
+	pod, err = get(2)
+	require.NoError(t, err)
+	assert.Equal(t, "10.1.2.3", pod.Status.PodIP)
+
+	agent.DeletePod(t, 1)
+	_, err = get(1)
+	assert.True(t, apierrors.IsNotFound(err), "pod stays deleted, got %v", err)
+	time.Sleep(3 * time.Second) // past the agent's resync: it must not act
+	_, err = get(1)
+	assert.True(t, apierrors.IsNotFound(err), "pod stays deleted, got %v", err)
+	node, err := lab.State.Node(1)
+	require.NoError(t, err)
+	assert.True(t, node.Alive(), "DeletePod kills no broker")
+	assert.Zero(t, agent.Kills())
+	agent.RecreatePod(t, 1)
+	pod, err = get(1)
+	require.NoError(t, err)
+	assert.True(t, podReady(pod))
+	assert.Equal(t, localkafka.LoopbackAddr(1), pod.Status.PodIP)
+	require.NoError(t, agent.Err())
+}
+
 // TestRestrictedUserCannotCreatePodChaos: the restricted kubeconfig reads
 // pods but creating a PodChaos is forbidden (403).
 func TestRestrictedUserCannotCreatePodChaos(t *testing.T) {
