@@ -8,6 +8,10 @@ SHELL := /bin/bash
 # The one place the Kafka version is pinned (build/kafka/pom.xml takes it).
 KAFKA_VERSION := 4.3.1
 GOLANGCI_LINT_VERSION := v2.15.0
+# The Kubernetes control plane of the chaos-mesh integration tests: the
+# versions build/k8s/go.mod and build/chaos-mesh/go.mod require.
+K8S_VERSION := v1.35.4
+CHAOS_MESH_VERSION := v0.9.1-0.20260902003049-47411975a8cb
 
 CACHE := $(CURDIR)/.cache
 BIN := $(CURDIR)/bin
@@ -16,9 +20,14 @@ GOLANGCI_LINT := $(CACHE)/bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 KPLAN := $(BIN)/kplan
 LDFLAGS := -X github.com/kplan-dev/kplan/internal/app.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-export KPLAN_KAFKA_JARS := $(KAFKA_JARS)
+K8S_DIR := $(CACHE)/k8s-$(K8S_VERSION)
+CHAOS_MESH_DIR := $(CACHE)/chaos-mesh-$(CHAOS_MESH_VERSION)
 
-.PHONY: all build test unit integration lint vet fmt kafka tools demo bench fuzz clean
+export KPLAN_KAFKA_JARS := $(KAFKA_JARS)
+export KPLAN_KUBE_APISERVER := $(K8S_DIR)/kube-apiserver
+export KPLAN_CHAOS_MESH := $(CHAOS_MESH_DIR)
+
+.PHONY: all build test unit integration lint vet fmt kafka k8s etcd tools demo bench fuzz clean
 
 all: build
 
@@ -34,7 +43,8 @@ test: lint unit integration
 unit:
 	go test -race -count=1 ./...
 
-## integration: tests against real KRaft brokers started from Kafka's own jars.
+## integration: tests against real KRaft brokers started from Kafka's own jars,
+## and against a real Kubernetes API server with Chaos Mesh's controller (k8s).
 ##
 ## The rule: an integration test is a Test function in a _test.go file built
 ## only under the `integration` tag (`//go:build integration`). This target
@@ -46,7 +56,7 @@ unit:
 ## finds its tests. Every package runs even when an earlier one fails; the
 ## target fails at the end if any did.
 INTEGRATION_FILES = $(shell grep -rl --include='*_test.go' '^//go:build integration' cmd internal)
-integration: kafka
+integration: kafka k8s
 	@failed=; \
 	for dir in $$(for f in $(INTEGRATION_FILES); do dirname $$f; done | sort -u); do \
 	  tests=$$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(.*\*testing\.T).*/\1/p' \
@@ -89,6 +99,39 @@ $(KAFKA_JARS)/.complete: build/kafka/pom.xml
 	  org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
 	  -DincludeScope=runtime -DoutputDirectory=$(KAFKA_JARS).tmp
 	rm -rf $(KAFKA_JARS) && mv $(KAFKA_JARS).tmp $(KAFKA_JARS)
+	touch $@
+
+## k8s: the Kubernetes control plane of the integration tests (internal/k8stest):
+## Debian's etcd-server (installed with apt-get when etcd is missing), and
+## kube-apiserver and Chaos Mesh's chaos-controller-manager built from their Go
+## modules (build/k8s, build/chaos-mesh) into .cache/ with Chaos Mesh's CRDs.
+## A cold build takes several minutes; Go's build cache makes rebuilds fast.
+## Fails (never skips) when something cannot be had.
+k8s: etcd $(K8S_DIR)/.complete $(CHAOS_MESH_DIR)/.complete
+
+etcd:
+	@command -v etcd >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "make k8s: etcd is required and was not found, and there is no apt-get to install Debian's etcd-server" >&2; exit 1; }; \
+	  echo "make k8s: installing Debian's etcd-server (apt-get)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; } || \
+	    { echo "make k8s: apt-get could not install etcd-server (etcd is required; run as root with Debian's archive reachable)" >&2; exit 1; }; \
+	  command -v etcd >/dev/null || { echo "make k8s: etcd-server is installed but etcd is not on PATH" >&2; exit 1; }; }
+
+$(K8S_DIR)/.complete: build/k8s/go.mod build/k8s/go.sum
+	@mkdir -p $(K8S_DIR)
+	cd build/k8s && GOWORK=off go build -o $(K8S_DIR)/kube-apiserver.tmp k8s.io/kubernetes/cmd/kube-apiserver
+	mv $(K8S_DIR)/kube-apiserver.tmp $(K8S_DIR)/kube-apiserver
+	touch $@
+
+# github.com/chaos-mesh/fx-logr is served by the module proxy but unknown to
+# the checksum database: GONOSUMDB for this build only.
+$(CHAOS_MESH_DIR)/.complete: build/chaos-mesh/go.mod build/chaos-mesh/go.sum
+	@mkdir -p $(CHAOS_MESH_DIR)
+	cd build/chaos-mesh && GOWORK=off GONOSUMDB=github.com/chaos-mesh/fx-logr \
+	  go build -o $(CHAOS_MESH_DIR)/chaos-controller-manager.tmp github.com/chaos-mesh/chaos-mesh/cmd/chaos-controller-manager
+	cd build/chaos-mesh && cp "$$(GOWORK=off GONOSUMDB=github.com/chaos-mesh/fx-logr go list -m -f '{{.Dir}}' github.com/chaos-mesh/chaos-mesh)/manifests/crd.yaml" $(CHAOS_MESH_DIR)/crd.yaml.tmp
+	mv $(CHAOS_MESH_DIR)/crd.yaml.tmp $(CHAOS_MESH_DIR)/crd.yaml
+	mv $(CHAOS_MESH_DIR)/chaos-controller-manager.tmp $(CHAOS_MESH_DIR)/chaos-controller-manager
 	touch $@
 
 DEMO_LAB := $(CACHE)/demo-lab

@@ -6,7 +6,9 @@
 //
 //	func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
 //
-// and call labtest.Shared(t) in each test that needs brokers.
+// and call labtest.Shared(t) in each test that needs brokers, or
+// labtest.Start(t, labtest.Options{...}) for a lab of another shape (one lab
+// per binary all the same: every call must ask for the same options).
 package labtest
 
 import (
@@ -29,27 +31,70 @@ type Lab struct {
 	Bootstrap string
 }
 
+// Options shape the binary's lab.
+type Options struct {
+	// Brokers is the number of brokers; 0 means Brokers.
+	Brokers int
+	// LoopbackPerBroker gives broker N the address 127.0.0.(1+N)
+	// (localkafka.Config.Loopback).
+	LoopbackPerBroker bool
+}
+
 var (
-	once   sync.Once
-	shared *Lab
-	err    error
-	dir    string
+	mu      sync.Mutex
+	started bool
+	opts    Options
+	shared  *Lab
+	err     error
+	dir     string
 )
 
 // Brokers is the size of the shared lab.
 const Brokers = 3
 
-// Shared returns the binary's lab, starting it on first use.
+// Shared returns the binary's lab, starting a Brokers-broker one on first
+// use. A lab that Start began with Brokers brokers serves too, whatever its
+// addresses.
 func Shared(t testing.TB) *Lab {
 	t.Helper()
-	once.Do(func() { shared, err = start() })
+	mu.Lock()
+	if started && opts.Brokers == Brokers {
+		mu.Unlock()
+		return get(t)
+	}
+	mu.Unlock()
+	return Start(t, Options{Brokers: Brokers})
+}
+
+// Start returns the binary's lab, starting it with o on first use; a later
+// call asking for other options fails the test (there is one lab per test
+// binary).
+func Start(t testing.TB, o Options) *Lab {
+	t.Helper()
+	if o.Brokers == 0 {
+		o.Brokers = Brokers
+	}
+	mu.Lock()
+	if !started {
+		started, opts = true, o
+		shared, err = start(o)
+	}
+	mu.Unlock()
+	if opts != o {
+		t.Fatalf("labtest: this test binary's lab was started with %+v; cannot also have %+v (one lab per binary)", opts, o)
+	}
+	return get(t)
+}
+
+func get(t testing.TB) *Lab {
+	t.Helper()
 	if err != nil {
 		t.Fatalf("labtest: cannot start a real Kafka lab: %v", err)
 	}
 	return shared
 }
 
-func start() (*Lab, error) {
+func start(o Options) (*Lab, error) {
 	jars, ferr := localkafka.FindJars("")
 	if ferr != nil {
 		return nil, ferr
@@ -59,13 +104,13 @@ func start() (*Lab, error) {
 		return nil, derr
 	}
 	dir = d
-	base, perr := freeBase(Brokers)
+	base, perr := freeBase(o.Brokers)
 	if perr != nil {
 		return nil, perr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s, uerr := localkafka.Up(ctx, localkafka.Config{Brokers: Brokers, JarsDir: jars, Dir: d, BasePort: base, FastFailover: true}, kafka.WaitBrokers)
+	s, uerr := localkafka.Up(ctx, localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: d, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker}, kafka.WaitBrokers)
 	if uerr != nil {
 		return nil, uerr
 	}
@@ -100,6 +145,10 @@ func freeBase(n int) (int, error) {
 
 // Main runs the tests and then stops the lab, even when tests failed, and
 // fails the run if any lab JVM is left.
+//
+// With k8stest in the same binary, stop the control plane too:
+//
+//	func TestMain(m *testing.M) { os.Exit(k8stest.Stop(labtest.Main(m))) }
 func Main(m *testing.M) int {
 	code := m.Run()
 	if shared != nil {

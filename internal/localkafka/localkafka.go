@@ -53,6 +53,7 @@ const (
 	FieldHeapMB          = "heap-mb"
 	FieldDir             = "dir"
 	FieldKafkaJars       = "kafka-jars"
+	FieldLoopback        = "loopback-per-broker"
 )
 
 // Config describes a lab to start.
@@ -73,7 +74,16 @@ type Config struct {
 	// CPUQuota, when positive, caps each broker JVM at this fraction of one
 	// CPU through a cgroup CFS quota (controllers are not capped); 0: no cap.
 	CPUQuota float64
+	// Loopback gives every broker a loopback address of its own: broker N
+	// listens on and advertises 127.0.0.(1+N), so that each broker has a
+	// distinct host in Kafka's metadata (as pods have distinct IPs).
+	// Controller listeners stay on 127.0.0.1. Not with BandwidthBps, whose
+	// namespaces give every node an address already.
+	Loopback bool
 }
+
+// LoopbackAddr is broker id's address under Config.Loopback: 127.0.0.(1+id).
+func LoopbackAddr(id int32) string { return fmt.Sprintf("127.0.0.%d", 1+id) }
 
 // Validate checks the request alone, before the machine is looked at. Its
 // errors are usage errors naming the field (see the Field constants).
@@ -96,6 +106,9 @@ func (c Config) Validate() error {
 	if c.Dir == "" {
 		return errkind.Usagef(FieldDir, "empty: the lab needs a directory")
 	}
+	if c.Loopback && c.BandwidthBps > 0 {
+		return errkind.Usagef(FieldLoopback, "cannot be combined with a broker bandwidth limit (each broker already has its namespace's address)")
+	}
 	return nil
 }
 
@@ -111,8 +124,12 @@ type Node struct {
 	Config         string `json:"config"`
 	Log            string `json:"log"`
 	PID            int    `json:"pid"`
-	// Addr is the node's IP: 127.0.0.1, or its namespace's address.
+	// Addr is the node's IP: 127.0.0.1, its namespace's address, or its
+	// own loopback address (Config.Loopback; brokers only).
 	Addr string `json:"addr"`
+	// ControllerAddr is the controller listener's IP when it differs from
+	// Addr (a combined node under Config.Loopback keeps it on 127.0.0.1).
+	ControllerAddr string `json:"controller_addr,omitempty"`
 	// Netns is the network namespace it runs in, when bandwidth is limited.
 	Netns string `json:"netns,omitempty"`
 }
@@ -349,8 +366,14 @@ func plan(cfg Config) []Node {
 	}
 	for i := range nodes {
 		nodes[i].Addr = "127.0.0.1"
-		if cfg.BandwidthBps > 0 {
+		switch {
+		case cfg.BandwidthBps > 0:
 			nodes[i].Addr = fmt.Sprintf("10.213.%d.%d", subnetFor(cfg.Dir), 10+i)
+		case cfg.Loopback && nodes[i].Broker:
+			nodes[i].Addr = LoopbackAddr(nodes[i].ID)
+			if nodes[i].Controller {
+				nodes[i].ControllerAddr = "127.0.0.1"
+			}
 		}
 		nodes[i].Dir = filepath.Join(cfg.Dir, fmt.Sprintf("node-%d", nodes[i].ID))
 		nodes[i].Config = filepath.Join(nodes[i].Dir, "server.properties")
@@ -363,7 +386,7 @@ func properties(cfg Config, nodes []Node, n Node) string {
 	var voters []string
 	for _, v := range nodes {
 		if v.Controller {
-			voters = append(voters, fmt.Sprintf("%d@%s:%d", v.ID, v.Addr, v.ControllerPort))
+			voters = append(voters, fmt.Sprintf("%d@%s:%d", v.ID, v.controllerAddr(), v.ControllerPort))
 		}
 	}
 	var roles, listeners []string
@@ -373,7 +396,7 @@ func properties(cfg Config, nodes []Node, n Node) string {
 	}
 	if n.Controller {
 		roles = append(roles, "controller")
-		listeners = append(listeners, fmt.Sprintf("CONTROLLER://%s:%d", n.Addr, n.ControllerPort))
+		listeners = append(listeners, fmt.Sprintf("CONTROLLER://%s:%d", n.controllerAddr(), n.ControllerPort))
 	}
 	rf := min(3, cfg.Brokers)
 	lines := []string{
@@ -406,6 +429,14 @@ func properties(cfg Config, nodes []Node, n Node) string {
 		lines = append(lines, "broker.heartbeat.interval.ms=500", "broker.session.timeout.ms=3000")
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// controllerAddr is the address of n's controller listener.
+func (n Node) controllerAddr() string {
+	if n.ControllerAddr != "" {
+		return n.ControllerAddr
+	}
+	return n.Addr
 }
 
 const log4j2 = `# written by kplan lab: Kafka logs to stdout, which the lab sends to server.log
@@ -487,11 +518,13 @@ func prepare(cfg Config) (Config, error) {
 	}
 	if cfg.BandwidthBps == 0 { // fresh namespaces have every port free
 		for _, n := range plan(cfg) {
-			for _, p := range []int{n.Port, n.ControllerPort} {
-				if p == 0 {
-					continue // a node without that listener
+			if n.Port != 0 {
+				if err := portFree(n.Addr, n.Port, cfg.BasePort); err != nil {
+					return cfg, err
 				}
-				if err := portFree(p, cfg.BasePort); err != nil {
+			}
+			if n.ControllerPort != 0 {
+				if err := portFree(n.controllerAddr(), n.ControllerPort, cfg.BasePort); err != nil {
 					return cfg, err
 				}
 			}
@@ -514,10 +547,10 @@ func checkDir(dir string) error {
 	return nil
 }
 
-func portFree(port, base int) error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+func portFree(addr string, port, base int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
 	if err != nil {
-		return errkind.Usagef(FieldBasePort, "port %d on 127.0.0.1 is in use (the lab's ports start at %d; pick another)", port, base)
+		return errkind.Usagef(FieldBasePort, "port %d on %s is in use (the lab's ports start at %d; pick another)", port, addr, base)
 	}
 	return l.Close()
 }
@@ -648,6 +681,7 @@ func (s *State) start(n *Node) error {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	CloseInheritedOnExec()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting node-%d: %w", n.ID, err)
 	}
@@ -663,6 +697,23 @@ func (s *State) start(n *Node) error {
 	// zombie of a long-lived process (the test binary).
 	go cmd.Wait() //nolint:errcheck // exit status is read from the log
 	return nil
+}
+
+// CloseInheritedOnExec marks every descriptor this process inherited
+// (beyond stdin, stdout and stderr) close-on-exec, so that the JVMs, which
+// outlive it, do not hold them: a `flock LOCK go test` hands its lock down
+// as fd 3, and JVMs left by a crashed test held that lock for good. Go
+// opens its own descriptors close-on-exec already.
+func CloseInheritedOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 func (s *State) waitReady(ctx context.Context, ready Ready, want []int32) error {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,6 +60,63 @@ func TestPlanDedicatedControllersAboveFive(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPlanLoopbackPerBroker: under Config.Loopback broker N listens on and
+// advertises 127.0.0.(1+N); controller listeners stay on 127.0.0.1.
+func TestPlanLoopbackPerBroker(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		brokers   int
+		bootstrap []string
+		voters    string
+	}{
+		{"combined", 3, []string{"127.0.0.2:19092", "127.0.0.3:19102", "127.0.0.4:19112"},
+			"controller.quorum.voters=1@127.0.0.1:19093,2@127.0.0.1:19103,3@127.0.0.1:19113\n"},
+		{"dedicated controllers", 6, []string{"127.0.0.2:19092", "127.0.0.3:19102", "127.0.0.4:19112", "127.0.0.5:19122", "127.0.0.6:19132", "127.0.0.7:19142"},
+			"controller.quorum.voters=9001@127.0.0.1:19153,9002@127.0.0.1:19163,9003@127.0.0.1:19173\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Brokers: tc.brokers, Dir: "/lab", BasePort: 19092, Loopback: true}
+			s := &State{Nodes: plan(cfg)}
+			assert.Equal(t, tc.bootstrap, s.Bootstrap())
+			for _, n := range s.Nodes {
+				props := properties(cfg, s.Nodes, n)
+				assert.Contains(t, props, tc.voters)
+				if n.Broker {
+					assert.Equal(t, LoopbackAddr(n.ID), n.Addr)
+					assert.Contains(t, props, fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.%d:%d\n", 1+n.ID, n.Port))
+				} else {
+					assert.Equal(t, "127.0.0.1", n.Addr)
+				}
+				if n.Controller {
+					assert.Contains(t, props, fmt.Sprintf("CONTROLLER://127.0.0.1:%d", n.ControllerPort))
+				}
+			}
+		})
+	}
+	err := Config{Brokers: 3, Dir: "/lab", BasePort: 19092, Loopback: true, BandwidthBps: 1000}.Validate()
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+	assert.Equal(t, FieldLoopback, errkind.FieldOf(err))
+	assert.ErrorContains(t, err, "cannot be combined with a broker bandwidth limit")
+}
+
+// TestCloseInheritedOnExec: a descriptor inherited without close-on-exec
+// (flock's lock, fd 3 of `flock LOCK go test`) is not handed to the JVMs,
+// which outlive the test; before, lab JVMs left by a crashed test held the
+// tests' lock for good.
+func TestCloseInheritedOnExec(t *testing.T) {
+	fd, err := syscall.Open(filepath.Join(t.TempDir(), "lock"), syscall.O_CREAT|syscall.O_RDWR, 0o600) // no O_CLOEXEC, as inherited
+	require.NoError(t, err)
+	defer syscall.Close(fd) //nolint:errcheck // a test file
+	flags := func() uintptr {
+		r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFD, 0)
+		require.Zero(t, errno)
+		return r
+	}
+	require.Zero(t, flags()&syscall.FD_CLOEXEC)
+	CloseInheritedOnExec()
+	assert.NotZero(t, flags()&syscall.FD_CLOEXEC)
 }
 
 func TestParseBrokerAndNode(t *testing.T) {

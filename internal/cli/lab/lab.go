@@ -83,10 +83,13 @@ every node is a combined broker and controller; beyond that 3 dedicated
 controllers (ids 9001-9003) join. It prints the bootstrap servers on stdout.
 
 --broker-bandwidth and --broker-cpu give each broker a capacity of its own
-(a network namespace with a tc limit, a cgroup CPU quota); both need root.`,
+(a network namespace with a tc limit, a cgroup CPU quota); both need root.
+--loopback-per-broker gives broker-N the address 127.0.0.(1+N), so that each
+broker advertises a host of its own (as pods on Kubernetes have IPs).`,
 		Example: `  $ kplan lab up
   $ kplan lab up --brokers 6 --base-port 29092 --dir /tmp/big-lab
   $ kplan lab up --kafka-jars ~/kafka_2.13-4.3.1/libs --heap-mb 512
+  $ kplan lab up --loopback-per-broker
   $ sudo kplan lab up --broker-bandwidth 5MB/s --broker-cpu 0.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -117,6 +120,7 @@ controllers (ids 9001-9003) join. It prints the bootstrap servers on stdout.
 	fs.BoolVar(&opts.Config.FastFailover, "fast-failover", true, "broker.session.timeout.ms=3000 and heartbeat 500ms, so a killed broker is fenced in about 3s")
 	fs.StringVar(&bandwidth, "broker-bandwidth", "", "limit each broker's link to this rate (e.g. 5MB/s): every broker runs in its own network namespace with a tc tbf limit; needs root and iproute2")
 	fs.Float64Var(&opts.Config.CPUQuota, "broker-cpu", 0, "cap each broker JVM at this fraction of one CPU (e.g. 0.25) through a cgroup CFS quota, 0 for no cap; needs root and a cgroup cpu controller")
+	fs.BoolVar(&opts.Config.Loopback, "loopback-per-broker", false, "broker-N listens on and advertises 127.0.0.(1+N) instead of 127.0.0.1 (controllers stay on 127.0.0.1), so each broker has a host of its own, as pods have IPs")
 	fs.IntVar(&opts.Config.HeapMB, "heap-mb", localkafka.DefaultHeapMB, "heap of each broker JVM in MiB")
 	fs.DurationVar(&opts.Timeout, "timeout", 120*time.Second, "give up when brokers are not ready within this time")
 	return cmd

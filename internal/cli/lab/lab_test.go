@@ -56,6 +56,9 @@ func TestNewCmdUp(t *testing.T) {
 			assert.Equal(t, localkafka.Config{Brokers: 6, JarsDir: "/opt/kafka/libs", Dir: "/tmp/l", BasePort: 29092, HeapMB: 512, BandwidthBps: 5_000_000, CPUQuota: 0.25}, o.Config)
 			assert.Equal(t, 3*time.Minute, o.Timeout)
 		}},
+		{"loopback per broker", "--dir /tmp/l --loopback-per-broker", func(t *testing.T, o *lab.UpOptions) {
+			assert.True(t, o.Config.Loopback)
+		}},
 		{"no cpu cap", "--dir /tmp/l --broker-cpu 0", func(t *testing.T, o *lab.UpOptions) {
 			assert.Zero(t, o.Config.CPUQuota)
 		}},
@@ -84,6 +87,7 @@ func TestNewCmdUpValidates(t *testing.T) {
 		{"--heap-mb -5", "--heap-mb: want a heap in MiB"},
 		{"--broker-bandwidth fast", "--broker-bandwidth: rate \"fast\" has no /s"},
 		{"--timeout 0s", "--timeout: want a positive duration"},
+		{"--loopback-per-broker --broker-bandwidth 5MB/s", "--loopback-per-broker: cannot be combined with a broker bandwidth limit"},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			called := false
