@@ -306,6 +306,15 @@ func (k *Killer) Plan(ctx context.Context, b chaos.Broker) (chaos.KillPlan, erro
 	if err != nil {
 		return chaos.KillPlan{}, err
 	}
+	// A server-side dry run does not report a name already taken; a get
+	// does.
+	err = k.c.Get(ctx, client.ObjectKeyFromObject(pc), &v1alpha1.PodChaos{})
+	switch {
+	case err == nil:
+		return chaos.KillPlan{}, errkind.Refusedf("", "a PodChaos %s/%s already exists: remove it with kplan chaos cleanup", k.o.Namespace, pc.Name)
+	case !apierrors.IsNotFound(err):
+		return chaos.KillPlan{}, k.kerr(err, "get", "podchaos")
+	}
 	if err := k.c.Create(ctx, pc.DeepCopy(), client.DryRunAll); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return chaos.KillPlan{}, errkind.Refusedf("", "a PodChaos %s/%s already exists: remove it with kplan chaos cleanup", k.o.Namespace, pc.Name)
