@@ -115,9 +115,14 @@ func TestManifestGolden(t *testing.T) {
 		},
 		{
 			name: "strimzi-pod-failure",
-			o:    func() Options { o := strimziOpts(); o.Action = ActionPodFailure; o.Duration = 2 * time.Minute; return o }(),
-			pod:  pod("my-cluster-pool-a-3", "10.0.0.3", strimziLabels("pool-a")),
-			b:    chaos.Broker{ID: 3, Host: "10.0.0.3", Port: 9092},
+			o: func() Options {
+				o := strimziOpts()
+				o.Action = ActionPodFailure
+				o.Duration = 2 * time.Minute
+				return o
+			}(),
+			pod: pod("my-cluster-pool-a-3", "10.0.0.3", strimziLabels("pool-a")),
+			b:   chaos.Broker{ID: 3, Host: "10.0.0.3", Port: 9092},
 		},
 		{
 			name: "strimzi-container-kill",
