@@ -31,7 +31,8 @@ import (
 // PodChaos, Chaos Mesh selects and deletes the pod, k8stest's agent kills
 // the broker as the kubelet would and recreates both.
 
-func TestMain(m *testing.M) { os.Exit(k8stest.Main(m)) }
+// The lab stops first, then the control plane.
+func TestMain(m *testing.M) { os.Exit(k8stest.Stop(labtest.Main(m))) }
 
 const itCluster, itPool = "my-cluster", "pool-a"
 
