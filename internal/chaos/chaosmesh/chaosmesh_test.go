@@ -693,16 +693,48 @@ func TestSelectedFalseIsForgivenWhileChaosMeshSelects(t *testing.T) {
 }
 
 func TestKillCreateErrors(t *testing.T) {
-	forbidden := &interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-		if isDryRun(opts) {
-			return c.Create(ctx, obj, opts...)
-		}
-		return apierrors.NewForbidden(schema.GroupResource{Group: "chaos-mesh.org", Resource: "podchaos"}, obj.GetName(), fmt.Errorf("no"))
-	}}
+	deny := func(verb string) error {
+		return apierrors.NewForbidden(schema.GroupResource{Group: "chaos-mesh.org", Resource: "podchaos"}, "kplan-run1", fmt.Errorf("user cannot %s", verb))
+	}
+	forbidden := &interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if isDryRun(opts) {
+				return c.Create(ctx, obj, opts...)
+			}
+			return deny("create")
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			return deny("delete")
+		},
+	}
 	k := newKiller(t, strimziOpts(), newFake(t, forbidden, strimziPods(nil)...))
 	_, err := k.Kill(context.Background(), broker(3))
 	assert.Equal(t, errkind.Refused, errkind.KindOf(err))
 	assert.ErrorContains(t, err, "RBAC forbids kplan to create podchaos in namespace kafka")
+	// Regression: the API server said no, so nothing was created and
+	// Cleanup has nothing to delete (found by the integration test, where
+	// the restricted user may not delete either).
+	assert.NoError(t, k.Cleanup(context.Background()))
+
+	// A create cut short without an answer may have happened: Cleanup
+	// deletes it.
+	lost := &interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if err := c.Create(ctx, obj, opts...); err != nil {
+			return err
+		}
+		if isDryRun(opts) {
+			return nil
+		}
+		return context.Canceled
+	}}
+	c := newFake(t, lost, strimziPods(nil)...)
+	k = newKiller(t, strimziOpts(), c)
+	_, err = k.Kill(context.Background(), broker(3))
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, k.Cleanup(context.Background()))
+	var list v1alpha1.PodChaosList
+	require.NoError(t, c.List(context.Background(), &list))
+	assert.Empty(t, list.Items)
 
 	// A PodChaos of that name left behind by an earlier run.
 	left := &v1alpha1.PodChaos{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kplan-run1"}}

@@ -49,10 +49,11 @@ type Killer struct {
 
 	strimziCluster, strimziPool string // found from the pods' labels
 
-	mu      sync.Mutex
-	log     []string
-	created []string // PodChaos names Kill asked to create, in order
-	kills   map[int32]killed
+	mu    sync.Mutex
+	log   []string
+	seq   int      // PodChaos names handed out, for the next one's suffix
+	owned []string // PodChaos that may exist because Kill created them; Cleanup deletes them
+	kills map[int32]killed
 }
 
 // killed is what Kill remembers of a broker for Restore.
@@ -300,7 +301,7 @@ func (k *Killer) Plan(ctx context.Context, b chaos.Broker) (chaos.KillPlan, erro
 		return chaos.KillPlan{}, err
 	}
 	k.mu.Lock()
-	n := len(k.created)
+	n := k.seq
 	k.mu.Unlock()
 	pc, err := k.manifest(pod.Name, n)
 	if err != nil {
@@ -365,7 +366,7 @@ func (k *Killer) Kill(ctx context.Context, b chaos.Broker) (time.Time, error) {
 		return time.Time{}, err
 	}
 	k.mu.Lock()
-	n := len(k.created)
+	n := k.seq
 	k.mu.Unlock()
 	pc, err := k.manifest(pod.Name, n)
 	if err != nil {
@@ -374,12 +375,18 @@ func (k *Killer) Kill(ctx context.Context, b chaos.Broker) (time.Time, error) {
 	// Remembered before the create, so Cleanup deletes it even when Ctrl-C
 	// cuts the call after the API server has taken it.
 	k.mu.Lock()
-	k.created = append(k.created, pc.Name)
+	k.seq++
+	k.owned = append(k.owned, pc.Name)
 	k.kills[b.ID] = killed{pod: pod.Name, uid: pod.UID, restarts: restarts(pod, k.o.Container), chaos: pc.Name}
 	k.mu.Unlock()
 
 	start := k.now()
 	if err := k.c.Create(ctx, pc); err != nil {
+		if notCreated(err) {
+			// The API server answered no (or has no such resource): there
+			// is nothing to delete, nor perhaps the right to delete it.
+			k.disown(pc.Name)
+		}
 		if apierrors.IsAlreadyExists(err) {
 			return time.Time{}, errkind.Refusedf("", "a PodChaos %s/%s already exists: remove it with kplan chaos cleanup", k.o.Namespace, pc.Name)
 		}
@@ -391,6 +398,21 @@ func (k *Killer) Kill(ctx context.Context, b chaos.Broker) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return at, nil
+}
+
+// notCreated reports whether a create's error proves the object was not
+// created: the API server answered with a status, or the kind is unknown.
+// A lost connection or a cancelled call proves nothing.
+func notCreated(err error) bool {
+	var st apierrors.APIStatus
+	return errors.As(err, &st) || meta.IsNoMatchError(err)
+}
+
+// disown forgets name: Cleanup need not delete it.
+func (k *Killer) disown(name string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.owned = slices.DeleteFunc(k.owned, func(s string) bool { return s == name })
 }
 
 func restarts(p *corev1.Pod, container string) int32 {
@@ -530,6 +552,7 @@ func (k *Killer) Restore(ctx context.Context, b chaos.Broker) error {
 		if err := deleteAndWait(ctx, k.c, k.host, k.o.Namespace, st.chaos, k.o.InjectTimeout, k.poll); err != nil {
 			return err
 		}
+		k.disown(st.chaos)
 		k.logf("deleted PodChaos %s/%s: Chaos Mesh recovers pod %s/%s", k.o.Namespace, st.chaos, k.o.Namespace, st.pod)
 	}
 	ref := k.o.Namespace + "/" + st.pod
@@ -575,7 +598,7 @@ func (k *Killer) restored(p *corev1.Pod, st killed) bool {
 // fine.
 func (k *Killer) Cleanup(ctx context.Context) error {
 	k.mu.Lock()
-	names := slices.Clone(k.created)
+	names := slices.Clone(k.owned)
 	k.mu.Unlock()
 	var errs []error
 	for _, name := range names {
@@ -584,6 +607,7 @@ func (k *Killer) Cleanup(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
+		k.disown(name)
 		k.logf("deleted PodChaos %s/%s", k.o.Namespace, name)
 	}
 	if len(errs) > 0 {
