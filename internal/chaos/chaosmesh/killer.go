@@ -446,7 +446,8 @@ func (k *Killer) waitInjected(ctx context.Context, name, pod string, start time.
 			k.logf("Chaos Mesh failed to inject PodChaos %s: %s", ref, failure)
 		}
 		if condition(&pc, v1alpha1.ConditionAllInjected) == corev1.ConditionTrue && !applied.IsZero() {
-			k.logf("Chaos Mesh injected PodChaos %s into pod %s/%s at %s", ref, k.o.Namespace, pod, applied.UTC().Format(time.RFC3339))
+			k.logf("Chaos Mesh injected PodChaos %s into pod %s/%s at %s (its record's second; kplan saw it %s after the create)",
+				ref, k.o.Namespace, pod, applied.UTC().Format(time.RFC3339), now.Sub(start).Round(time.Millisecond))
 			return clampTime(applied, start, now), nil
 		}
 		if condition(&pc, v1alpha1.ConditionSelected) == corev1.ConditionFalse {
