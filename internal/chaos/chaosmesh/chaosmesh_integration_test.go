@@ -129,6 +129,55 @@ func TestChaosMeshCleanupAfterAKilledKplan(t *testing.T) {
 	assertNoPodChaos(t, admin, env.Namespace)
 }
 
+// TestChaosMeshManifestsAccepted: the real API server, validating by
+// Chaos Mesh's CRD schema, takes kplan's PodChaos for every action.
+func TestChaosMeshManifestsAccepted(t *testing.T) {
+	env := k8stest.Shared(t)
+	admin := adminClient(t, env)
+	for _, o := range []Options{
+		{Namespace: env.Namespace, RunID: "it-dry-kill"},
+		{Namespace: env.Namespace, RunID: "it-dry-failure", Action: ActionPodFailure, Duration: 90 * time.Second},
+		{Namespace: env.Namespace, RunID: "it-dry-container", Action: ActionContainerKill, Container: "kafka"},
+	} {
+		pc, err := Manifest(o, "my-cluster-pool-a-3")
+		require.NoError(t, err)
+		assert.NoError(t, admin.Create(context.Background(), pc, client.DryRunAll), o.Action)
+	}
+	assertNoPodChaos(t, admin, env.Namespace)
+}
+
+// TestChaosMeshPodFailureLifecycle: Chaos Mesh performs a pod-failure
+// through the API server (it swaps the pod's images for a pause image), so
+// its controller reports the injection here too; no kubelet runs, so the
+// broker itself keeps running. Restore deletes the PodChaos, Chaos Mesh's
+// finalizer recovers the pod, and nothing is left.
+func TestChaosMeshPodFailureLifecycle(t *testing.T) {
+	env := k8stest.Shared(t)
+	lab := labtest.Start(t, labtest.Options{Brokers: 3, LoopbackPerBroker: true})
+	env.BrokerPods(t, lab.State, strimziPodName, strimziPodLabels)
+	admin := adminClient(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	k, err := New(Options{Kubeconfig: env.Kubeconfig, Namespace: env.Namespace, RunID: "it-failure",
+		Action: ActionPodFailure, Duration: time.Minute})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, k.Cleanup(context.Background())) })
+	b := itBroker(t, lab, 2)
+
+	start := time.Now()
+	at, err := k.Kill(ctx, b)
+	require.NoError(t, err)
+	assert.False(t, at.Before(start))
+	var pc v1alpha1.PodChaos
+	require.NoError(t, admin.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "kplan-it-failure"}, &pc))
+	assert.Equal(t, corev1.ConditionTrue, condition(&pc, v1alpha1.ConditionAllInjected))
+
+	require.NoError(t, k.Restore(ctx, b))
+	assertNoPodChaos(t, admin, env.Namespace)
+	require.NoError(t, k.Cleanup(ctx))
+	t.Logf("killer log:\n%s", strings.Join(k.Log(), "\n"))
+}
+
 func TestChaosMeshRefuses(t *testing.T) {
 	env := k8stest.Shared(t)
 	lab := labtest.Start(t, labtest.Options{Brokers: 3, LoopbackPerBroker: true})
