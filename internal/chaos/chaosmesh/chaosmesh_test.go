@@ -860,3 +860,35 @@ contexts:
 current-context: ctx
 `
 }
+
+// TestTwoKillsTwoPodChaos: a killer that kills twice names the second
+// PodChaos kplan-<run id>-2, and Cleanup deletes both.
+func TestTwoKillsTwoPodChaos(t *testing.T) {
+	fcm := &fakeChaosMesh{}
+	fcm.react = func(ctx context.Context, c client.Client, pc *v1alpha1.PodChaos) error {
+		return inject(ctx, c, pc, pc.Spec.Selector.Pods[ns][0], time.Now())
+	}
+	c := newFake(t, fcm.funcs(), strimziPods(nil)...)
+	k := newKiller(t, strimziOpts(), c)
+	ctx := context.Background()
+	_, err := k.Kill(ctx, broker(3))
+	require.NoError(t, err)
+	plan, err := k.Plan(ctx, broker(2))
+	require.NoError(t, err)
+	assert.Contains(t, plan.Manifest, "name: kplan-run1-2")
+	_, err = k.Kill(ctx, broker(2))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"kplan-run1", "kplan-run1-2"}, fcm.created)
+	require.NoError(t, k.Cleanup(ctx))
+	var list v1alpha1.PodChaosList
+	require.NoError(t, c.List(ctx, &list))
+	assert.Empty(t, list.Items)
+}
+
+// TestRestoreWithoutKillWaitsForReady: Restore of a broker this killer did
+// not kill only waits until its pod is Ready.
+func TestRestoreWithoutKillWaitsForReady(t *testing.T) {
+	k := newKiller(t, strimziOpts(), newFake(t, nil, strimziPods(nil)...))
+	require.NoError(t, k.Restore(context.Background(), broker(1)))
+	assert.Equal(t, []string{"pod kafka/my-cluster-pool-a-1 is Ready again"}, k.Log())
+}
