@@ -85,6 +85,9 @@ type Result struct {
 	Partitioners []PartitionerResult `json:"partitioners"`
 	// Notes are things worth knowing about the run.
 	Notes []string `json:"notes,omitempty"`
+	// KillerLog is what the killer of a cluster reached by
+	// --bootstrap-server printed and answered (commands run, their output).
+	KillerLog []string `json:"killer_log,omitempty"`
 }
 
 // PartitionerResult is one partitioner's outcome.
@@ -193,6 +196,9 @@ func (r *runner) result() *Result {
 		for _, p := range l.prods {
 			res.Partitioners = append(res.Partitioners, r.partitionerResult(l, p))
 		}
+	}
+	if kr, ok := r.c.(KillReporter); ok {
+		res.KillerLog = kr.KillerLog()
 	}
 	var rereads int64
 	for _, p := range r.prods {
