@@ -251,4 +251,3 @@ func (k *Killer) Log() []string { return k.log.Lines() }
 
 // Container returns the container name of broker b.
 func (k *Killer) Container(b chaos.Broker) (string, error) { return k.tmpl.Expand(b) }
-

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/errkind"
@@ -102,6 +103,20 @@ func New(ctx context.Context, o Options) (*Cluster, error) {
 	return c, nil
 }
 
+// metadata asks a broker for metadata directly, past the client's cache:
+// the kill and the restore watch it change. An empty topics asks for
+// brokers only.
+func (c *Cluster) metadata(ctx context.Context, topics []string) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	return req.RequestWith(ctx, c.admin)
+}
+
 // Kind implements chaos.Cluster: the bootstrap servers.
 func (c *Cluster) Kind() string { return strings.Join(c.seeds, ",") }
 
@@ -121,7 +136,7 @@ func (c *Cluster) Killer() chaos.Killer { return c.o.Killer }
 
 // liveBrokers asks Kafka for the brokers it lists now and remembers them.
 func (c *Cluster) liveBrokers(ctx context.Context) ([]chaos.Broker, error) {
-	md, err := kadm.NewClient(c.admin).BrokerMetadata(ctx)
+	md, err := c.metadata(ctx, []string{})
 	if err != nil {
 		return nil, fmt.Errorf("metadata of %s: %w", c.Kind(), err)
 	}
@@ -183,16 +198,20 @@ func (c *Cluster) Broker(ctx context.Context, id int32) (chaos.Broker, error) {
 // Layout implements chaos.Cluster. The topic becomes one of the
 // experiment's (Restart waits for the broker in its ISR).
 func (c *Cluster) Layout(ctx context.Context, topic string) ([][]int32, bool, error) {
-	md, err := kadm.NewClient(c.admin).Metadata(ctx, topic)
+	md, err := c.metadata(ctx, []string{topic})
 	if err != nil {
 		return nil, false, fmt.Errorf("metadata %s: %w", topic, err)
 	}
-	t, ok := md.Topics[topic]
-	if !ok || errors.Is(t.Err, kerr.UnknownTopicOrPartition) {
+	if len(md.Topics) != 1 {
+		return nil, false, fmt.Errorf("metadata %s: %d topics in the answer", topic, len(md.Topics))
+	}
+	t := md.Topics[0]
+	terr := kerr.ErrorForCode(t.ErrorCode)
+	if errors.Is(terr, kerr.UnknownTopicOrPartition) {
 		return nil, false, nil
 	}
-	if t.Err != nil {
-		return nil, false, fmt.Errorf("metadata %s: %w", topic, t.Err)
+	if terr != nil {
+		return nil, false, fmt.Errorf("metadata %s: %w", topic, terr)
 	}
 	out := make([][]int32, len(t.Partitions))
 	for _, p := range t.Partitions {
@@ -314,16 +333,15 @@ func (c *Cluster) inEveryISR(ctx context.Context, id int32) (bool, error) {
 	c.mu.Lock()
 	topics := slices.Clone(c.topics)
 	c.mu.Unlock()
-	md, err := kadm.NewClient(c.admin).Metadata(ctx, topics...)
+	md, err := c.metadata(ctx, topics)
 	if err != nil {
 		return false, err
 	}
-	if !slices.ContainsFunc(md.Brokers, func(b kadm.BrokerDetail) bool { return b.NodeID == id }) {
+	if !slices.ContainsFunc(md.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == id }) {
 		return false, nil
 	}
-	for _, t := range topics {
-		td, ok := md.Topics[t]
-		if !ok || td.Err != nil {
+	for _, td := range md.Topics {
+		if td.ErrorCode != 0 {
 			continue
 		}
 		for _, p := range td.Partitions {
@@ -356,7 +374,7 @@ func (c *Cluster) ElectPreferred(ctx context.Context) error {
 		// PREFERRED_LEADER_NOT_AVAILABLE: both are retried by reading
 		// the metadata below.
 		_, _ = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
-		md, err := adm.Metadata(ctx, topics...)
+		md, err := c.metadata(ctx, topics)
 		if err == nil && preferredLed(md, topics) {
 			return nil
 		}
@@ -366,10 +384,12 @@ func (c *Cluster) ElectPreferred(ctx context.Context) error {
 	}
 }
 
-func preferredLed(md kadm.Metadata, topics []string) bool {
-	for _, t := range topics {
-		td, ok := md.Topics[t]
-		if !ok {
+func preferredLed(md *kmsg.MetadataResponse, topics []string) bool {
+	if len(md.Topics) != len(topics) {
+		return false
+	}
+	for _, td := range md.Topics {
+		if td.ErrorCode != 0 {
 			return false
 		}
 		for _, p := range td.Partitions {
