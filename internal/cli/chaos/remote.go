@@ -93,7 +93,7 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 	for n := range kf {
 		own = append(own, n)
 	}
-	slices.Sort(own)
+	slices.Sort(own[1:]) // --killer first: the flag the others go with
 	if !given("bootstrap-server") {
 		for _, n := range own {
 			if given(n) {
@@ -402,7 +402,7 @@ func writePlan(w io.Writer, f report.Format, p *Plan) error {
 	case p.Refusal != "":
 		fmt.Fprintf(&sb, "checks:      refused: %s\n", p.Refusal)
 	case p.Broker >= 0:
-		sb.WriteString("checks:      the target is this broker; no partition is under-replicated or left without an in-sync replica\n")
+		sb.WriteString("checks:      passed: the killer's target checks; no partition is under-replicated or would be left without an in-sync replica\n")
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
@@ -412,15 +412,15 @@ func writePlan(w io.Writer, f report.Format, p *Plan) error {
 // the plan, and decides whether to run: it prints the plan and returns
 // done for a dry run (or an error with the exit code the run would meet),
 // and refuses without --yes.
-func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (c *remote.Cluster, done bool, err error) {
-	c, err = openRemote(ctx, opts)
+func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *remote.Cluster, done bool, err error) {
+	c, err := openRemote(ctx, opts)
 	if err != nil {
 		return nil, false, err
 	}
+	keep := false
 	defer func() {
-		if err != nil || done {
+		if !keep {
 			c.Close()
-			c = nil
 		}
 	}()
 	if cfg.Assignment == nil {
@@ -457,6 +457,7 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (c *re
 	if plan != nil && plan.Kill != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "chaos: %s: %s\n", plan.Killer, plan.Kill.Target)
 	}
+	keep = true
 	return c, false, nil
 }
 
