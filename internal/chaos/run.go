@@ -34,6 +34,9 @@ type leg struct {
 	leaders  [numPhases]map[string][]int32
 	victim   int32
 	killAt   time.Duration
+	// killEffect is the time from the kill call to the kill taking effect,
+	// as the cluster's killer reports it; -1 when it reports none.
+	killEffect time.Duration
 	failover time.Duration // -1 until every partition has a live leader
 	restore  time.Duration // -1 unless a restore completed
 	stop     chan struct{}
@@ -172,7 +175,7 @@ func (r *runner) runLegs(ctx context.Context) error {
 		r.legs = []*leg{{prods: r.prods}}
 	}
 	for i, l := range r.legs {
-		l.victim, l.failover, l.restore = -1, -1, -1
+		l.victim, l.failover, l.restore, l.killEffect = -1, -1, -1, -1
 		for _, p := range l.prods {
 			p.phase = &l.phase
 		}
@@ -586,6 +589,7 @@ func (r *runner) killTook(l *leg) {
 		return
 	}
 	d := min(max(at.Sub(r.epoch), l.killAt), r.since())
+	l.killEffect = d - l.killAt
 	if d == l.killAt {
 		return
 	}

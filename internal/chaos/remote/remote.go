@@ -364,19 +364,26 @@ func (c *Cluster) ElectPreferred(ctx context.Context) error {
 		return nil
 	}
 	adm := kadm.NewClient(c.admin)
-	set := kadm.TopicsSet{}
-	for _, t := range topics {
-		set.Add(t)
-	}
 	for {
-		// Partitions already led by their preferred replica answer
-		// ELECTION_NOT_NEEDED; a broker still catching up answers
-		// PREFERRED_LEADER_NOT_AVAILABLE: both are retried by reading
-		// the metadata below.
-		_, _ = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
 		md, err := c.metadata(ctx, topics)
 		if err == nil && preferredLed(md, topics) {
 			return nil
+		}
+		if err == nil {
+			// Name every partition: a topic with no partitions in the set
+			// elects nothing. Partitions already led by their preferred
+			// replica answer ELECTION_NOT_NEEDED; a broker still catching
+			// up answers PREFERRED_LEADER_NOT_AVAILABLE: both are retried
+			// by reading the metadata again.
+			set := kadm.TopicsSet{}
+			for _, td := range md.Topics {
+				for _, p := range td.Partitions {
+					if td.Topic != nil {
+						set.Add(*td.Topic, p.Partition)
+					}
+				}
+			}
+			_, _ = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
 		}
 		if err := sleep(ctx, 500*time.Millisecond); err != nil {
 			return fmt.Errorf("preferred election of the experiment topics: %w", err)

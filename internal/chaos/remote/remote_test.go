@@ -220,6 +220,8 @@ func TestRunReportsTheKiller(t *testing.T) {
 	assert.Equal(t, []string{"fake log"}, res.KillerLog)
 	require.NotNil(t, res.FailoverMS, "a real cluster's failover is timed")
 	assert.GreaterOrEqual(t, *res.FailoverMS, 0.0)
+	require.NotNil(t, res.KillEffectMS, "the killer reported a kill time")
+	assert.GreaterOrEqual(t, *res.KillEffectMS, 0.0)
 	assert.ElementsMatch(t, []string{"remote-roundrobin", "remote-node"}, c.Created())
 	deleted, err := c.Cleanup(context.Background())
 	require.NoError(t, err)
