@@ -28,19 +28,19 @@ type window struct {
 // leg is one kill experiment: every producer side by side, or one producer
 // in a sequential run.
 type leg struct {
-	prods    []*producer
-	phase    atomic.Int32
-	windows  [numPhases]window
-	leaders  [numPhases]map[string][]int32
-	victim   int32
-	killAt   time.Duration
+	prods   []*producer
+	phase   atomic.Int32
+	windows [numPhases]window
+	leaders [numPhases]map[string][]int32
+	victim  int32
+	killAt  time.Duration
 	// killEffect is the time from the kill call to the kill taking effect,
 	// as the cluster's killer reports it; -1 when it reports none.
 	killEffect time.Duration
-	failover time.Duration // -1 until every partition has a live leader
-	restore  time.Duration // -1 unless a restore completed
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	failover   time.Duration // -1 until every partition has a live leader
+	restore    time.Duration // -1 unless a restore completed
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 type runner struct {

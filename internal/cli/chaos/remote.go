@@ -178,9 +178,11 @@ func (noKiller) Plan(context.Context, chaos.Broker) (chaos.KillPlan, error) {
 func (noKiller) Kill(context.Context, chaos.Broker) (time.Time, error) {
 	return time.Time{}, errkind.Usagef("killer", "no killer given")
 }
-func (noKiller) Restore(context.Context, chaos.Broker) error { return errkind.Usagef("killer", "no killer given") }
-func (noKiller) Cleanup(context.Context) error               { return nil }
-func (noKiller) Log() []string                               { return nil }
+func (noKiller) Restore(context.Context, chaos.Broker) error {
+	return errkind.Usagef("killer", "no killer given")
+}
+func (noKiller) Cleanup(context.Context) error { return nil }
+func (noKiller) Log() []string                 { return nil }
 
 // openRemote connects to a --bootstrap-server cluster with its killer.
 func openRemote(ctx context.Context, opts *Options) (*remote.Cluster, error) {
