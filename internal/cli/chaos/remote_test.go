@@ -10,10 +10,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/kafka"
 )
 
 func TestRemoteOptions(t *testing.T) {
@@ -200,4 +202,71 @@ func TestCleanupCommand(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--namespace: required")
 	assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
+}
+
+// TestRemoteInterruptCleansUp interrupts a --bootstrap-server run (Ctrl-C
+// cancels the command's context): the experiment topics it created are
+// deleted all the same, and the partial result is printed.
+func TestRemoteInterruptCleansUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process cluster experiment")
+	}
+	e, err := embedded.New(3, "test")
+	require.NoError(t, err)
+	defer e.Close()
+	ios, _, out, errOut := iostreams.Test()
+	f := &cmdutil.Factory{IOStreams: ios, Version: "test", Now: time.Now}
+	cmd := NewCmdChaos(f, nil)
+	cmd.SetArgs([]string{"--kill", "none", "--bootstrap-server", strings.Join(e.Addrs(), ","), "--yes",
+		"--partitioner", "roundrobin", "--topic", "intr", "--warmup", "200ms", "--phase-duration", "1m", "--rate", "10kB/s", "-o", "json"})
+	cmd.SetOut(new(bytes.Buffer))
+	cmd.SetErr(new(bytes.Buffer))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Cancel once the topic exists: the run is under way.
+		for {
+			if names, err := topicsWith(e, "intr-"); err == nil && len(names) > 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+	}()
+	err = cmd.ExecuteContext(ctx)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, out.String(), `"interrupted": true`, "the partial result is printed")
+	assert.Contains(t, errOut.String(), "chaos: deleted topics intr-roundrobin")
+	assert.Empty(t, listTopics(t, e, "intr-"), "the topic is deleted after the interruption")
+}
+
+func listTopics(t *testing.T, e *embedded.Embedded, prefix string) []string {
+	t.Helper()
+	names, err := topicsWith(e, prefix)
+	require.NoError(t, err)
+	return names
+}
+
+// topicsWith lists the cluster's topics named with prefix.
+func topicsWith(e *embedded.Embedded, prefix string) ([]string, error) {
+	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(e.Addrs(), ",")}, "test")
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tds, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range tds.Names() {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
