@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	osexec "os/exec"
@@ -159,7 +160,7 @@ func (k *Killer) inspect(ctx context.Context, name string) (*container, error) {
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Run(); err != nil {
-		if _, ok := err.(*osexec.ExitError); ok {
+		if ee := (*osexec.ExitError)(nil); errors.As(err, &ee) {
 			msg := strings.TrimSpace(errOut.String())
 			if i := strings.IndexByte(msg, '\n'); i >= 0 {
 				msg = msg[:i]

@@ -228,7 +228,7 @@ func display(name string, args []string) string {
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+		return !isAlnum(r) && !strings.ContainsRune("-_./:=@%+,", r)
 	}) < 0 {
 		return s
 	}

@@ -81,7 +81,7 @@ func isWord(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+		if !isAlnum(r) && r != '_' && r != '-' {
 			return false
 		}
 	}
@@ -134,9 +134,14 @@ func SafeHost(h string) bool {
 		return false
 	}
 	for _, r := range h {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-_:%", r)) {
+		if !isAlnum(r) && !strings.ContainsRune(".-_:%", r) {
 			return false
 		}
 	}
 	return true
+}
+
+// isAlnum reports whether r is an ASCII letter or digit.
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 }

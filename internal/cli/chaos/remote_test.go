@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
@@ -258,14 +258,14 @@ func topicsWith(e *embedded.Embedded, prefix string) ([]string, error) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tds, err := kadm.NewClient(cl).ListTopics(ctx)
+	snap, err := kafka.Snapshot(ctx, cl, func(n string) bool { return strings.HasPrefix(n, prefix) })
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, n := range tds.Names() {
-		if strings.HasPrefix(n, prefix) {
-			out = append(out, n)
+	for _, p := range snap.Partitions {
+		if !slices.Contains(out, p.Topic) {
+			out = append(out, p.Topic)
 		}
 	}
 	return out, nil
