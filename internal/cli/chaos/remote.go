@@ -425,11 +425,18 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 			c.Close()
 		}
 	}()
-	if cfg.Assignment == nil {
-		brokers, err := c.Brokers(ctx)
-		if err != nil {
-			return nil, false, err
+	brokers, err := c.Brokers(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	for p, reps := range cfg.Assignment {
+		for _, id := range reps {
+			if !slices.Contains(brokers, id) {
+				return nil, false, cmdutil.UsageErrorf("--assignment: partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", p, id, brokers)
+			}
 		}
+	}
+	if cfg.Assignment == nil {
 		if opts.ReplicationFactor > len(brokers) {
 			return nil, false, cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", opts.ReplicationFactor, len(brokers))
 		}
@@ -454,7 +461,7 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 		return nil, true, nil
 	}
 	if !ro.Yes {
-		return nil, false, errkind.Refusedf("", "--yes: not run: kplan kills a broker of %s only with --yes (the plan is above; --dry-run prints it alone)", c.Kind())
+		return nil, false, errkind.Refusedf("", "--yes: not given: kplan creates topics, writes and kills on %s only with --yes (the plan is above; --dry-run prints it alone)", c.Kind())
 	}
 	if plan != nil && plan.Kill != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "chaos: %s: %s\n", plan.Killer, plan.Kill.Target)

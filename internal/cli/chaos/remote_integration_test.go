@@ -176,7 +176,7 @@ func TestRemoteExecKillBroker3(t *testing.T) {
 
 	code, out, errOut := runKplan(ctx, append(experiment("rexec"), killer...)...)
 	assert.Equal(t, cmdutil.ExitRefused, code, errOut)
-	assert.Contains(t, errOut, "--yes: not run")
+	assert.Contains(t, errOut, "--yes: not given")
 	assert.Contains(t, out, "lab kill broker-3 --dir "+dir)
 	assert.Empty(t, labTopics(t, lab, "rexec-"), "no --yes: no topic")
 	assert.True(t, allAlive(t, lab), "no --yes: nothing killed")

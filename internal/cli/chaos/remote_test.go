@@ -136,7 +136,7 @@ func TestRemoteYesAndDryRun(t *testing.T) {
 	out, _, err := run()
 	require.Error(t, err)
 	assert.Equal(t, cmdutil.ExitRefused, cmdutil.ExitCode(err))
-	assert.Contains(t, err.Error(), "--yes: not run")
+	assert.Contains(t, err.Error(), "--yes: not given")
 	host3 := e.Addr(3)
 	assert.Contains(t, out, "kplan chaos plan\n")
 	assert.Contains(t, out, "killer:      exec")
@@ -170,6 +170,16 @@ func TestRemoteYesAndDryRun(t *testing.T) {
 		assert.Equal(t, int32(2), el.Partition)
 		assert.Equal(t, int32(1), el.NewLeader)
 	}
+
+	_, _, err = run("--dry-run", "--assignment", "1,4")
+	require.Error(t, err)
+	assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
+	assert.Contains(t, err.Error(), "--assignment: partition 0 is assigned to broker 4, which the cluster does not have")
+
+	_, _, err = run("--dry-run", "--kill", "broker-7")
+	require.Error(t, err)
+	assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
+	assert.Contains(t, err.Error(), "--kill: broker-7: no such broker")
 
 	// A topic of that name with another layout is refused before anything.
 	require.NoError(t, e.CreateTopic(context.Background(), "kplan-chaos-node", [][]int32{{1, 2}}))
