@@ -128,7 +128,7 @@ Before killing, the killer checks that its target is the broker Kafka
 advertises, and the safety checks refuse a kill that would leave a
 partition with no in-sync replica (--allow-unavailable overrides).
 Experiment topics are created with an explicit assignment on the cluster's
-broker ids, named --topic-NAME, and deleted at the end unless
+broker ids, named PREFIX-PARTITIONER (--topic), deleted at the end unless
 --keep-topics. --dry-run prints the plan (the killer's command or
 manifest, the partitions losing their leader and the leaders Kafka would
 elect) and changes nothing; without --yes kplan prints the plan and exits
