@@ -64,6 +64,7 @@ type Cluster struct {
 	topics   []string               // experiment topics (created or reused)
 	created  []string               // of them, those this cluster created
 	killTime time.Time
+	logSeen  int // killer log lines already returned by KillerLog
 }
 
 // New connects to the cluster and reads its brokers. A cluster that does
@@ -415,8 +416,19 @@ func (c *Cluster) KillTime() time.Time {
 	return c.killTime
 }
 
-// KillerLog implements chaos.KillReporter.
-func (c *Cluster) KillerLog() []string { return c.o.Killer.Log() }
+// KillerLog implements chaos.KillReporter: the killer's log since the
+// previous call, so that each run of a --repeat has its own lines.
+func (c *Cluster) KillerLog() []string {
+	all := c.o.Killer.Log()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	from := min(c.logSeen, len(all))
+	c.logSeen = len(all)
+	if from == len(all) {
+		return nil
+	}
+	return all[from:]
+}
 
 // Cleanup removes what the experiment left: the killer's objects, and the
 // topics this cluster created unless KeepTopics. Call it with a context

@@ -90,6 +90,7 @@ func TestKillAndRestart(t *testing.T) {
 	assert.Equal(t, []string{"plan " + b.Host, "kill"}, k.calls, "the killer checks its target before it kills")
 	assert.Equal(t, k.at, c.KillTime())
 	assert.Equal(t, []string{"fake log"}, c.KillerLog())
+	assert.Empty(t, c.KillerLog(), "each call returns the lines since the previous one")
 	live, err := c.liveBrokers(ctx)
 	require.NoError(t, err)
 	assert.Len(t, live, 2, "Kill returns once Kafka no longer lists the broker")
