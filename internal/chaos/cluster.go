@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -41,6 +42,17 @@ type Cluster interface {
 	ElectPreferred(ctx context.Context) error
 	// Close releases what the cluster holds (the embedded cluster stops).
 	Close()
+}
+
+// KillReporter is implemented by a cluster whose kills a Killer performs
+// (internal/chaos/remote): Run times the failover from the kill time the
+// killer reports and puts its log into the result.
+type KillReporter interface {
+	// KillTime is when the last kill took effect, as the killer reports
+	// it; zero when unknown.
+	KillTime() time.Time
+	// KillerLog is the killer's log so far (Killer.Log).
+	KillerLog() []string
 }
 
 // partMeta is one partition as a metadata answer reports it.

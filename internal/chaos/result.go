@@ -49,6 +49,12 @@ type Result struct {
 	// cluster, whose election is done before the kill returns: what a
 	// metadata answer would time there is the admin client's polling.
 	FailoverMS *float64 `json:"failover_ms,omitempty"`
+	// KillEffectMS is the time from the kill call until the kill took
+	// effect as the cluster's killer reports it (a command's end, a
+	// container's exit, Chaos Mesh's injection record); the failover is
+	// timed from that moment. Absent when no killer reports one (the
+	// embedded cluster, the lab); the mean in a sequential run.
+	KillEffectMS *float64 `json:"kill_effect_ms,omitempty"`
 	// Assignment is the experiment topics' layout, "1,2;2,3;3,1".
 	Assignment string `json:"assignment"`
 	// Acks is all or 1.
@@ -85,6 +91,9 @@ type Result struct {
 	Partitioners []PartitionerResult `json:"partitioners"`
 	// Notes are things worth knowing about the run.
 	Notes []string `json:"notes,omitempty"`
+	// KillerLog is what the killer of a cluster reached by
+	// --bootstrap-server printed and answered (commands run, their output).
+	KillerLog []string `json:"killer_log,omitempty"`
 }
 
 // PartitionerResult is one partitioner's outcome.
@@ -182,8 +191,11 @@ func (r *runner) result() *Result {
 		LatencyObjectiveMS: ms(cfg.Objective), MetadataMinAgeMS: ms(cfg.MetadataMinAge),
 		Notes: append([]string{fmt.Sprintf("cluster: %s", r.c.Label())}, r.notes...),
 	}
-	var fos []float64
+	var fos, effects []float64
 	for _, l := range r.legs {
+		if l.killEffect >= 0 {
+			effects = append(effects, ms(l.killEffect))
+		}
 		if l.victim >= 0 {
 			res.KilledBroker = l.victim
 		}
@@ -193,6 +205,16 @@ func (r *runner) result() *Result {
 		for _, p := range l.prods {
 			res.Partitioners = append(res.Partitioners, r.partitionerResult(l, p))
 		}
+	}
+	if kr, ok := r.c.(KillReporter); ok {
+		res.KillerLog = kr.KillerLog()
+	}
+	if len(effects) > 0 {
+		var sum float64
+		for _, e := range effects {
+			sum += e
+		}
+		res.KillEffectMS = ptr(sum / float64(len(effects)))
 	}
 	var rereads int64
 	for _, p := range r.prods {

@@ -28,16 +28,19 @@ type window struct {
 // leg is one kill experiment: every producer side by side, or one producer
 // in a sequential run.
 type leg struct {
-	prods    []*producer
-	phase    atomic.Int32
-	windows  [numPhases]window
-	leaders  [numPhases]map[string][]int32
-	victim   int32
-	killAt   time.Duration
-	failover time.Duration // -1 until every partition has a live leader
-	restore  time.Duration // -1 unless a restore completed
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	prods   []*producer
+	phase   atomic.Int32
+	windows [numPhases]window
+	leaders [numPhases]map[string][]int32
+	victim  int32
+	killAt  time.Duration
+	// killEffect is the time from the kill call to the kill taking effect,
+	// as the cluster's killer reports it; -1 when it reports none.
+	killEffect time.Duration
+	failover   time.Duration // -1 until every partition has a live leader
+	restore    time.Duration // -1 unless a restore completed
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 type runner struct {
@@ -172,7 +175,7 @@ func (r *runner) runLegs(ctx context.Context) error {
 		r.legs = []*leg{{prods: r.prods}}
 	}
 	for i, l := range r.legs {
-		l.victim, l.failover, l.restore = -1, -1, -1
+		l.victim, l.failover, l.restore, l.killEffect = -1, -1, -1, -1
 		for _, p := range l.prods {
 			p.phase = &l.phase
 		}
@@ -380,15 +383,34 @@ func (r *runner) safety(ctx context.Context, victim int32) error {
 	if err != nil {
 		return fmt.Errorf("safety check: %w", err)
 	}
+	var parts []PartitionState
+	for t, ps := range m.topics {
+		for p, pm := range ps {
+			parts = append(parts, PartitionState{Name: fmt.Sprintf("%s/%d", t, p), Replicas: pm.replicas, ISR: pm.isr})
+		}
+	}
+	return CheckKill(parts, victim)
+}
+
+// PartitionState is one partition as the pre-kill checks read it.
+type PartitionState struct {
+	Name          string // TOPIC/PARTITION
+	Replicas, ISR []int32
+}
+
+// CheckKill is the check before a real kill of victim: it refuses
+// (errkind.Refused, field FieldAllowUnavailable) when partitions are already
+// under-replicated or when the kill would leave a partition with no in-sync
+// replica. Run applies it on every real cluster unless AllowUnavailable;
+// a dry run applies it to a snapshot.
+func CheckKill(parts []PartitionState, victim int32) error {
 	var under, orphan []string
-	for t, parts := range m.topics {
-		for p, pm := range parts {
-			if len(pm.isr) < len(pm.replicas) {
-				under = append(under, fmt.Sprintf("%s/%d", t, p))
-			}
-			if len(pm.isr) == 1 && pm.isr[0] == victim {
-				orphan = append(orphan, fmt.Sprintf("%s/%d", t, p))
-			}
+	for _, p := range parts {
+		if len(p.ISR) < len(p.Replicas) {
+			under = append(under, p.Name)
+		}
+		if len(p.ISR) == 1 && p.ISR[0] == victim {
+			orphan = append(orphan, p.Name)
 		}
 	}
 	slices.Sort(under)
@@ -519,6 +541,7 @@ func (r *runner) runLeg(ctx context.Context, l *leg, last bool) error {
 		return fmt.Errorf("kill broker %d: %w", victim, err)
 	}
 	r.dead = victim
+	r.killTook(l)
 	err = r.waitFailover(ctx, l)
 	r.end(ctx, l, PhaseFailover)
 	if err != nil {
@@ -550,6 +573,33 @@ func (r *runner) runLeg(ctx context.Context, l *leg, last bool) error {
 		return r.measured(ctx, l, PhaseRecovered)
 	}
 	return nil
+}
+
+// killTook moves the leg's kill time to when the kill took effect, when the
+// cluster's killer reports it (a command's return, Chaos Mesh's injection
+// record): the failover is timed from it. The time is kept within the kill
+// call, so a skewed platform clock cannot move it outside.
+func (r *runner) killTook(l *leg) {
+	kr, ok := r.c.(KillReporter)
+	if !ok {
+		return
+	}
+	at := kr.KillTime()
+	if at.IsZero() {
+		return
+	}
+	d := min(max(at.Sub(r.epoch), l.killAt), r.since())
+	l.killEffect = d - l.killAt
+	if d == l.killAt {
+		return
+	}
+	l.killAt = d
+	for _, p := range l.prods {
+		p.killAt.Store(max(int64(d), 1))
+		// An acknowledgement before the kill took effect came from the
+		// victim itself, not from a new leader.
+		p.firstMovedAck.Store(0)
+	}
 }
 
 // restore restarts the victim, elects preferred leaders and waits until the

@@ -22,6 +22,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
+	"github.com/kplan-dev/kplan/internal/chaos/remote"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -54,6 +55,9 @@ type Options struct {
 	Progress bool
 	// Verbose adds notes only worth reading when looking closely.
 	Verbose bool
+	// Remote, when set, is a cluster reached by --bootstrap-server with a
+	// killer; Cluster is then "remote".
+	Remote *RemoteOptions
 }
 
 // flags holds the raw flag values.
@@ -69,13 +73,16 @@ type flags struct {
 	consumeAfter, verbose                                                                              bool
 	output                                                                                             cmdutil.OutputFlag
 	origin                                                                                             map[string]string
+	remote                                                                                             remoteFlags
 }
 
 // fileKeys are the flags an experiment file may set: all but --file itself.
 func fileKeys(cmd *cobra.Command) map[string]bool {
 	keys := map[string]bool{}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Name != "file" && f.Name != "help" {
+		// --yes and --dry-run are the operator's answer for this run, not
+		// part of an experiment.
+		if f.Name != "file" && f.Name != "help" && f.Name != "yes" && f.Name != "dry-run" {
 			keys[f.Name] = true
 		}
 	})
@@ -108,6 +115,25 @@ numbered 1..N, Kafka's election rule restored): it is a simulation and every
 output says so. --cluster lab runs against the real brokers of ` + "`kplan lab`" + `
 (kill = SIGKILL of the broker's JVM) after safety checks.
 
+--bootstrap-server HOST:PORT[,...] --killer KIND runs the same experiment
+against any Kafka cluster kplan reaches (TLS, mTLS and SASL from
+--command-config), killing brokers with:
+  chaos-mesh  a Chaos Mesh PodChaos on Kubernetes (--pod-naming strimzi,
+              bitnami, statefulset or --pod-template; --namespace)
+  docker      docker kill --signal KILL of --container-template, checked
+              first with docker inspect; restored with docker start
+  exec        any command: --kill-cmd and --restore-cmd with {id}, {host}
+              and {port} (e.g. ssh {host} sudo systemctl kill -s KILL kafka)
+Before killing, the killer checks that its target is the broker Kafka
+advertises, and the safety checks refuse a kill that would leave a
+partition with no in-sync replica (--allow-unavailable overrides).
+Experiment topics are created with an explicit assignment on the cluster's
+broker ids, named PREFIX-PARTITIONER (--topic), deleted at the end unless
+--keep-topics. --dry-run prints the plan (the killer's command or
+manifest, the partitions losing their leader and the leaders Kafka would
+elect) and changes nothing; without --yes kplan prints the plan and exits
+4. ` + "`kplan chaos cleanup`" + ` deletes Chaos Mesh objects a killed kplan left.
+
 Targets: broker-N, leader-of:TOPIC/P, busiest (most leaders of the experiment
 topics), none (no kill: a steady-state measurement).
 
@@ -123,7 +149,11 @@ short.`,
   $ kplan chaos --kill busiest --partitioner roundrobin,node --acks 1 --phase-duration 20s -o json
   $ kplan chaos --file chaos/u2-acks-all.yaml --repeat 5 --sequential
   $ kplan chaos --cluster lab --kill broker-2 --restore --report out/lab-chaos
-  $ kplan chaos --cluster lab --kill none --sequential --rate unlimited --partitioner default,node,sqf --stick 64 --repeat 8`,
+  $ kplan chaos --cluster lab --kill none --sequential --rate unlimited --partitioner default,node,sqf --stick 64 --repeat 8
+  $ kplan chaos --bootstrap-server my-cluster-kafka-bootstrap:9093 --command-config client.properties --killer chaos-mesh --pod-naming strimzi --strimzi-cluster my-cluster --namespace kafka --kill broker-3 --dry-run
+  $ kplan chaos --bootstrap-server localhost:19092 --killer docker --container-template kafka-{id} --kill broker-3 --restore --yes
+  $ kplan chaos --bootstrap-server kafka-1.example:9092 --killer exec --kill-cmd 'ssh {host} sudo systemctl kill -s KILL kafka' --restore-cmd 'ssh {host} sudo systemctl start kafka' --kill busiest --restore --yes
+  $ kplan chaos cleanup --namespace kafka`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := c.options(cmd, f)
@@ -169,7 +199,9 @@ short.`,
 	fs.DurationVar(&c.maxAge, "metadata-max-age", d.MetadataMaxAge, "clients' metadata max age: the periodic refresh")
 	fs.StringVar(&c.commandConfig, "command-config", "", "Kafka client properties file for the experiment's clients (security.protocol, sasl.*, ssl.* as PEM); the cluster's own addresses are used")
 	fs.BoolVar(&c.verbose, "verbose", false, "also print notes only worth reading closely (the checking consumer's re-reads)")
+	c.remote.add(fs)
 	cmdutil.AddOutputFlag(cmd, &c.output)
+	cmd.AddCommand(newCmdCleanup(f, nil))
 	return cmd
 }
 
@@ -227,6 +259,9 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 			return nil, cmdutil.UsageErrorf("%s: want 1 to 100 brokers, got %d", c.where("brokers"), c.brokers)
 		}
 	case "lab":
+		if cmd.Flags().Changed("bootstrap-server") {
+			return nil, cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
+		}
 	default:
 		return nil, cmdutil.UsageErrorf("%s: unknown cluster %q (want embedded or lab)", c.where("cluster"), c.cluster)
 	}
@@ -242,7 +277,7 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		if c.rf < 1 {
 			return nil, cmdutil.UsageErrorf("%s: must be at least 1, got %d", c.where("replication-factor"), c.rf)
 		}
-		if c.cluster == "embedded" && c.rf > c.brokers {
+		if c.cluster == "embedded" && !cmd.Flags().Changed("bootstrap-server") && c.rf > c.brokers {
 			return nil, cmdutil.UsageErrorf("%s: %d is more than the %d brokers", c.where("replication-factor"), c.rf, c.brokers)
 		}
 	}
@@ -308,6 +343,12 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	}
 	if err := probe.Validate(); err != nil {
 		return nil, spell(err, c.where)
+	}
+	if opts.Remote, err = c.remote.options(cmd, c, cfg); err != nil {
+		return nil, err
+	}
+	if opts.Remote != nil {
+		opts.Cluster = "remote"
 	}
 	return opts, nil
 }
@@ -423,14 +464,23 @@ func secondInterrupt(sigs <-chan os.Signal, done <-chan struct{}, onFirst func()
 	return abort
 }
 
-func runChaos(ctx context.Context, opts *Options) error {
+func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	io := opts.IO
+	cfg := opts.Config
+	var rcl *remote.Cluster
+	if opts.Remote != nil {
+		var done bool
+		var err error
+		if rcl, done, err = prepareRemote(ctx, opts, &cfg); err != nil || done {
+			return err
+		}
+		defer rcl.Close()
+	}
 	if opts.ReportDir != "" {
 		if err := os.MkdirAll(opts.ReportDir, 0o755); err != nil {
 			return cmdutil.UsageErrorf("--report: %w", err)
 		}
 	}
-	cfg := opts.Config
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -439,6 +489,15 @@ func runChaos(ctx context.Context, opts *Options) error {
 	cfg.Abort = secondInterrupt(sigs, done, func() {
 		fmt.Fprintln(io.ErrOut, "\nchaos: interrupted; stopping the producers and cleaning up (interrupt again to cut the cleanup short)")
 	})
+	if rcl != nil {
+		// On success, error and Ctrl-C: the killer's objects and the
+		// experiment topics go.
+		defer func() {
+			if err := cleanupRemote(ctx, rcl, opts, cfg.Abort); err != nil && retErr == nil {
+				retErr = err
+			}
+		}()
+	}
 	if opts.Progress {
 		cfg.Progress = func(p chaos.Progress) {
 			who := ""
@@ -451,9 +510,12 @@ func runChaos(ctx context.Context, opts *Options) error {
 	var runs []*chaos.Result
 	var runErr error
 	for i := range opts.Repeat {
-		c, err := openCluster(opts)
-		if err != nil {
-			return err
+		var c chaos.Cluster = rcl
+		if rcl == nil {
+			var err error
+			if c, err = openCluster(opts); err != nil {
+				return err
+			}
 		}
 		rc := cfg
 		rc.Seed = cfg.Seed + uint64(i)
@@ -483,7 +545,9 @@ func runChaos(ctx context.Context, opts *Options) error {
 				err = c.ElectPreferred(ctx)
 			}
 		}
-		c.Close()
+		if rcl == nil {
+			c.Close()
+		}
 		if opts.Progress {
 			fmt.Fprint(io.ErrOut, "\r\033[K")
 		}
@@ -542,7 +606,7 @@ func mapErr(err error, opts *Options) error {
 		return errkind.Wrap(ke.Kind, "", fmt.Errorf("%w; pass %s to kill anyway", ke.Err, flagName(ke.Field)))
 	case ke.Kind == errkind.Refused && ke.Field == chaos.FieldReplicationFactor:
 		how := "use " + flagName(ke.Field) + " 2"
-		if opts.Cluster == "lab" {
+		if opts.Cluster == "lab" || opts.Cluster == "remote" {
 			how += " or " + flagName(chaos.FieldAllowUnavailable)
 		}
 		return errkind.Wrap(ke.Kind, "", fmt.Errorf("%w; %s", ke.Err, how))

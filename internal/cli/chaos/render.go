@@ -77,6 +77,12 @@ func resultDoc(res *chaos.Result, verbose bool) report.Document {
 	doc.Sections = []report.Section{skew, perf, loss}
 	doc.Notes = append(doc.Notes, setupNote(res))
 	doc.Notes = append(doc.Notes, res.Notes...)
+	if res.KillEffectMS != nil {
+		doc.Notes = append(doc.Notes, fmt.Sprintf("the kill took effect %s ms after the kill command started, as the killer reports it; failover ms counts from then", f1(*res.KillEffectMS)))
+	}
+	for _, l := range res.KillerLog {
+		doc.Notes = append(doc.Notes, "killer: "+l)
+	}
 	if verbose && res.ConsumerRereads > 0 {
 		doc.Notes = append(doc.Notes, fmt.Sprintf("the checking consumer read %d records a second time at the same offset after its fetch offset was reset (a re-read, not a duplicate; not counted)", res.ConsumerRereads))
 	}
