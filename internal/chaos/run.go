@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kplan-dev/kplan/internal/clock"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/partitioner"
@@ -158,7 +159,7 @@ func (r *runner) startOffsets(ctx context.Context) (map[string]map[int32]int64, 
 		if r.now().After(deadline) {
 			return nil, err
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
@@ -340,7 +341,7 @@ func (r *runner) prepare(ctx context.Context) error {
 			}
 			return fmt.Errorf("experiment topics are not ready after 30s: %w", err)
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -495,7 +496,7 @@ func (r *runner) runLeg(ctx context.Context, l *leg, last bool) error {
 	for _, p := range l.prods {
 		l.wg.Go(func() { p.loop(ctx, l.stop) })
 	}
-	if err := sleep(ctx, cfg.Warmup); err != nil {
+	if err := clock.Sleep(ctx, cfg.Warmup); err != nil {
 		r.end(ctx, l, PhaseWarmup)
 		return err
 	}
@@ -621,7 +622,7 @@ func (r *runner) restore(ctx context.Context, victim int32, fullSync bool) error
 		if err == nil && slices.Contains(m.brokers, victim) && r.preferred(m) && (!fullSync || fullISR(m)) {
 			return nil
 		}
-		if err := sleep(ectx, 50*time.Millisecond); err != nil {
+		if err := clock.Sleep(ectx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("waiting for preferred leaders after the restart of broker %d: %w", victim, err)
 		}
 	}
@@ -720,7 +721,7 @@ func (r *runner) waitFailover(ctx context.Context, l *leg) error {
 			r.notes = append(r.notes, fmt.Sprintf("failover not complete %v after the kill of broker %d; the after phase started anyway", r.cfg.FailoverTimeout, l.victim))
 			return nil
 		}
-		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 10*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -732,7 +733,7 @@ func (r *runner) measured(ctx context.Context, l *leg, ph Phase) error {
 	r.begin(ctx, l, ph)
 	defer r.end(ctx, l, ph)
 	if r.cfg.Records <= 0 {
-		return sleep(ctx, r.cfg.Phase)
+		return clock.Sleep(ctx, r.cfg.Phase)
 	}
 	for {
 		done := true
@@ -744,7 +745,7 @@ func (r *runner) measured(ctx context.Context, l *leg, ph Phase) error {
 		if done {
 			return nil
 		}
-		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 5*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -827,7 +828,7 @@ func (r *runner) drain(ctx context.Context, cons *consumer, stall, limit time.Du
 		} else if r.now().Sub(last) > stall {
 			return fmt.Errorf("consumer made no progress for %v with %d records left to read", stall, left)
 		}
-		if err := sleep(dctx, 20*time.Millisecond); err != nil {
+		if err := clock.Sleep(dctx, 20*time.Millisecond); err != nil {
 			return fmt.Errorf("consumer did not reach the end offsets within %v (%d records left)", limit, left)
 		}
 	}
@@ -860,17 +861,5 @@ func (r *runner) progress(done <-chan struct{}) {
 			pr.Partitioner = l.prods[0].name
 		}
 		r.cfg.Progress(pr)
-	}
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -65,6 +65,9 @@ const ChaosMeshNamespace = "chaos-mesh"
 // RestrictedUser is the user of Env.RestrictedKubeconfig.
 const RestrictedUser = "restricted"
 
+// OperatorUser is the user of Env.OperatorKubeconfig.
+const OperatorUser = "operator"
+
 // Env is one control plane per test binary: etcd, kube-apiserver (RBAC on,
 // token auth), Chaos Mesh's CRDs, and Chaos Mesh's controller-manager
 // running outside a cluster.
@@ -75,6 +78,10 @@ type Env struct {
 	// may get, list and watch pods in Namespace, and nothing on podchaos
 	// (so creating a PodChaos is 403).
 	RestrictedKubeconfig string
+	// OperatorKubeconfig is a kubeconfig file of user "operator", who has
+	// no rights until a test binds a Role to it (e.g. the Role the docs
+	// tell operators to grant kplan).
+	OperatorKubeconfig string
 	// Namespace is "kafka", with a "default" ServiceAccount.
 	Namespace string
 	// Client is a controller-runtime client of the admin user, with a
@@ -319,8 +326,13 @@ func (e *Env) up(ctx context.Context, bins binaries) error {
 	if terr != nil {
 		return terr
 	}
+	operatorToken, terr := token()
+	if terr != nil {
+		return terr
+	}
 	tokens := filepath.Join(e.Dir, "tokens.csv")
-	csv := fmt.Sprintf("%s,admin,admin-uid,\"system:masters\"\n%s,%s,%s-uid\n", adminToken, restrictedToken, RestrictedUser, RestrictedUser)
+	csv := fmt.Sprintf("%s,admin,admin-uid,\"system:masters\"\n%s,%s,%s-uid\n%s,%s,%s-uid\n", adminToken,
+		restrictedToken, RestrictedUser, RestrictedUser, operatorToken, OperatorUser, OperatorUser)
 	if werr := os.WriteFile(tokens, []byte(csv), 0o600); werr != nil {
 		return werr
 	}
@@ -347,6 +359,10 @@ func (e *Env) up(ctx context.Context, bins binaries) error {
 		return werr
 	}
 	if werr := os.WriteFile(e.RestrictedKubeconfig, kubeconfig(e.Server, RestrictedUser, restrictedToken, Namespace), 0o600); werr != nil {
+		return werr
+	}
+	e.OperatorKubeconfig = filepath.Join(e.Dir, "operator.kubeconfig")
+	if werr := os.WriteFile(e.OperatorKubeconfig, kubeconfig(e.Server, OperatorUser, operatorToken, Namespace), 0o600); werr != nil {
 		return werr
 	}
 	e.rest = &rest.Config{Host: e.Server, BearerToken: adminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 100, Burst: 200}

@@ -5,6 +5,8 @@ package chaosmesh_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +14,11 @@ import (
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kplan-dev/kplan/internal/app"
 	"github.com/kplan-dev/kplan/internal/chaos"
@@ -45,7 +51,39 @@ func newCLIEnv(t *testing.T) cliEnv {
 	// Longer than the run's after-phase: the broker comes back once the
 	// phases are measured, as a pod's start time would have it.
 	agent.SetRestartDelay(15 * time.Second)
+	grantDocsRole(t, env)
 	return cliEnv{lab, env, agent}
+}
+
+// grantDocsRole binds the Role that docs/chaos-mesh.md tells operators to
+// grant kplan to k8stest's operator user, whose kubeconfig every run here
+// uses: the runs prove that Role is enough.
+func grantDocsRole(t *testing.T, env *k8stest.Env) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "chaos-mesh.md"))
+	require.NoError(t, err)
+	_, after, ok := strings.Cut(string(doc), "\n## RBAC\n")
+	require.True(t, ok, "docs/chaos-mesh.md has an RBAC section")
+	_, after, ok = strings.Cut(after, "```yaml\n")
+	require.True(t, ok, "the RBAC section has a YAML block")
+	block, _, _ := strings.Cut(after, "```")
+	roleYAML, _, _ := strings.Cut(block, "\n---\n")
+	var role rbacv1.Role
+	require.NoError(t, yaml.UnmarshalStrict([]byte(roleYAML), &role))
+	require.Equal(t, "Role", role.Kind)
+	role.Namespace = env.Namespace
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &role); !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-operator", Namespace: env.Namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: k8stest.OperatorUser}},
+	}
+	if err := env.Client.Create(ctx, binding); !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
 }
 
 // kplanRun runs kplan in process and returns the exit code, stdout and
@@ -59,7 +97,7 @@ func kplanRun(ctx context.Context, args ...string) (int, string, string) {
 
 func (e cliEnv) args(topic string, extra ...string) []string {
 	return append([]string{"chaos", "--bootstrap-server", e.lab.Bootstrap, "--killer", "chaos-mesh",
-		"--kubeconfig", e.env.Kubeconfig, "--namespace", e.env.Namespace, "--pod-naming", "strimzi",
+		"--kubeconfig", e.env.OperatorKubeconfig, "--namespace", e.env.Namespace, "--pod-naming", "strimzi",
 		"--strimzi-cluster", cliCluster, "--kill", "broker-3", "--topic", topic, "--warmup", "6s"}, extra...)
 }
 

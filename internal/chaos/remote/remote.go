@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/clock"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -286,7 +287,7 @@ func (c *Cluster) waitLeft(ctx context.Context, id int32) error {
 		if err != nil {
 			lastErr = err
 		}
-		if err := sleep(wctx, c.o.Poll); err != nil {
+		if err := clock.Sleep(wctx, c.o.Poll); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -319,7 +320,7 @@ func (c *Cluster) Restart(ctx context.Context, id int32) error {
 		if err == nil && ok {
 			return nil
 		}
-		if err := sleep(wctx, c.o.Poll); err != nil {
+		if err := clock.Sleep(wctx, c.o.Poll); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -386,7 +387,7 @@ func (c *Cluster) ElectPreferred(ctx context.Context) error {
 			}
 			_, _ = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
 		}
-		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+		if err := clock.Sleep(ctx, 500*time.Millisecond); err != nil {
 			return fmt.Errorf("preferred election of the experiment topics: %w", err)
 		}
 	}
@@ -466,15 +467,4 @@ func (c *Cluster) Close() { c.admin.Close() }
 // internal ones, for a dry run's what-if.
 func (c *Cluster) Snapshot(ctx context.Context) (*topology.Cluster, error) {
 	return kafka.Snapshot(ctx, c.admin, nil)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	sysclock "github.com/kplan-dev/kplan/internal/clock"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -179,7 +180,7 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 		adm = ka
 	}
 	if clock == nil {
-		clock = systemClock{}
+		clock = sysclock.System{}
 	}
 	ao := apply.Options{
 		Throttle:    o.Throttle,
@@ -243,22 +244,6 @@ func (o *ApplyOptions) spell(err error) error {
 		err = fmt.Errorf("%w; follow it with --verify or stop it with --cancel", err)
 	}
 	return err
-}
-
-// systemClock is the wall clock the workflow waits with.
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // progress prints the workflow's steps on stderr, so stdout stays the
