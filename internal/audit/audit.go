@@ -196,11 +196,8 @@ func RunWith(c *topology.Cluster, opts Options) Report {
 	ix := topology.NewIndex(c.Brokers)
 	names, sets := TopicSets(c, ix, by)
 	groups := MaxGroups(names, sets)
-	overlaps, truncated := OverlapsUpTo(groups, ix.Len(), max(opts.ListOverlaps, 0))
-	count := len(overlaps)
-	if truncated {
-		count = CountOverlaps(groups, ix.Len())
-	}
+	overlaps, count := OverlapsCounted(groups, ix.Len(), max(opts.ListOverlaps, 0))
+	truncated := count > len(overlaps)
 	views := BrokerViews(groups, ix.Len())
 	r := Report{Schema: "kplan.audit/v1", By: map[By]string{ByLeaders: "leaders", ByReplicas: "replicas"}[by],
 		Brokers: len(c.Brokers), Topics: len(names), Partitions: len(c.Partitions),

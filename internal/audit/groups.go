@@ -303,6 +303,17 @@ func BrokerViews(groups []Group, n int) []BrokerView {
 // cheaper, it counts through the broker-to-groups lists instead.
 const maxCountWords = 8 << 20
 
+// OverlapsCounted lists up to limit overlapping pairs (0: all) and counts
+// them all: the list's length when it is complete, else CountOverlaps,
+// which needs no list. The list stopped early when count > len(list).
+func OverlapsCounted(groups []Group, n, limit int) ([]Overlap, int) {
+	list, truncated := OverlapsUpTo(groups, n, limit)
+	if !truncated {
+		return list, len(list)
+	}
+	return list, CountOverlaps(groups, n)
+}
+
 // CountOverlaps returns how many pairs of groups overlap, without listing
 // them: a scattered two-million-partition layout has about 450 million
 // such pairs, which OverlapsUpTo could not hold but this counts in about a

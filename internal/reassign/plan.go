@@ -442,8 +442,8 @@ func overlaps(c *topology.Cluster) (int, int, []audit.Group, []audit.Overlap, *t
 	ix := topology.NewIndex(c.Brokers)
 	names, sets := audit.TopicSets(c, ix, audit.ByLeaders)
 	groups := audit.MaxGroups(names, sets)
-	ovs, _ := audit.OverlapsUpTo(groups, ix.Len(), MaxListed)
-	return len(groups), audit.CountOverlaps(groups, ix.Len()), groups, ovs, ix
+	ovs, count := audit.OverlapsCounted(groups, ix.Len(), MaxListed)
+	return len(groups), count, groups, ovs, ix
 }
 
 // spread returns the least and most partitions led by one of k brokers
