@@ -9,6 +9,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/partitioner"
+	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 // TargetKind says how the broker to kill is chosen.
@@ -88,8 +89,19 @@ const (
 
 // Config is one experiment.
 type Config struct {
-	// Partitioners to compare, by partitioner.Names() name.
+	// Partitioners to compare, by partitioner.Names() name, or SQFShared.
 	Partitioners []string
+	// Workload, when set, replaces the one-topic experiment (Topic,
+	// Assignment, Rate): every partitioner writes each of these topics,
+	// through a producer of its own per topic, at the topic's rate. Side by
+	// side each partitioner writes its own copies (WorkloadTopicName);
+	// sequential runs write the same topics one partitioner after another.
+	Workload []WorkloadTopic
+	// Existing makes Workload name topics that exist on the cluster, written
+	// as they are (their assignments are read from the cluster, nothing is
+	// created); it requires Sequential. kplan's records carry the RunHeader
+	// header, and the loss check counts only those.
+	Existing bool
 	// Target is the broker to kill.
 	Target Target
 	// Topic is the topic name prefix: each partitioner writes Topic-NAME.
@@ -161,6 +173,44 @@ type Config struct {
 	// producers are not flushed, a killed broker is not restarted and the
 	// loss check is skipped.
 	Abort <-chan struct{}
+}
+
+// WorkloadTopic is one topic of a workload.
+type WorkloadTopic struct {
+	// Name is the topic as the layout (or the cluster, with Existing)
+	// names it.
+	Name string
+	// Assignment is its replica assignment, preferred leader first; nil
+	// with Existing (read from the cluster).
+	Assignment [][]int32
+	// Rate is each producer's rate for this topic in bytes/s; 0 means as
+	// fast as it can.
+	Rate int64
+	// Keys are the record keys' distribution.
+	Keys workload.Keys
+}
+
+// SQFShared is the partitioner name of sqf with one in-flight tracker shared
+// by every producer of the experiment that uses it (thesis Fig 6.7), next to
+// "sqf", one tracker per producer.
+const SQFShared = "sqf-shared"
+
+// RunHeader is the record header carrying kplan's run id (8 bytes, big
+// endian): the checking consumer counts only records that carry it.
+const RunHeader = "kplan-run"
+
+// WorkloadTopicName is the topic a partitioner's producer writes for the
+// workload topic name: PREFIX-PARTITIONER-NAME side by side, PREFIX-NAME in
+// a sequential run (every partitioner writes the same topics), NAME itself
+// for existing topics.
+func WorkloadTopicName(prefix, partitionerName, name string, sequential, existing bool) string {
+	switch {
+	case existing:
+		return name
+	case sequential:
+		return prefix + "-" + name
+	}
+	return prefix + "-" + partitionerName + "-" + name
 }
 
 // DefaultCleanupTimeout bounds the cleanup when Config.CleanupTimeout is 0.

@@ -87,6 +87,9 @@ type Result struct {
 	ConsumerRereads int64 `json:"consumer_rereads,omitempty"`
 	// Interrupted is true when the run was stopped early.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Workload lists the workload's topics (absent for the one-topic
+	// experiment).
+	Workload []WorkloadTopicResult `json:"workload,omitempty"`
 	// Partitioners holds one entry per partitioner, in the order asked.
 	Partitioners []PartitionerResult `json:"partitioners"`
 	// Notes are things worth knowing about the run.
@@ -96,10 +99,23 @@ type Result struct {
 	KillerLog []string `json:"killer_log,omitempty"`
 }
 
-// PartitionerResult is one partitioner's outcome.
+// WorkloadTopicResult is one topic of a workload as it ran.
+type WorkloadTopicResult struct {
+	Name          string `json:"name"`
+	Assignment    string `json:"assignment"`
+	RateBytesPerS int64  `json:"rate_bytes_per_s"`
+	Keys          string `json:"keys"`
+}
+
+// PartitionerResult is one partitioner's outcome, over every topic it wrote.
 type PartitionerResult struct {
-	Name  string `json:"name"`
-	Topic string `json:"topic"`
+	Name string `json:"name"`
+	// Topic is the first topic it wrote; Topics all of them.
+	Topic  string   `json:"topic"`
+	Topics []string `json:"topics,omitempty"`
+	// Prediction says what the predicted shares rest on (the audit's model
+	// for this partitioner), or why there are none.
+	Prediction string `json:"prediction,omitempty"`
 	// Sent records; Acked of them; Lost acknowledged but never consumed
 	// back; Duplicates extra copies consumed; NeverAcked got an error or
 	// no answer; UnackedDelivered of those were consumed anyway.
@@ -142,6 +158,22 @@ type PhaseResult struct {
 	PerBroker      map[string]int64   `json:"per_broker"`
 	PerBrokerBytes map[string]int64   `json:"per_broker_bytes"`
 	Shares         map[string]float64 `json:"shares"`
+	// PredictedShare is each leader's predicted share of the bytes in this
+	// phase (the audit's model over the phase's leaders: the layout's for
+	// before and recovered, Kafka's election after the kill for after);
+	// MeasuredShare the measured one (acknowledged bytes by the broker that
+	// led the record's partition). Both are keyed by broker id over the same
+	// brokers, Leaders, and sum to 1. MaxErrorPts is the largest difference
+	// in percentage points; PredictedMaxOverMean the predicted skew over
+	// Leaders, comparable with MaxOverMean. Absent when there is no
+	// prediction (PartitionerResult.Prediction says why).
+	PredictedShare       map[string]float64 `json:"predicted_share,omitempty"`
+	MeasuredShare        map[string]float64 `json:"measured_share,omitempty"`
+	MaxErrorPts          *float64           `json:"max_error_pts,omitempty"`
+	PredictedMaxOverMean *float64           `json:"predicted_max_over_mean,omitempty"`
+	// PerPartition counts acknowledged records by "TOPIC/PARTITION" (the
+	// workload's topic names) in workload runs.
+	PerPartition map[string]int64 `json:"per_partition,omitempty"`
 	// MaxOverMean, CV and Jain are the skew over Leaders; absent when the
 	// phase acknowledged fewer than MinSkewRecordsPerBroker records per
 	// leader on average.
