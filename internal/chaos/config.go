@@ -330,8 +330,8 @@ func (c *Config) Validate() error {
 	if c.Topic == "" {
 		return errkind.Usagef("topic", "empty topic name")
 	}
-	if len(c.Assignment) == 0 {
-		return errkind.Usagef("partitions", "no partitions")
+	if err := c.validateWorkload(); err != nil {
+		return err
 	}
 	if c.RecordSize < MinRecordSize || c.RecordSize > 1<<20 {
 		return errkind.Usagef("record-size", "record size %d (want %d to %d bytes)", c.RecordSize, MinRecordSize, 1<<20)
@@ -359,6 +359,53 @@ func (c *Config) Validate() error {
 	}
 	if c.MetadataMinAge <= 0 || c.MetadataMaxAge < c.MetadataMinAge {
 		return errkind.Usagef("metadata-max-age", "metadata ages: want 0 < min <= max")
+	}
+	return nil
+}
+
+// MaxProducers bounds partitioners times workload topics: each record names
+// its producer in one byte.
+const MaxProducers = 255
+
+func (c *Config) validateWorkload() error {
+	if len(c.Workload) == 0 {
+		if c.Existing {
+			return errkind.Usagef("topics", "no existing topic to write")
+		}
+		if len(c.Assignment) == 0 {
+			return errkind.Usagef("partitions", "no partitions")
+		}
+		return nil
+	}
+	if n := len(c.Partitioners) * len(c.Workload); n > MaxProducers {
+		return errkind.Usagef("partitioner", "%d partitioners times %d topics is %d producers, more than %d", len(c.Partitioners), len(c.Workload), n, MaxProducers)
+	}
+	if c.Existing && !c.Sequential {
+		return errkind.Usagef("sequential", "existing topics are written one partitioner after another: add --sequential")
+	}
+	seen := map[string]bool{}
+	for _, w := range c.Workload {
+		if w.Name == "" {
+			return errkind.Usagef("layout", "a workload topic without a name")
+		}
+		if seen[w.Name] {
+			return errkind.Usagef("layout", "topic %s given twice", w.Name)
+		}
+		seen[w.Name] = true
+		if w.Rate < 0 {
+			return errkind.Usagef("rates", "%s: negative rate", w.Name)
+		}
+		if c.Existing {
+			continue
+		}
+		if len(w.Assignment) == 0 {
+			return errkind.Usagef("layout", "%s: no partitions", w.Name)
+		}
+		for p, reps := range w.Assignment {
+			if len(reps) == 0 {
+				return errkind.Usagef("layout", "%s partition %d: no replicas", w.Name, p)
+			}
+		}
 	}
 	return nil
 }

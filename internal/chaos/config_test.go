@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -141,4 +142,49 @@ func TestValidate(t *testing.T) {
 		assert.Equal(t, tc.field, errkind.FieldOf(err), tc.name)
 		assert.Equal(t, errkind.Usage, errkind.KindOf(err), tc.name)
 	}
+}
+
+func TestValidateWorkload(t *testing.T) {
+	base := func() Config {
+		c := Defaults()
+		c.Workload = []WorkloadTopic{{Name: "A", Assignment: [][]int32{{1, 2}}, Rate: 1000}}
+		return c
+	}
+	for _, tc := range []struct {
+		name, field, msg string
+		edit             func(*Config)
+	}{
+		{"existing needs sequential", "sequential", "--sequential", func(c *Config) { c.Existing = true }},
+		{"existing without topics", "topics", "no existing topic", func(c *Config) { c.Existing, c.Workload = true, nil }},
+		{"unnamed topic", "layout", "without a name", func(c *Config) { c.Workload[0].Name = "" }},
+		{"twice", "layout", "given twice", func(c *Config) { c.Workload = append(c.Workload, c.Workload[0]) }},
+		{"negative rate", "rates", "negative rate", func(c *Config) { c.Workload[0].Rate = -1 }},
+		{"no partitions", "layout", "no partitions", func(c *Config) { c.Workload[0].Assignment = nil }},
+		{"empty replicas", "layout", "no replicas", func(c *Config) { c.Workload[0].Assignment = [][]int32{{}} }},
+		{"too many producers", "partitioner", "more than 255", func(c *Config) {
+			for i := range 64 {
+				c.Workload = append(c.Workload, WorkloadTopic{Name: fmt.Sprint("t", i), Assignment: [][]int32{{1}}})
+			}
+		}},
+		{"unknown partitioner", "partitioner", "unknown partitioner", func(c *Config) { c.Partitioners = []string{"sqf-sharde"} }},
+	} {
+		c := base()
+		tc.edit(&c)
+		err := c.Validate()
+		require.Error(t, err, tc.name)
+		assert.Equal(t, tc.field, errkind.FieldOf(err), tc.name)
+		assert.Equal(t, errkind.Usage, errkind.KindOf(err), tc.name)
+		assert.Contains(t, err.Error(), tc.msg, tc.name)
+	}
+	ok := base()
+	ok.Partitioners = append(ok.Partitioners, SQFShared)
+	require.NoError(t, ok.Validate())
+	ok.Existing, ok.Sequential, ok.Workload[0].Assignment = true, true, nil
+	require.NoError(t, ok.Validate(), "existing topics take their assignment from the cluster")
+}
+
+func TestWorkloadTopicName(t *testing.T) {
+	assert.Equal(t, "p-node-A", WorkloadTopicName("p", "node", "A", false, false))
+	assert.Equal(t, "p-A", WorkloadTopicName("p", "node", "A", true, false))
+	assert.Equal(t, "A", WorkloadTopicName("p", "node", "A", true, true))
 }

@@ -72,7 +72,7 @@ func (c *consumer) run(ctx context.Context) {
 			}
 			c.mu.Unlock()
 			v := r.Value
-			if len(v) < headerLen || binary.BigEndian.Uint64(v[offRun:]) != c.runID {
+			if !c.ours(r) || len(v) < headerLen || binary.BigEndian.Uint64(v[offRun:]) != c.runID {
 				return
 			}
 			i := int(v[offProducer])
@@ -88,6 +88,17 @@ func (c *consumer) run(ctx context.Context) {
 			c.prods[i].consumed(binary.BigEndian.Uint64(v[offSeq:]), ph, at-sent, pos)
 		})
 	}
+}
+
+// ours reports whether r carries this run's RunHeader: other producers'
+// records on an existing topic are not counted.
+func (c *consumer) ours(r *kgo.Record) bool {
+	for _, h := range r.Headers {
+		if h.Key == RunHeader {
+			return len(h.Value) == 8 && binary.BigEndian.Uint64(h.Value) == c.runID
+		}
+	}
+	return false
 }
 
 // caughtUp reports whether every partition was read up to end, and how many

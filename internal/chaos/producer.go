@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kplan-dev/kplan/internal/stats"
+	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 // Phase is a stage of an experiment.
@@ -96,6 +97,7 @@ type brokerCount struct{ records, bytes int64 }
 type phaseStats struct {
 	sent, acked, failed, ackedBytes int64
 	perBroker                       map[int32]*brokerCount
+	perPartition                    map[int32]int64
 	prod, e2e                       *stats.Latency
 	prodSamples, e2eSamples         reservoir
 	lost                            int64
@@ -110,15 +112,20 @@ func newPhaseStats(objective time.Duration, rng *rand.Rand) *phaseStats {
 	if err != nil {
 		panic(err)
 	}
-	return &phaseStats{perBroker: map[int32]*brokerCount{}, prod: prod, e2e: e2e,
+	return &phaseStats{perBroker: map[int32]*brokerCount{}, perPartition: map[int32]int64{}, prod: prod, e2e: e2e,
 		prodSamples: reservoir{rng: rng}, e2eSamples: reservoir{rng: rng}}
 }
 
-// producer is one partitioner's client and its bookkeeping.
+// producer is one partitioner's client for one topic and its bookkeeping.
 type producer struct {
 	idx   int
-	name  string
-	topic string
+	name  string // the partitioner's
+	topic string // the topic written
+	// wname is the workload's name of the topic (the layout's), equal to
+	// topic in a one-topic experiment.
+	wname string
+	rate  int64 // bytes/s, 0: as fast as it can
+	keys  *workload.Sampler
 	cl    *kgo.Client
 	cfg   *Config
 	epoch time.Time
@@ -168,7 +175,7 @@ var _ kgo.HookProduceBatchWritten = (*producer)(nil)
 
 // loop sends records until stop closes or ctx ends, paced at cfg.Rate.
 func (p *producer) loop(ctx context.Context, stop <-chan struct{}) {
-	rps := float64(p.cfg.Rate) / float64(p.cfg.RecordSize)
+	rps := float64(p.rate) / float64(p.cfg.RecordSize)
 	burst := int64(max(1, rps/10)) // at most 100 ms of debt is caught up
 	t0 := p.now()
 	var sent int64
@@ -209,7 +216,11 @@ func (p *producer) send(ctx context.Context) {
 	val[offProducer] = byte(p.idx)
 	val[offPhase] = byte(ph)
 	binary.BigEndian.PutUint64(val[offRun:], p.runID)
-	p.cl.Produce(ctx, &kgo.Record{Topic: p.topic, Value: val}, p.promise)
+	rec := &kgo.Record{Topic: p.topic, Value: val, Headers: []kgo.RecordHeader{{Key: RunHeader, Value: val[offRun:headerLen]}}}
+	if p.keys != nil {
+		rec.Key = workload.Key(p.keys.Next())
+	}
+	p.cl.Produce(ctx, rec, p.promise)
 }
 
 func (p *producer) promise(r *kgo.Record, err error) {
@@ -242,6 +253,7 @@ func (p *producer) promise(r *kgo.Record, err error) {
 	}
 	bc.records++
 	bc.bytes += size
+	s.perPartition[r.Partition]++
 	s.prod.Record(lat)
 	s.prodSamples.add(float64(lat) / float64(time.Millisecond))
 	b := int(at / bucket)

@@ -223,6 +223,19 @@ func (r *runner) result() *Result {
 		LatencyObjectiveMS: ms(cfg.Objective), MetadataMinAgeMS: ms(cfg.MetadataMinAge),
 		Notes: append([]string{fmt.Sprintf("cluster: %s", r.c.Label())}, r.notes...),
 	}
+	if len(cfg.Workload) > 0 {
+		res.Assignment = ""
+		for _, w := range cfg.Workload {
+			wr := WorkloadTopicResult{Name: w.Name, RateBytesPerS: w.Rate, Keys: describeKeys(w.Keys)}
+			for _, st := range r.streams {
+				if st.wname == w.Name {
+					wr.Assignment = FormatAssignment(r.assign[st.topic])
+					break
+				}
+			}
+			res.Workload = append(res.Workload, wr)
+		}
+	}
 	var fos, effects []float64
 	for _, l := range r.legs {
 		if l.killEffect >= 0 {
@@ -234,8 +247,8 @@ func (r *runner) result() *Result {
 		if l.failover >= 0 {
 			fos = append(fos, ms(l.failover))
 		}
-		for _, p := range l.prods {
-			res.Partitioners = append(res.Partitioners, r.partitionerResult(l, p))
+		for _, group := range groupByPartitioner(l.prods) {
+			res.Partitioners = append(res.Partitioners, r.partitionerResult(l, group))
 		}
 	}
 	if kr, ok := r.c.(KillReporter); ok {
@@ -272,12 +285,41 @@ func (r *runner) result() *Result {
 	return res
 }
 
-func (r *runner) partitionerResult(l *leg, p *producer) PartitionerResult {
-	ls := p.checkLoss()
-	pr := PartitionerResult{
-		Name: p.name, Topic: p.topic, Sent: ls.sent, Acked: ls.acked, Lost: ls.lost, Duplicates: ls.duplicates,
-		NeverAcked: ls.neverAcked, UnackedDelivered: ls.unackedDelivered,
-		KilledBroker: l.victim, FirstSuccessMS: -1, Phases: map[string]*PhaseResult{},
+// groupByPartitioner splits producers by partitioner, in order.
+func groupByPartitioner(prods []*producer) [][]*producer {
+	var out [][]*producer
+	for _, p := range prods {
+		if n := len(out); n > 0 && out[n-1][0].name == p.name {
+			out[n-1] = append(out[n-1], p)
+			continue
+		}
+		out = append(out, []*producer{p})
+	}
+	return out
+}
+
+// partitionerResult sums one partitioner's producers (one per topic).
+func (r *runner) partitionerResult(l *leg, prods []*producer) PartitionerResult {
+	p0 := prods[0]
+	pr := PartitionerResult{Name: p0.name, Topic: p0.topic, KilledBroker: l.victim, FirstSuccessMS: -1, Phases: map[string]*PhaseResult{}}
+	if len(r.cfg.Workload) > 0 {
+		for _, p := range prods {
+			pr.Topics = append(pr.Topics, p.topic)
+		}
+	}
+	basis, canPredict := r.predictionBasis(prods)
+	pr.Prediction = basis
+	for _, p := range prods {
+		ls := p.checkLoss()
+		pr.Sent += ls.sent
+		pr.Acked += ls.acked
+		pr.Lost += ls.lost
+		pr.Duplicates += ls.duplicates
+		pr.NeverAcked += ls.neverAcked
+		pr.UnackedDelivered += ls.unackedDelivered
+		if f := p.firstMovedAck.Load(); f > 0 && (pr.FirstSuccessMS < 0 || ms(time.Duration(f)) < pr.FirstSuccessMS) {
+			pr.FirstSuccessMS = ms(time.Duration(f))
+		}
 	}
 	if r.c.Real() && l.victim >= 0 {
 		pr.FailoverMS = ptr(-1)
@@ -285,40 +327,75 @@ func (r *runner) partitionerResult(l *leg, p *producer) PartitionerResult {
 			pr.FailoverMS = ptr(ms(l.failover))
 		}
 	}
-	if f := p.firstMovedAck.Load(); f > 0 {
-		pr.FirstSuccessMS = ms(time.Duration(f))
+	for _, p := range prods {
+		p.mu.Lock()
+		defer p.mu.Unlock()
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	for ph := range numPhases {
 		w := l.windows[ph]
 		if !w.ran {
 			continue
 		}
-		s := p.phases[ph]
 		d := w.end - w.start
 		if d <= 0 {
 			d = time.Nanosecond
 		}
+		s := mergePhase(prods, ph)
+		var leaders []int32
+		for _, p := range prods {
+			for _, id := range l.leaders[ph][p.topic] {
+				if !slices.Contains(leaders, id) {
+					leaders = append(leaders, id)
+				}
+			}
+		}
+		slices.Sort(leaders)
 		out := &PhaseResult{
-			DurationS: d.Seconds(), Leaders: slices.Clone(l.leaders[ph][p.topic]),
+			DurationS: d.Seconds(), Leaders: leaders,
 			Sent: s.sent, Acked: s.acked, Failed: s.failed, Lost: s.lost,
 			PerBroker: map[string]int64{}, PerBrokerBytes: map[string]int64{}, Shares: map[string]float64{},
 			ThroughputMBps: float64(s.ackedBytes) / 1e6 / d.Seconds(),
 			RecordsPerS:    float64(s.acked) / d.Seconds(),
 			LatencyMS:      s.prod.Summary(),
 			E2ELatencyMS:   s.e2e.Summary(),
-			Batches:        p.batches[ph].Load(),
+		}
+		var batchRecords int64
+		for _, p := range prods {
+			out.Batches += p.batches[ph].Load()
+			batchRecords += p.batchRecords[ph].Load()
 		}
 		if out.Batches > 0 {
-			out.RecordsPerBatch = float64(p.batchRecords[ph].Load()) / float64(out.Batches)
+			out.RecordsPerBatch = float64(batchRecords) / float64(out.Batches)
 		}
+		bytes := map[int32]int64{}
 		for id, bc := range s.perBroker {
 			out.PerBroker[strconv.Itoa(int(id))] = bc.records
 			out.PerBrokerBytes[strconv.Itoa(int(id))] = bc.bytes
+			bytes[id] = bc.bytes
+		}
+		if len(r.cfg.Workload) > 0 {
+			out.PerPartition = map[string]int64{}
+			for _, p := range prods {
+				for part, n := range p.phases[ph].perPartition {
+					out.PerPartition[fmt.Sprintf("%s/%d", p.wname, part)] += n
+				}
+			}
+		}
+		skewOver := out.Leaders
+		if canPredict {
+			if pred, ok := r.predict(l, prods, ph); ok {
+				setPrediction(out, pred, bytes)
+				if out.PredictedShare != nil {
+					skewOver = nil
+					for k := range out.PredictedShare {
+						id, _ := strconv.Atoi(k)
+						skewOver = append(skewOver, int32(id))
+					}
+				}
+			}
 		}
 		counts := map[int32]int64{}
-		for _, id := range out.Leaders {
+		for _, id := range skewOver {
 			counts[id] = 0
 			if bc := s.perBroker[id]; bc != nil {
 				counts[id] = bc.records
@@ -327,22 +404,69 @@ func (r *runner) partitionerResult(l *leg, p *producer) PartitionerResult {
 		setSkew(out, counts)
 		setViolation(out, stats.LossRate(s.lost, s.acked))
 		pr.Phases[ph.String()] = out
-		pr.Series.ProduceSamples[ph] = slices.Clone(s.prodSamples.xs)
-		pr.Series.E2ESamples[ph] = slices.Clone(s.e2eSamples.xs)
+		pr.Series.ProduceSamples[ph] = s.prodSamples.xs
+		pr.Series.E2ESamples[ph] = s.e2eSamples.xs
 	}
-	pr.Series.Buckets = slices.Clone(p.buckets)
+	for _, p := range prods {
+		for b, v := range p.buckets {
+			for len(pr.Series.Buckets) <= b {
+				pr.Series.Buckets = append(pr.Series.Buckets, 0)
+			}
+			pr.Series.Buckets[b] += v
+		}
+	}
 	if l.victim >= 0 {
 		pr.Series.KillAtS = l.killAt.Seconds()
 	}
 	if l.windows[PhaseBefore].ran && l.windows[PhaseAfter].ran {
-		if ks, err := stats.KS2(p.phases[PhaseBefore].prodSamples.xs, p.phases[PhaseAfter].prodSamples.xs); err == nil {
+		before, after := mergePhase(prods, PhaseBefore), mergePhase(prods, PhaseAfter)
+		if ks, err := stats.KS2(before.prodSamples.xs, after.prodSamples.xs); err == nil {
 			pr.KSProduce = &ks
 		}
-		if ks, err := stats.KS2(p.phases[PhaseBefore].e2eSamples.xs, p.phases[PhaseAfter].e2eSamples.xs); err == nil {
+		if ks, err := stats.KS2(before.e2eSamples.xs, after.e2eSamples.xs); err == nil {
 			pr.KSE2E = &ks
 		}
 	}
 	return pr
+}
+
+// mergePhase sums the producers' figures of one phase into a new
+// phaseStats (callers hold every producer's lock). Latency samples are
+// concatenated, each producer's reservoir in turn.
+func mergePhase(prods []*producer, ph Phase) *phaseStats {
+	if len(prods) == 1 {
+		s := *prods[0].phases[ph]
+		s.prodSamples.xs = slices.Clone(s.prodSamples.xs)
+		s.e2eSamples.xs = slices.Clone(s.e2eSamples.xs)
+		return &s
+	}
+	out := &phaseStats{perBroker: map[int32]*brokerCount{}, perPartition: map[int32]int64{}}
+	for i, p := range prods {
+		s := p.phases[ph]
+		if i == 0 {
+			out.prod, out.e2e = s.prod.Clone(), s.e2e.Clone()
+		} else {
+			_ = out.prod.Merge(s.prod) // same objective and range by construction
+			_ = out.e2e.Merge(s.e2e)
+		}
+		out.sent += s.sent
+		out.acked += s.acked
+		out.failed += s.failed
+		out.ackedBytes += s.ackedBytes
+		out.lost += s.lost
+		for id, bc := range s.perBroker {
+			o := out.perBroker[id]
+			if o == nil {
+				o = &brokerCount{}
+				out.perBroker[id] = o
+			}
+			o.records += bc.records
+			o.bytes += bc.bytes
+		}
+		out.prodSamples.xs = append(out.prodSamples.xs, s.prodSamples.xs...)
+		out.e2eSamples.xs = append(out.e2eSamples.xs, s.e2eSamples.xs...)
+	}
+	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -18,6 +18,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/partitioner"
+	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 // window is when a phase ran, relative to the run's epoch.
@@ -33,6 +34,11 @@ type leg struct {
 	phase   atomic.Int32
 	windows [numPhases]window
 	leaders [numPhases]map[string][]int32
+	// meta is the experiment topics' metadata when each phase began;
+	// preKill the metadata read just before the kill: the predictions
+	// start from them.
+	meta    [numPhases]*clusterMeta
+	preKill *clusterMeta
 	victim  int32
 	killAt  time.Duration
 	// killEffect is the time from the kill call to the kill taking effect,
@@ -44,14 +50,26 @@ type leg struct {
 	wg         sync.WaitGroup
 }
 
+// stream is one producer's work: a partitioner writing one topic.
+type stream struct {
+	part  string // partitioner
+	wname string // the workload's name of the topic
+	topic string // the topic written
+	rate  int64
+	keys  workload.Keys
+}
+
 type runner struct {
-	c      Cluster
-	cfg    *Config
-	admin  *kgo.Client
-	epoch  time.Time
-	now    func() time.Time
-	topics []string
-	prods  []*producer
+	c       Cluster
+	cfg     *Config
+	admin   *kgo.Client
+	epoch   time.Time
+	now     func() time.Time
+	streams []stream
+	topics  []string             // distinct topics written, in stream order
+	assign  map[string][][]int32 // replica assignment by topic written
+	brokers []int32              // the cluster's brokers when the run began
+	prods   []*producer
 	legs   []*leg
 	cur    atomic.Pointer[leg]
 	dead   int32 // the broker currently killed by this run, -1 for none
@@ -169,8 +187,14 @@ func (r *runner) startOffsets(ctx context.Context) (map[string]map[int32]int64, 
 // producer in a sequential run.
 func (r *runner) runLegs(ctx context.Context) error {
 	if r.cfg.Sequential {
-		for _, p := range r.prods {
-			r.legs = append(r.legs, &leg{prods: []*producer{p}})
+		for _, name := range r.cfg.Partitioners {
+			l := &leg{}
+			for _, p := range r.prods {
+				if p.name == name {
+					l.prods = append(l.prods, p)
+				}
+			}
+			r.legs = append(r.legs, l)
 		}
 	} else {
 		r.legs = []*leg{{prods: r.prods}}
@@ -272,17 +296,54 @@ func (r *runner) cleanup(ctx context.Context, runErr error, cons *consumer, star
 	}
 }
 
-// prepare checks the cluster, creates the topics and waits for their leaders.
+// plan lists the streams: every partitioner writes every workload topic (or
+// the one experiment topic) through a producer of its own.
+func (r *runner) plan() {
+	cfg := r.cfg
+	for _, name := range cfg.Partitioners {
+		if len(cfg.Workload) == 0 {
+			t := TopicFor(cfg.Topic, name)
+			r.streams = append(r.streams, stream{part: name, wname: t, topic: t, rate: cfg.Rate})
+			continue
+		}
+		for _, w := range cfg.Workload {
+			r.streams = append(r.streams, stream{part: name, wname: w.Name, topic: WorkloadTopicName(cfg.Topic, name, w.Name, cfg.Sequential, cfg.Existing), rate: w.Rate, keys: w.Keys})
+		}
+	}
+	r.assign = map[string][][]int32{}
+	for _, st := range r.streams {
+		if slices.Contains(r.topics, st.topic) {
+			continue
+		}
+		r.topics = append(r.topics, st.topic)
+		if len(cfg.Workload) == 0 {
+			r.assign[st.topic] = cfg.Assignment
+			continue
+		}
+		for _, w := range cfg.Workload {
+			if w.Name == st.wname && w.Assignment != nil {
+				r.assign[st.topic] = w.Assignment
+			}
+		}
+	}
+}
+
+// prepare checks the cluster, creates the topics (or reads the layouts of
+// existing ones) and waits for their leaders.
 func (r *runner) prepare(ctx context.Context) error {
 	cfg := r.cfg
+	r.plan()
 	brokers, err := r.c.Brokers(ctx)
 	if err != nil {
 		return err
 	}
-	for p, reps := range cfg.Assignment {
-		for _, id := range reps {
-			if !slices.Contains(brokers, id) {
-				return errkind.Usagef("assignment", "partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", p, id, brokers)
+	r.brokers = brokers
+	for _, t := range r.topics {
+		for p, reps := range r.assign[t] {
+			for _, id := range reps {
+				if !slices.Contains(brokers, id) {
+					return errkind.Usagef("assignment", "%s partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", r.wname(t), p, id, brokers)
+				}
 			}
 		}
 	}
@@ -292,31 +353,35 @@ func (r *runner) prepare(ctx context.Context) error {
 	if cfg.Target.Kind != TargetNone && len(brokers) < 2 {
 		return errkind.Usagef("kill", "a kill needs at least 2 brokers")
 	}
-	// A partition whose only replica is the victim has nowhere to fail over.
-	if cfg.Target.Kind == TargetBroker {
-		if err := r.checkReplicas(cfg.Target.Broker); err != nil {
-			return err
-		}
-	}
 	r.admin, err = kafka.NewClient(r.clientOpts(), cfg.Version, kgo.MetadataMinAge(cfg.MetadataMinAge), kgo.RetryTimeout(10*time.Second))
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
-	}
-	for _, name := range cfg.Partitioners {
-		r.topics = append(r.topics, TopicFor(cfg.Topic, name))
 	}
 	for _, t := range r.topics {
 		have, ok, err := r.c.Layout(ctx, t)
 		if err != nil {
 			return err
 		}
+		if cfg.Existing {
+			if !ok {
+				return errkind.Usagef("topics", "topic %s does not exist", t)
+			}
+			r.assign[t] = have
+			continue
+		}
 		if ok {
-			if !slices.EqualFunc(have, cfg.Assignment, slices.Equal) {
-				return errkind.Usagef("topic", "topic %s exists with layout %s, not %s (choose another topic prefix or delete it)", t, FormatAssignment(have), FormatAssignment(cfg.Assignment))
+			if !slices.EqualFunc(have, r.assign[t], slices.Equal) {
+				return errkind.Usagef("topic", "topic %s exists with layout %s, not %s (choose another topic prefix or delete it)", t, FormatAssignment(have), FormatAssignment(r.assign[t]))
 			}
 			continue
 		}
-		if err := r.c.CreateTopic(ctx, t, cfg.Assignment); err != nil {
+		if err := r.c.CreateTopic(ctx, t, r.assign[t]); err != nil {
+			return err
+		}
+	}
+	// A partition whose only replica is the victim has nowhere to fail over.
+	if cfg.Target.Kind == TargetBroker {
+		if err := r.checkReplicas(cfg.Target.Broker); err != nil {
 			return err
 		}
 	}
@@ -347,6 +412,16 @@ func (r *runner) prepare(ctx context.Context) error {
 	}
 }
 
+// wname is the workload's name of a topic written.
+func (r *runner) wname(topic string) string {
+	for _, st := range r.streams {
+		if st.topic == topic {
+			return st.wname
+		}
+	}
+	return topic
+}
+
 // Fields of refusals: the setting that would allow the kill (allow
 // unavailable partitions on a real cluster) or avoid it (a replication
 // factor above 1).
@@ -358,8 +433,11 @@ const (
 // checkReplicas refuses a kill that leaves an experiment partition with no
 // other replica.
 func (r *runner) checkReplicas(victim int32) error {
-	for p, reps := range r.cfg.Assignment {
-		if len(reps) == 1 && reps[0] == victim {
+	for _, t := range r.topics {
+		for p, reps := range r.assign[t] {
+			if len(reps) != 1 || reps[0] != victim {
+				continue
+			}
 			if r.cfg.AllowUnavailable && r.c.Real() {
 				continue
 			}
@@ -367,7 +445,11 @@ func (r *runner) checkReplicas(victim int32) error {
 			if !r.c.Real() {
 				why = " (a simulated cluster cannot run a partition without a leader)"
 			}
-			return errkind.Refusedf(FieldReplicationFactor, "killing broker %d leaves partition %d of every experiment topic with no replica (replication factor 1): its records could go nowhere%s", victim, p, why)
+			what := fmt.Sprintf("partition %d of every experiment topic", p)
+			if len(r.cfg.Workload) > 0 {
+				what = fmt.Sprintf("%s partition %d", r.wname(t), p)
+			}
+			return errkind.Refusedf(FieldReplicationFactor, "killing broker %d leaves %s with no replica (replication factor 1): its records could go nowhere%s", victim, what, why)
 		}
 	}
 	return nil
@@ -434,14 +516,21 @@ func head(xs []string) string {
 
 func (r *runner) newProducers(runID uint64) error {
 	cfg := r.cfg
-	for i, name := range cfg.Partitioners {
+	var shared *partitioner.Inflight
+	for i, st := range r.streams {
 		popts := []partitioner.Option{partitioner.WithRand(mrand.New(mrand.NewSource(int64(cfg.Seed) + int64(i)))), partitioner.WithSlack(cfg.SQFSlack), partitioner.WithStick(cfg.Stick)} //nolint:gosec // experiment randomness, seeded for repeatability
-		kopts, bind, err := partitioner.ClientOpts(name, popts...)
+		if st.part == SQFShared {
+			if shared == nil {
+				shared = partitioner.NewInflight()
+			}
+			popts = append(popts, partitioner.WithInflight(shared))
+		}
+		kopts, bind, err := partitioner.ClientOpts(st.part, popts...)
 		if err != nil {
 			r.closeProducers()
 			return err
 		}
-		p := &producer{idx: i, name: name, topic: r.topics[i], cfg: cfg, epoch: r.epoch, now: r.now, runID: runID}
+		p := &producer{idx: i, name: st.part, topic: st.topic, wname: st.wname, rate: st.rate, cfg: cfg, epoch: r.epoch, now: r.now, runID: runID}
 		kopts = append(kopts,
 			kgo.WithHooks(p),
 			// franz-go's default retry limit: a produce answer may wait for
@@ -464,10 +553,13 @@ func (r *runner) newProducers(runID uint64) error {
 		cl, err := kafka.NewClient(r.clientOpts(), cfg.Version, kopts...)
 		if err != nil {
 			r.closeProducers()
-			return fmt.Errorf("producer %s: %w", name, err)
+			return fmt.Errorf("producer %s: %w", st.part, err)
 		}
 		bind(cl)
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1))
+		if st.keys.Keyed() {
+			p.keys = workload.NewSampler(st.keys, rand.New(rand.NewPCG(cfg.Seed^0x6b657973, uint64(i)+1)))
+		}
 		p.cl = cl
 		for ph := range p.phases {
 			p.phases[ph] = newPhaseStats(cfg.Objective, rng)
@@ -521,6 +613,7 @@ func (r *runner) runLeg(ctx context.Context, l *leg, last bool) error {
 	if err != nil {
 		return err
 	}
+	l.preKill = m
 	for _, p := range l.prods {
 		moved := map[int32]bool{}
 		for part, pm := range m.topics[p.topic] {
@@ -643,11 +736,11 @@ func fullISR(m *clusterMeta) bool {
 func (r *runner) preferred(m *clusterMeta) bool {
 	for _, t := range r.topics {
 		parts := m.topics[t]
-		if len(parts) != len(r.cfg.Assignment) {
+		if len(parts) != len(r.assign[t]) {
 			return false
 		}
 		for p, pm := range parts {
-			if pm.leader != r.cfg.Assignment[p][0] {
+			if pm.leader != r.assign[t][p][0] {
 				return false
 			}
 		}
@@ -770,6 +863,9 @@ func (r *runner) snapLeaders(ctx context.Context, l *leg, ph Phase) {
 	m, err := fetchMeta(ctx, r.admin, r.topics)
 	if err != nil {
 		return
+	}
+	if l.meta[ph] == nil {
+		l.meta[ph] = m
 	}
 	if l.leaders[ph] == nil {
 		l.leaders[ph] = map[string][]int32{}

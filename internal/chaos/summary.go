@@ -59,6 +59,10 @@ type PhaseSummary struct {
 	// cancels the drift between runs that dominates the plain intervals on
 	// a shared machine.
 	ThroughputRatio stats.Interval `json:"throughput_vs_baseline"`
+	// MaxErrorPts is the largest difference between predicted and measured
+	// shares, in percentage points (PhaseResult.MaxErrorPts), over the runs
+	// that had a prediction.
+	MaxErrorPts *stats.Interval `json:"max_error_pts,omitempty"`
 }
 
 // partitioner returns the named partitioner's result, or nil.
@@ -112,7 +116,7 @@ func Summarize(runs []*Result) (*Summary, error) {
 		ps.FirstSuccessMS = ci(first)
 		for _, ph := range MeasuredPhases {
 			name := ph.String()
-			var mom, tput, viol, timely, ratio []float64
+			var mom, tput, viol, timely, ratio, errPts []float64
 			basis := LatencyE2E
 			ran := false
 			lat := map[string][]float64{}
@@ -133,6 +137,9 @@ func Summarize(runs []*Result) (*Summary, error) {
 				}
 				if pr.MaxOverMean != nil {
 					mom = append(mom, *pr.MaxOverMean)
+				}
+				if pr.MaxErrorPts != nil {
+					errPts = append(errPts, *pr.MaxErrorPts)
 				}
 				tput = append(tput, pr.ThroughputMBps)
 				viol = append(viol, pr.ViolationRate)
@@ -157,6 +164,10 @@ func Summarize(runs []*Result) (*Summary, error) {
 			}
 			phs := &PhaseSummary{PerBroker: per, MaxOverMean: ci(mom), ThroughputMBps: ci(tput), ViolationRate: ci(viol), ViolationLatency: basis,
 				TimelyMBps: ci(timely), ThroughputRatio: ci(ratio), LatencyMS: map[string]stats.Interval{}, E2ELatencyMS: map[string]stats.Interval{}}
+			if len(errPts) > 0 {
+				iv := ci(errPts)
+				phs.MaxErrorPts = &iv
+			}
 			for k, v := range lat {
 				phs.LatencyMS[k] = ci(v)
 			}

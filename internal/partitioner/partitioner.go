@@ -123,12 +123,28 @@ var registry = map[string]constructor{
 		if in == nil {
 			in = NewInflight()
 		}
-		p := NewSQF(c.leaders, in, c.bytes).WithStick(c.stick)
-		if c.slack != nil {
-			p.WithSlack(*c.slack)
-		}
-		return p, nil
+		return newSQF(c, in), nil
 	}},
+	SQFShared: {"sqf with one in-flight tracker shared by every producer given it (WithInflight): balances their combined flow (thesis Fig 6.7)", func(c *config) (kgo.Partitioner, error) {
+		if c.leaders == nil {
+			return nil, fmt.Errorf("partitioner %s: %w", SQFShared, errNoLeaders)
+		}
+		if c.inflight == nil {
+			return nil, fmt.Errorf("partitioner %s: needs the shared tracker (WithInflight)", SQFShared)
+		}
+		return newSQF(c, c.inflight), nil
+	}},
+}
+
+// SQFShared is sqf over a tracker shared by several producers.
+const SQFShared = "sqf-shared"
+
+func newSQF(c *config, in *Inflight) *SQF {
+	p := NewSQF(c.leaders, in, c.bytes).WithStick(c.stick)
+	if c.slack != nil {
+		p.WithSlack(*c.slack)
+	}
+	return p
 }
 
 var errNoLeaders = fmt.Errorf("needs a leader source (WithLeaders)")
@@ -148,7 +164,7 @@ func Names() []string {
 func Describe(name string) string { return registry[name].doc }
 
 // BrokerAware reports whether the named partitioner needs a LeaderSource.
-func BrokerAware(name string) bool { return name == "node" || name == "sqf" }
+func BrokerAware(name string) bool { return name == "node" || name == "sqf" || name == SQFShared }
 
 // New returns the named partitioner. node and sqf need WithLeaders; random
 // needs WithRand.
@@ -185,7 +201,7 @@ func ClientOpts(name string, opts ...Option) (kopts []kgo.Opt, bind func(*kgo.Cl
 		return nil, nil, err
 	}
 	kopts = []kgo.Opt{kgo.RecordPartitioner(p)}
-	if name == "sqf" {
+	if name == "sqf" || name == SQFShared {
 		kopts = append(kopts, kgo.WithHooks(c.inflight))
 	}
 	return kopts, leaders.Bind, nil

@@ -49,14 +49,14 @@ func pick(tp kgo.TopicPartitioner, f *fakeLeaders, n int) (perBroker map[int32]i
 
 func TestNewAndNames(t *testing.T) {
 	names := Names()
-	require.Equal(t, []string{"default", "hash", "leastbackup", "node", "random", "roundrobin", "sqf"}, names)
+	require.Equal(t, []string{"default", "hash", "leastbackup", "node", "random", "roundrobin", "sqf", "sqf-shared"}, names)
 	f := newFake(1, 2, 3)
 	for _, n := range names {
-		p, err := New(n, WithLeaders(f.src), WithRand(rand.New(rand.NewSource(1))))
+		p, err := New(n, WithLeaders(f.src), WithRand(rand.New(rand.NewSource(1))), WithInflight(NewInflight()))
 		require.NoError(t, err, n)
 		require.NotNil(t, p.ForTopic("t"), n)
 		assert.NotEmpty(t, Describe(n), n)
-		assert.Equal(t, n == "node" || n == "sqf", BrokerAware(n), n)
+		assert.Equal(t, n == "node" || n == "sqf" || n == SQFShared, BrokerAware(n), n)
 	}
 	_, err := New("nope")
 	require.ErrorContains(t, err, `unknown partitioner "nope"`)
@@ -66,6 +66,27 @@ func TestNewAndNames(t *testing.T) {
 	require.ErrorContains(t, err, "leader source")
 	_, err = New("random")
 	require.ErrorContains(t, err, "random source")
+	_, err = New(SQFShared, WithLeaders(f.src))
+	require.ErrorContains(t, err, "shared tracker")
+}
+
+// TestSQFSharedFromRegistry: two producers over one tracker, topic A
+// led by brokers 1 and 2, topic B by broker 2 only. Broker 2's queue carries
+// B's records, so the shared sqf sends A's to broker 1; a tracker per
+// producer would split A evenly.
+func TestSQFSharedFromRegistry(t *testing.T) {
+	in := NewInflight()
+	a := newFake(1, 2)
+	pa, err := New(SQFShared, WithLeaders(a.src), WithInflight(in), WithSlack(0))
+	require.NoError(t, err)
+	in.Add(2, 1000, 100000) // B's backlog on broker 2
+	tp := pa.ForTopic("A")
+	perBroker := map[int32]int{}
+	for range 100 {
+		p := tp.Partition(&kgo.Record{Topic: "A", Value: []byte("x")}, 2)
+		perBroker[a.leader[p]]++
+	}
+	assert.Equal(t, 100, perBroker[1], "every A record goes to the broker without B's backlog")
 }
 
 func TestNodeBalancesBrokers(t *testing.T) {

@@ -47,6 +47,13 @@ func (l *Latency) Record(d time.Duration) {
 	_ = l.h.RecordValue(us) // cannot fail: us is within [1, highest]
 }
 
+// Clone returns an independent copy of l.
+func (l *Latency) Clone() *Latency {
+	c := *l
+	c.h = hdrhistogram.Import(l.h.Export())
+	return &c
+}
+
 // Merge adds every sample of o. Both must have the same objective and range.
 func (l *Latency) Merge(o *Latency) error {
 	if l.objective != o.objective || l.h.HighestTrackableValue() != o.h.HighestTrackableValue() {
