@@ -1,0 +1,106 @@
+package reassign
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kplan-dev/kplan/internal/audit"
+	"github.com/kplan-dev/kplan/internal/topology"
+	"github.com/kplan-dev/kplan/internal/workload"
+)
+
+// applyPlan returns c with p's changes applied, each changed partition led
+// by its first replica (where `kplan reassign apply` and a preferred
+// election leave it).
+func applyPlan(c *topology.Cluster, p *Plan) *topology.Cluster {
+	out := c.Clone()
+	for _, ch := range p.Changes {
+		for i := range out.Partitions {
+			q := &out.Partitions[i]
+			if q.Topic == ch.New.Topic && q.Partition == ch.New.Partition {
+				q.Replicas = slices.Clone(ch.New.Replicas)
+				q.Leader = q.Replicas[0]
+			}
+		}
+	}
+	return out
+}
+
+// maxOverMean is the predicted max/mean load over the brokers leading a
+// written partition, as kplan chaos computes skew.
+func maxOverMean(t *testing.T, c *topology.Cluster, loads []workload.Topic, partitioner string) float64 {
+	t.Helper()
+	pred, err := audit.PredictShares(c, loads, partitioner, audit.ShareOptions{})
+	require.NoError(t, err)
+	var sum, top float64
+	n := 0
+	for _, l := range pred.Load {
+		if l > 0 {
+			sum += l
+			top = max(top, l)
+			n++
+		}
+	}
+	require.Positive(t, n)
+	return top / (sum / float64(n))
+}
+
+// The shipped 4-broker overlap workload (chaos/overlap-4.yaml): four
+// 4-partition topics, each led by two brokers of a ring (A on 1,2; B on
+// 2,3; C on 3,4; D on 4,1) with its followers on the same two brokers,
+// written at 3:3:1:1. --fix-overlaps must lead every topic from all four
+// brokers, one partition each, with the fewest moves: every topic needs a
+// replica on each of the two brokers holding none, 8 in all.
+//
+// Regression: cover() used to take both replicas of one partition for the
+// two brokers lacking the topic (A-0 [1,2] -> [3,4]), leaving them one
+// partition to lead between them: 8 moves, 6 overlapping pairs instead of
+// 4, and a predicted round robin max/mean of 1.25 after the "fix".
+func TestOverlap4FixRemovesSkew(t *testing.T) {
+	c := load(t, layouts+"overlap-4.json")
+	loads := []workload.Topic{{Name: "A", Rate: 3}, {Name: "B", Rate: 3}, {Name: "C", Rate: 1}, {Name: "D", Rate: 1}}
+	for _, part := range []string{audit.RoundRobin, audit.Default, audit.Node} {
+		assert.GreaterOrEqual(t, maxOverMean(t, c, loads, part), 1.2, "%s before the fix", part)
+	}
+
+	opts := Options{FixOverlaps: true}
+	p, err := Compute(c, opts)
+	require.NoError(t, err)
+	checkPlan(t, c, opts, p)
+	assert.Equal(t, 4, p.Summary.Before.Overlaps)
+	assert.Equal(t, 0, p.Summary.After.Overlaps)
+	assert.Equal(t, 1, p.Summary.After.MaxGroups)
+	assert.Equal(t, 8, p.Summary.ReplicasMoved)
+	assert.Empty(t, p.Summary.UnevenTopics)
+	reps, leads := balanced(p)
+	assert.True(t, reps && leads, "balanced")
+
+	after := applyPlan(c, p)
+	for _, part := range []string{audit.RoundRobin, audit.Default, audit.Node} {
+		assert.LessOrEqual(t, maxOverMean(t, after, loads, part), 1.05, "%s after the fix", part)
+	}
+	// Every topic led from all four brokers, one partition each.
+	for _, topic := range []string{"A", "B", "C", "D"} {
+		var ls []int32
+		for _, q := range after.Partitions {
+			if q.Topic == topic {
+				ls = append(ls, q.Leader)
+			}
+		}
+		slices.Sort(ls)
+		assert.Equal(t, []int32{1, 2, 3, 4}, ls, topic)
+	}
+
+	// The shipped after-layout is this plan applied.
+	fixed := load(t, layouts+"overlap-4-fixed.json")
+	require.Len(t, fixed.Partitions, len(after.Partitions))
+	for i, q := range after.Partitions {
+		f := fixed.Partitions[i]
+		assert.Equal(t, q.Key(), f.Key())
+		assert.Equal(t, q.Replicas, f.Replicas, q.Key().String())
+		assert.Equal(t, q.Leader, f.Leader, q.Key().String())
+	}
+}
