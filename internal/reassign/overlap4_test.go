@@ -49,16 +49,17 @@ func maxOverMean(t *testing.T, c *topology.Cluster, loads []workload.Topic, part
 }
 
 // The shipped 4-broker overlap workload (chaos/overlap-4.yaml): four
-// 4-partition topics, each led by two brokers of a ring (A on 1,2; B on
-// 2,3; C on 3,4; D on 4,1) with its followers on the same two brokers,
-// written at 3:3:1:1. --fix-overlaps must lead every topic from all four
-// brokers, one partition each, with the fewest moves: every topic needs a
-// replica on each of the two brokers holding none, 8 in all.
+// 4-partition topics, each led by two brokers of a cycle (A on 1,2; B on
+// 2,4; C on 4,3; D on 3,1: no topic on brokers 1 and 4, which share rack-a
+// in the 4-broker lab) with its followers on the same two brokers, written
+// at 3:3:1:1. --fix-overlaps must lead every topic from all four brokers,
+// one partition each, with the fewest moves: every topic needs a replica on
+// each of the two brokers holding none, 8 in all.
 //
 // Regression: cover() used to take both replicas of one partition for the
 // two brokers lacking the topic (A-0 [1,2] -> [3,4]), leaving them one
-// partition to lead between them: 8 moves, 6 overlapping pairs instead of
-// 4, and a predicted round robin max/mean of 1.25 after the "fix".
+// partition to lead between them: 8 moves, still 3 overlapping pairs, and a
+// predicted round robin max/mean of 1.25 after the "fix".
 func TestOverlap4FixRemovesSkew(t *testing.T) {
 	c := load(t, layouts+"overlap-4.json")
 	loads := []workload.Topic{{Name: "A", Rate: 3}, {Name: "B", Rate: 3}, {Name: "C", Rate: 1}, {Name: "D", Rate: 1}}
@@ -94,7 +95,8 @@ func TestOverlap4FixRemovesSkew(t *testing.T) {
 		assert.Equal(t, []int32{1, 2, 3, 4}, ls, topic)
 	}
 
-	// The shipped after-layout is this plan applied.
+	// The shipped after-layout (chaos/overlap-4-fixed.yaml) is this plan
+	// applied.
 	fixed := load(t, layouts+"overlap-4-fixed.json")
 	require.Len(t, fixed.Partitions, len(after.Partitions))
 	for i, q := range after.Partitions {
