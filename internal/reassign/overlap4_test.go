@@ -113,7 +113,7 @@ func TestOverlap4FixRemovesSkew(t *testing.T) {
 // partitions as brokers (P = n or 2n), each led and replicated by a random
 // subset of 2 to n-1 brokers, on 4 to 8 brokers, RF 2. --fix-overlaps must
 // lead every topic from every broker, evenly: no overlap and no uneven
-// topic. Before the cover fix, 49 of 60 such layouts kept an overlap or an
+// topic. Before the cover fix, 50 of these 60 layouts kept an overlap or an
 // uneven topic.
 func TestFixOverlapsLeadsLargeTopicsFromEveryBroker(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 4))
