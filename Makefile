@@ -157,9 +157,9 @@ demo: build kafka
 	@echo '$$ kplan lab up --brokers 3'
 	@trap '$(KPLAN) lab down --dir $(DEMO_LAB)' EXIT; \
 	  $(KPLAN) lab up --brokers 3 --dir $(DEMO_LAB) && \
-	  echo && echo '$$ kplan lab kill broker-3 && kplan lab status' && \
-	  $(KPLAN) lab kill broker-3 --dir $(DEMO_LAB) && sleep 4 && \
-	  $(KPLAN) lab status --dir $(DEMO_LAB) && \
+	  echo && echo '$$ kplan chaos --cluster lab --workload chaos/thesis-6-4.yaml --restore --report out/thesis-6-4   # §6.4 at A:B = 2:1, busiest broker killed' && \
+	  $(KPLAN) chaos --cluster lab --lab-dir $(DEMO_LAB) --workload chaos/thesis-6-4.yaml --restore --report out/thesis-6-4 && \
+	  echo '(report: out/thesis-6-4/report.md, result.json and PNG plots of predicted and measured shares)' && \
 	  echo && echo '$$ kplan lab down'
 
 ## bench: the performance targets of docs/BENCHMARKS.md.

@@ -362,7 +362,12 @@ func (w *work) need(t int) int32 {
 
 // cover moves replicas within each large topic's cell until every cell
 // broker holds need(t) of them (FixOverlaps), taking from the brokers that
-// hold the most.
+// hold the most. A broker must lead its share from partitions no other
+// broker needs: it takes first from partitions with no replica on a block
+// broker holding need(t) or fewer of the topic, and only then from the
+// others. (Taking both replicas of one partition for two brokers that had
+// none, as on a ring of topics each on two of four brokers, left both with
+// one partition to lead between them.)
 func (w *work) cover() {
 	n := w.n()
 	for t := range w.tname {
@@ -370,26 +375,45 @@ func (w *work) cover() {
 		if need == 0 {
 			continue
 		}
-		for _, d := range w.blocks[w.tblock[t]] {
-			for i := int(w.tstart[t]); i < int(w.tstart[t+1]) && w.tc[t*n+int(d)] < need; i++ {
-				if w.holds(i, d) {
-					continue
-				}
-				bestS, bestScore := int32(-1), 0
-				for s := w.off[i]; s < w.off[i+1]; s++ {
-					b := w.slots[s]
-					if w.tc[t*n+int(b)] <= need || !w.rackFree(i, d, s) || w.inBlock(b, t) && w.inBlockReplicas(i, t) == 1 {
-						continue
-					}
-					score := int(w.tc[t*n+int(b)])*1000 + w.cnt[b] - w.tgt[b]
-					if bestS < 0 || score > bestScore {
-						bestS, bestScore = s, score
-					}
-				}
-				if bestS >= 0 {
-					w.put(i, bestS, d)
+		// scarce reports whether partition i has a replica on a block
+		// broker that needs every replica of t it holds to lead its share.
+		scarce := func(i int) bool {
+			for s := w.off[i]; s < w.off[i+1]; s++ {
+				if b := w.slots[s]; w.inBlock(b, t) && w.tc[t*n+int(b)] <= need {
+					return true
 				}
 			}
+			return false
+		}
+		for _, d := range w.blocks[w.tblock[t]] {
+			for pass := 0; pass < 2; pass++ {
+				w.coverFrom(t, d, need, func(i int) bool { return pass == 1 || !scarce(i) })
+			}
+		}
+	}
+}
+
+// coverFrom moves replicas of topic t's partitions that ok accepts onto
+// broker d until d holds need of them.
+func (w *work) coverFrom(t int, d int32, need int32, ok func(int) bool) {
+	n := w.n()
+	for i := int(w.tstart[t]); i < int(w.tstart[t+1]) && w.tc[t*n+int(d)] < need; i++ {
+		if w.holds(i, d) || !ok(i) {
+			continue
+		}
+		bestS, bestScore := int32(-1), 0
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			b := w.slots[s]
+			if w.tc[t*n+int(b)] <= need || !w.rackFree(i, d, s) || w.inBlock(b, t) && w.inBlockReplicas(i, t) == 1 {
+				continue
+			}
+			score := int(w.tc[t*n+int(b)])*1000 + w.cnt[b] - w.tgt[b]
+			if bestS < 0 || score > bestScore {
+				bestS, bestScore = s, score
+			}
+		}
+		if bestS >= 0 {
+			w.put(i, bestS, d)
 		}
 	}
 }
