@@ -20,6 +20,12 @@ const (
 	SQFShared   = "sqf-shared"
 )
 
+// SharePartitioners lists every partitioner PredictShares knows (every one
+// kplan chaos runs), in the order kplan audit prints them.
+var SharePartitioners = []string{RoundRobin, Node, SQF, SQFShared, Default, Random, Hash, LeastBackup}
+
+func knownPartitioner(name string) bool { return slices.Contains(SharePartitioners, name) }
+
 // Regime says whether producers are held below the brokers' capacity
 // (rate-capped: in-flight queues stay short) or write as fast as they can
 // (queues fill). Only the shared SQF's prediction depends on it.
@@ -92,37 +98,50 @@ func (p PredictedShares) Shares(over []int32) map[int32]float64 {
 //
 // An unknown partitioner is an error.
 func PredictShares(c *topology.Cluster, loads []workload.Topic, name string, o ShareOptions) (PredictedShares, error) {
-	out := PredictedShares{Partitioner: name, Load: map[int32]float64{}}
+	if !knownPartitioner(name) {
+		return PredictedShares{}, fmt.Errorf("no prediction for partitioner %q (want one of %s)", name, strings.Join(SharePartitioners, ", "))
+	}
+	out := PredictedShares{Partitioner: name, Load: make(map[int32]float64, len(c.Brokers)), Basis: basis(name, o)}
+	ix := topology.NewIndex(c.Brokers)
+	down := make([]bool, ix.Len())
 	for _, b := range c.Brokers {
 		out.Load[b.ID] = 0
+		if j, ok := ix.Pos(b.ID); ok && b.Missing {
+			down[j] = true
+		}
 	}
 	live := func(id int32) bool {
-		if id == topology.NoLeader {
-			return false
-		}
-		i, ok := slices.BinarySearchFunc(c.Brokers, id, func(b topology.Broker, id int32) int { return int(b.ID - id) })
-		return ok && !c.Brokers[i].Missing
+		j, ok := ix.Pos(id)
+		return ok && !down[j]
 	}
-	byTopic := map[string][]topology.Partition{}
-	for _, p := range c.Partitions {
-		byTopic[p.Topic] = append(byTopic[p.Topic], p)
+	// Partition indexes per topic, in one pass (c.Partitions need not be
+	// sorted for this).
+	byTopic := make(map[string][]int32, len(loads))
+	for _, l := range loads {
+		byTopic[l.Name] = nil
+	}
+	for i := range c.Partitions {
+		if v, ok := byTopic[c.Partitions[i].Topic]; ok {
+			byTopic[c.Partitions[i].Topic] = append(v, int32(i))
+		}
 	}
 	var fill []fillTopic
+	var leader []int32
 	for _, l := range loads {
 		parts := byTopic[l.Name]
-		if l.Rate <= 0 || len(parts) == 0 {
+		if !(l.Rate > 0) || len(parts) == 0 {
 			continue
 		}
 		n := 0
-		for _, p := range parts {
-			n = max(n, int(p.Partition)+1)
+		for _, i := range parts {
+			n = max(n, int(c.Partitions[i].Partition)+1)
 		}
-		leader := make([]int32, n)
+		leader = slices.Grow(leader[:0], n)[:n]
 		for i := range leader {
 			leader[i] = topology.NoLeader
 		}
-		for _, p := range parts {
-			if live(p.Leader) {
+		for _, i := range parts {
+			if p := &c.Partitions[i]; p.Partition >= 0 && live(p.Leader) {
 				leader[p.Partition] = p.Leader
 			}
 		}
@@ -153,27 +172,27 @@ func PredictShares(c *topology.Cluster, loads []workload.Topic, name string, o S
 				perBroker(out.Load, leader, l.Rate)
 				continue
 			}
-			fill = append(fill, fillTopic{rate: l.Rate, brokers: leaders(leader)})
-		default:
-			return PredictedShares{}, fmt.Errorf("no prediction for partitioner %q", name)
+			if ids := leaders(leader); len(ids) > 0 {
+				fill = append(fill, fillTopic{rate: l.Rate, brokers: ids})
+			}
 		}
 	}
 	if len(fill) > 0 {
 		waterFill(out.Load, fill)
 	}
-	out.Basis = basis(name, o)
 	return out, nil
 }
 
+// leaders returns the distinct brokers leading a writable partition, sorted.
 func leaders(leader []int32) []int32 {
-	var ids []int32
+	ids := make([]int32, 0, len(leader))
 	for _, id := range leader {
-		if id != topology.NoLeader && !slices.Contains(ids, id) {
+		if id != topology.NoLeader {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
-	return ids
+	return slices.Compact(ids)
 }
 
 // uniform gives every writable partition the same share of rate.
