@@ -262,7 +262,7 @@ func basis(name string, o ShareOptions) string {
 		return "one in-flight tracker per producer (one producer per topic): queues within the slack are served round robin, so every leader broker takes the same share of each topic, as node"
 	case SQFShared:
 		if o.Regime == RateCapped {
-			return "one in-flight tracker shared by every producer, rate-capped: in-flight queues stay within the slack, so brokers are served round robin as node; the combined flow is balanced only when queues fill (--rate unlimited)"
+			return "one in-flight tracker shared by every producer, rate-capped: in-flight queues stay within the slack, so brokers are served round robin as node; the combined flow is balanced only when queues fill (kplan chaos --rate unlimited; kplan audit --saturated predicts it)"
 		}
 		return "one in-flight tracker shared by every producer, saturated: each topic's records go to the least-loaded of its leader brokers, balancing the combined flow where the layout allows (water-filling, thesis Fig 6.7)"
 	}
