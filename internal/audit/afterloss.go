@@ -1,7 +1,7 @@
 package audit
 
 import (
-	"fmt"
+	"errors"
 	"slices"
 	"strings"
 
@@ -79,7 +79,11 @@ func ParseTopicKeys(s string) (TopicKeys, error) {
 		}
 		k, err := workload.ParseKeys(spec)
 		if err != nil {
-			return TopicKeys{}, fmt.Errorf("%s: %w", topic, err)
+			var ke *errkind.Error
+			if errors.As(err, &ke) {
+				err = ke.Err
+			}
+			return TopicKeys{}, errkind.Usagef(workload.FieldKeys, "%s: %w", topic, err)
 		}
 		if topic == "*" {
 			out.Default = k

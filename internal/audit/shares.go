@@ -223,23 +223,60 @@ type fillTopic struct {
 	brokers []int32
 }
 
-// fillSteps is how finely waterFill divides each topic's rate: the result is
-// within rate/fillSteps of the exact balanced allocation.
-const fillSteps = 4096
+// fillRounds bounds waterFill's balancing passes; each pass moves flow
+// between the most and the least loaded leader of every topic, and the
+// passes stop as soon as no move is above fillTolerance of the total.
+const (
+	fillRounds    = 10_000
+	fillTolerance = 1e-12
+)
 
-// waterFill sends each topic's rate, in fillSteps quanta taken in turn, to
-// the broker with the least total load among those leading it (ties: the
-// lowest id): join the shortest queue, in expectation.
+// waterFill balances the combined flow as one join-the-shortest-queue
+// tracker does in the fluid limit: every topic ends up sending only to the
+// least loaded of its leader brokers (equal among themselves), which is
+// the allocation of least squared load. It starts from an even split per
+// topic and, topic by topic, moves flow from the topic's most loaded
+// broker still receiving it to its least loaded one until the two are
+// level (coordinate descent on the sum of squares, which converges to that
+// allocation).
 func waterFill(load map[int32]float64, topics []fillTopic) {
-	for range fillSteps {
-		for _, t := range topics {
-			best := t.brokers[0]
-			for _, id := range t.brokers[1:] {
-				if load[id] < load[best] {
-					best = id
+	flow := make([][]float64, len(topics))
+	var total float64
+	for i, t := range topics {
+		flow[i] = make([]float64, len(t.brokers))
+		for j, id := range t.brokers {
+			flow[i][j] = t.rate / float64(len(t.brokers))
+			load[id] += flow[i][j]
+		}
+		total += t.rate
+	}
+	for range fillRounds {
+		moved := 0.0
+		for i, t := range topics {
+			lo, hi := 0, -1
+			for j, id := range t.brokers {
+				if load[id] < load[t.brokers[lo]] {
+					lo = j
+				}
+				if flow[i][j] > 0 && (hi < 0 || load[id] > load[t.brokers[hi]]) {
+					hi = j
 				}
 			}
-			load[best] += t.rate / fillSteps
+			if hi < 0 || hi == lo {
+				continue
+			}
+			d := min(flow[i][hi], (load[t.brokers[hi]]-load[t.brokers[lo]])/2)
+			if d <= 0 {
+				continue
+			}
+			flow[i][hi] -= d
+			flow[i][lo] += d
+			load[t.brokers[hi]] -= d
+			load[t.brokers[lo]] += d
+			moved = max(moved, d)
+		}
+		if moved <= fillTolerance*total {
+			return
 		}
 	}
 }

@@ -139,7 +139,7 @@ func TestPredictSharesOffline(t *testing.T) {
 // TestPredictSharesSaturatedSQF: one SQF for every producer, queues full,
 // balances the combined flow as far as the leader sets allow.
 func TestPredictSharesSaturatedSQF(t *testing.T) {
-	const tol = 2 * 5.0 / fillSteps // a quantum of the largest rate, twice
+	const tol = 1e-9
 	tests := []struct {
 		name string
 		a, b float64
@@ -167,6 +167,24 @@ func TestPredictSharesSaturatedSQF(t *testing.T) {
 	}
 }
 
+// TestPredictSharesSaturatedChain: A on broker 1 at 3, B on 1 and 2 at 1,
+// C on 2 and 3 at 2. Broker 1 holds A's 3, above any even share, so B
+// goes wholly to broker 2, and C levels brokers 2 and 3: 1 + x = 2 - x,
+// x = 1/2, so 3, 1.5, 1.5.
+func TestPredictSharesSaturatedChain(t *testing.T) {
+	c := &topology.Cluster{Partitions: []topology.Partition{
+		{Topic: "A", Partition: 0, Replicas: []int32{1}, Leader: 1},
+		{Topic: "B", Partition: 0, Replicas: []int32{1}, Leader: 1},
+		{Topic: "B", Partition: 1, Replicas: []int32{2}, Leader: 2},
+		{Topic: "C", Partition: 0, Replicas: []int32{2}, Leader: 2},
+		{Topic: "C", Partition: 1, Replicas: []int32{3}, Leader: 3},
+	}}
+	c.Normalize()
+	got, err := PredictShares(c, []workload.Topic{{Name: "A", Rate: 3}, {Name: "B", Rate: 1}, {Name: "C", Rate: 2}}, SQFShared, ShareOptions{Regime: Saturated})
+	require.NoError(t, err)
+	assert.InDeltaMapValues(t, map[int32]float64{1: 3, 2: 1.5, 3: 1.5}, got.Load, 1e-9)
+}
+
 // TestPredictSharesSaturatedOfflineTopic is a regression test: a topic
 // with no writable partition made the saturated shared SQF index an empty
 // broker list and panic.
@@ -179,7 +197,7 @@ func TestPredictSharesSaturatedOfflineTopic(t *testing.T) {
 	}
 	got, err := PredictShares(c, ab(2, 1), SQFShared, ShareOptions{Regime: Saturated})
 	require.NoError(t, err)
-	assert.InDeltaMapValues(t, map[int32]float64{1: 1, 2: 1, 3: 0}, got.Load, 2*2.0/fillSteps)
+	assert.InDeltaMapValues(t, map[int32]float64{1: 1, 2: 1, 3: 0}, got.Load, 1e-9)
 }
 
 func TestPredictSharesUnknownAndEmpty(t *testing.T) {

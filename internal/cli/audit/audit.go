@@ -16,9 +16,11 @@ import (
 	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/cli/source"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/topology"
+	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 // Options are the parsed flags of `kplan audit`.
@@ -168,6 +170,9 @@ leaders chaos measures), so a lost broker does not count.`,
 			}
 			if cmd.Flags().Changed("keys") {
 				if opts.Keys, err = audit.ParseTopicKeys(keys); err != nil {
+					if errkind.FieldOf(err) == workload.FieldKeys {
+						return cmdutil.SpellFlag(err, nil)
+					}
 					return cmdutil.UsageErrorf("--keys: %w", err)
 				}
 				opts.KeysGiven = true
