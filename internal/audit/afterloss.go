@@ -113,29 +113,30 @@ func Loads(c *topology.Cluster, rates Rates, keys TopicKeys) []workload.Topic {
 // so a lost broker, a broker that is down (Missing) and a broker leading
 // only unwritten topics do not pull the mean down.
 func SkewBrokers(c *topology.Cluster, loads []workload.Topic) []int32 {
-	written := make(map[string]bool, len(loads))
+	written := make([]workload.Topic, 0, len(loads))
 	for _, l := range loads {
 		if l.Rate > 0 {
-			written[l.Name] = true
+			written = append(written, l)
 		}
 	}
-	down := map[int32]bool{}
-	for _, b := range c.Brokers {
-		if b.Missing {
-			down[b.ID] = true
-		}
-	}
-	var ids []int32
-	for i := range c.Partitions {
-		p := &c.Partitions[i]
-		if p.Leader != topology.NoLeader && !down[p.Leader] && written[p.Topic] {
-			if _, ok := c.Broker(p.Leader); ok {
-				ids = append(ids, p.Leader)
+	ix := topology.NewIndex(c.Brokers)
+	lead := make([]bool, ix.Len())
+	for _, rs := range topicRuns(c, written) {
+		for _, r := range rs {
+			for i := r[0]; i < r[1]; i++ {
+				if j, ok := ix.Pos(c.Partitions[i].Leader); ok {
+					lead[j] = true
+				}
 			}
 		}
 	}
-	slices.Sort(ids)
-	return slices.Compact(ids)
+	var ids []int32
+	for j, b := range c.Brokers {
+		if lead[j] && !b.Missing {
+			ids = append(ids, b.ID)
+		}
+	}
+	return ids
 }
 
 // AfterLoss returns a copy of c once the brokers in lost are gone: each is
@@ -163,21 +164,25 @@ func AfterLoss(c *topology.Cluster, lost ...int32) *topology.Cluster {
 // SharePartitioners when none is), each from PredictShares on c: loads and
 // shares for every broker of c in id order, max/mean over SkewBrokers.
 func PredictAll(c *topology.Cluster, loads []workload.Topic, o ShareOptions, names ...string) ([]Prediction, error) {
+	ps, _, err := predictAll(c, loads, o, names...)
+	return ps, err
+}
+
+func predictAll(c *topology.Cluster, loads []workload.Topic, o ShareOptions, names ...string) ([]Prediction, []int32, error) {
 	if len(names) == 0 {
 		names = SharePartitioners
 	}
-	over := SkewBrokers(c, loads)
+	m, err := predictMany(c, loads, names, o)
+	if err != nil {
+		return nil, nil, err
+	}
 	out := make([]Prediction, 0, len(names))
-	for _, name := range names {
-		s, err := PredictShares(c, loads, name, o)
-		if err != nil {
-			return nil, err
-		}
-		p := prediction(name, c.Brokers, s.Load, over)
+	for _, s := range m.shares {
+		p := prediction(s.Partitioner, c.Brokers, s.Load, m.over)
 		p.Basis = s.Basis
 		out = append(out, p)
 	}
-	return out, nil
+	return out, m.over, nil
 }
 
 // LossPrediction is the predicted load per broker under every partitioner
@@ -197,12 +202,10 @@ func PredictAfterLoss(c *topology.Cluster, rates Rates, keys TopicKeys, o ShareO
 	out := make([]LossPrediction, 0, len(lost))
 	for _, id := range lost {
 		after := AfterLoss(c, id)
-		loads := Loads(after, rates, keys)
-		ps, err := PredictAll(after, loads, o)
+		ps, over, err := predictAll(after, Loads(after, rates, keys), o)
 		if err != nil {
 			return nil, err
 		}
-		over := SkewBrokers(after, loads)
 		if over == nil {
 			over = []int32{}
 		}

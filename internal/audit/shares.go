@@ -98,97 +98,140 @@ func (p PredictedShares) Shares(over []int32) map[int32]float64 {
 //
 // An unknown partitioner is an error.
 func PredictShares(c *topology.Cluster, loads []workload.Topic, name string, o ShareOptions) (PredictedShares, error) {
-	if !knownPartitioner(name) {
-		return PredictedShares{}, fmt.Errorf("no prediction for partitioner %q (want one of %s)", name, strings.Join(SharePartitioners, ", "))
+	m, err := predictMany(c, loads, []string{name}, o)
+	if err != nil {
+		return PredictedShares{}, err
 	}
-	out := PredictedShares{Partitioner: name, Load: make(map[int32]float64, len(c.Brokers)), Basis: basis(name, o)}
+	return m.shares[0], nil
+}
+
+// many is predictMany's answer: one PredictedShares per name, and the
+// live brokers leading a partition of a written topic (SkewBrokers).
+type many struct {
+	shares []PredictedShares
+	over   []int32
+}
+
+// predictMany predicts every partitioner of names over one pass of c's
+// partitions: each topic's writable leaders are found once and every
+// partitioner's rule applied to them.
+func predictMany(c *topology.Cluster, loads []workload.Topic, names []string, o ShareOptions) (many, error) {
+	for _, name := range names {
+		if !knownPartitioner(name) {
+			return many{}, fmt.Errorf("no prediction for partitioner %q (want one of %s)", name, strings.Join(SharePartitioners, ", "))
+		}
+	}
 	ix := topology.NewIndex(c.Brokers)
 	down := make([]bool, ix.Len())
-	for _, b := range c.Brokers {
-		out.Load[b.ID] = 0
-		if j, ok := ix.Pos(b.ID); ok && b.Missing {
-			down[j] = true
-		}
+	for j, b := range c.Brokers {
+		down[j] = b.Missing
 	}
-	live := func(id int32) bool {
-		j, ok := ix.Pos(id)
-		return ok && !down[j]
+	load := make([][]float64, len(names))
+	fill := make([][]fillTopic, len(names))
+	for k := range names {
+		load[k] = make([]float64, ix.Len())
 	}
-	// Partition indexes per topic, in one pass (c.Partitions need not be
-	// sorted for this).
-	byTopic := make(map[string][]int32, len(loads))
+	leads := make([]bool, ix.Len())
+	byTopic := topicRuns(c, loads)
+	var leader []int32 // per partition number: the leader's index position, or -1
+	var mass []float64
 	for _, l := range loads {
-		byTopic[l.Name] = nil
-	}
-	for i := range c.Partitions {
-		if v, ok := byTopic[c.Partitions[i].Topic]; ok {
-			byTopic[c.Partitions[i].Topic] = append(v, int32(i))
-		}
-	}
-	var fill []fillTopic
-	var leader []int32
-	for _, l := range loads {
-		parts := byTopic[l.Name]
-		if !(l.Rate > 0) || len(parts) == 0 {
+		runs := byTopic[l.Name]
+		if !(l.Rate > 0) || len(runs) == 0 {
 			continue
 		}
-		n := 0
-		for _, i := range parts {
-			n = max(n, int(c.Partitions[i].Partition)+1)
-		}
-		leader = slices.Grow(leader[:0], n)[:n]
-		for i := range leader {
-			leader[i] = topology.NoLeader
-		}
-		for _, i := range parts {
-			if p := &c.Partitions[i]; p.Partition >= 0 && live(p.Leader) {
-				leader[p.Partition] = p.Leader
-			}
-		}
-		switch name {
-		case RoundRobin, Random, LeastBackup:
-			uniform(out.Load, leader, l.Rate)
-		case Default, Hash:
-			if !l.Keys.Keyed() {
-				uniform(out.Load, leader, l.Rate)
-				continue
-			}
-			mass := l.Keys.PartitionMass(n)
-			var served float64
-			for p, id := range leader {
-				if id != topology.NoLeader {
-					served += mass[p]
+		leader = leader[:0]
+		for _, r := range runs {
+			for i := r[0]; i < r[1]; i++ {
+				p := &c.Partitions[i]
+				if p.Partition < 0 {
+					continue
+				}
+				for int(p.Partition) >= len(leader) {
+					leader = append(leader, -1)
+				}
+				if j, ok := ix.Pos(p.Leader); ok && !down[j] {
+					leader[p.Partition] = int32(j)
+					leads[j] = true
 				}
 			}
-			for p, id := range leader {
-				if id != topology.NoLeader && served > 0 {
-					out.Load[id] += l.Rate * mass[p] / served
+		}
+		ids := leaders(leader)
+		mass = mass[:0]
+		for k, name := range names {
+			switch name {
+			case RoundRobin, Random, LeastBackup:
+				uniform(load[k], leader, l.Rate)
+			case Default, Hash:
+				if !l.Keys.Keyed() {
+					uniform(load[k], leader, l.Rate)
+					continue
 				}
-			}
-		case Node, SQF:
-			perBroker(out.Load, leader, l.Rate)
-		case SQFShared:
-			if o.Regime == RateCapped {
-				perBroker(out.Load, leader, l.Rate)
-				continue
-			}
-			if ids := leaders(leader); len(ids) > 0 {
-				fill = append(fill, fillTopic{rate: l.Rate, brokers: ids})
+				if len(mass) == 0 {
+					mass = l.Keys.PartitionMass(len(leader))
+				}
+				keyed(load[k], leader, mass, l.Rate)
+			case Node, SQF:
+				perBroker(load[k], ids, l.Rate)
+			case SQFShared:
+				if o.Regime == RateCapped {
+					perBroker(load[k], ids, l.Rate)
+					continue
+				}
+				if len(ids) > 0 {
+					fill[k] = append(fill[k], fillTopic{rate: l.Rate, brokers: ids})
+				}
 			}
 		}
 	}
-	if len(fill) > 0 {
-		waterFill(out.Load, fill)
+	var out many
+	for k, name := range names {
+		if len(fill[k]) > 0 {
+			waterFill(load[k], fill[k])
+		}
+		s := PredictedShares{Partitioner: name, Load: make(map[int32]float64, ix.Len()), Basis: basis(name, o)}
+		for j, v := range load[k] {
+			s.Load[ix.ID(j)] = v
+		}
+		out.shares = append(out.shares, s)
+	}
+	for j, b := range c.Brokers {
+		if leads[j] {
+			out.over = append(out.over, b.ID)
+		}
 	}
 	return out, nil
 }
 
-// leaders returns the distinct brokers leading a writable partition, sorted.
+// topicRuns returns, for every topic named in loads, the runs [from, to)
+// of c.Partitions holding its partitions: one run per topic when the
+// partitions are sorted, as Normalize leaves them, and still right when
+// they are not. One map access per run, not per partition.
+func topicRuns(c *topology.Cluster, loads []workload.Topic) map[string][][2]int {
+	runs := make(map[string][][2]int, len(loads))
+	for _, l := range loads {
+		runs[l.Name] = nil
+	}
+	for i := 0; i < len(c.Partitions); {
+		j := i + 1
+		for j < len(c.Partitions) && c.Partitions[j].Topic == c.Partitions[i].Topic {
+			j++
+		}
+		if v, ok := runs[c.Partitions[i].Topic]; ok {
+			runs[c.Partitions[i].Topic] = append(v, [2]int{i, j})
+		}
+		i = j
+	}
+	return runs
+}
+
+// leaders returns the distinct brokers (index positions) leading a
+// writable partition, sorted.
 func leaders(leader []int32) []int32 {
 	ids := make([]int32, 0, len(leader))
-	for _, id := range leader {
-		if id != topology.NoLeader {
-			ids = append(ids, id)
+	for _, j := range leader {
+		if j >= 0 {
+			ids = append(ids, j)
 		}
 	}
 	slices.Sort(ids)
@@ -196,31 +239,51 @@ func leaders(leader []int32) []int32 {
 }
 
 // uniform gives every writable partition the same share of rate.
-func uniform(load map[int32]float64, leader []int32, rate float64) {
+func uniform(load []float64, leader []int32, rate float64) {
 	w := 0
-	for _, id := range leader {
-		if id != topology.NoLeader {
+	for _, j := range leader {
+		if j >= 0 {
 			w++
 		}
 	}
-	for _, id := range leader {
-		if id != topology.NoLeader {
-			load[id] += rate / float64(w)
+	for _, j := range leader {
+		if j >= 0 {
+			load[j] += rate / float64(w)
+		}
+	}
+}
+
+// keyed splits rate over the writable partitions in proportion to their
+// keys' mass: records whose key hashes to an unwritable partition wait in
+// the producer and take no broker's bandwidth, so the shares are of the
+// mass served.
+func keyed(load []float64, leader []int32, mass []float64, rate float64) {
+	var served float64
+	for p, j := range leader {
+		if j >= 0 {
+			served += mass[p]
+		}
+	}
+	if served <= 0 {
+		return
+	}
+	for p, j := range leader {
+		if j >= 0 {
+			load[j] += rate * mass[p] / served
 		}
 	}
 }
 
 // perBroker gives every leader broker the same share of rate.
-func perBroker(load map[int32]float64, leader []int32, rate float64) {
-	ids := leaders(leader)
-	for _, id := range ids {
-		load[id] += rate / float64(len(ids))
+func perBroker(load []float64, ids []int32, rate float64) {
+	for _, j := range ids {
+		load[j] += rate / float64(len(ids))
 	}
 }
 
 type fillTopic struct {
 	rate    float64
-	brokers []int32
+	brokers []int32 // index positions
 }
 
 // fillRounds bounds waterFill's balancing passes; each pass moves flow
@@ -239,7 +302,7 @@ const (
 // broker still receiving it to its least loaded one until the two are
 // level (coordinate descent on the sum of squares, which converges to that
 // allocation).
-func waterFill(load map[int32]float64, topics []fillTopic) {
+func waterFill(load []float64, topics []fillTopic) {
 	flow := make([][]float64, len(topics))
 	var total float64
 	for i, t := range topics {

@@ -264,6 +264,7 @@ func TestPredictAfterLossThesis64RF2(t *testing.T) {
 	require.Len(t, lp, 1)
 	assert.Equal(t, int32(2), lp[0].Lost)
 	assert.Equal(t, []int32{1, 3}, lp[0].SkewBrokers)
+	assert.Equal(t, lp[0].SkewBrokers, SkewBrokers(after, Loads(after, rates, TopicKeys{})))
 	require.Len(t, lp[0].Predictions, len(SharePartitioners))
 	byName := map[string]Prediction{}
 	for i, p := range lp[0].Predictions {
