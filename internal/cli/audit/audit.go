@@ -87,8 +87,9 @@ partitioner) and the thesis's Node partitioner (round robin over a topic's
 leader brokers). Every other partitioner kplan chaos runs equals one of the
 two in expectation; the notes under the table (predicted_equivalents in
 JSON) say which and why: default, random, hash and leastbackup balance
-partitions like roundrobin, sqf with one producer per topic balances
-brokers like node. --keys (none, uniform:N or zipf:S:N, for every topic or
+partitions like roundrobin, sqf with one producer per topic (and
+sqf-shared while producers are rate-capped) balances brokers like node.
+--keys (none, uniform:N or zipf:S:N, for every topic or
 as TOPIC=SPEC,...) gives hash and default keyed records, hashed by murmur2
 as Kafka does, and --saturated predicts sqf-shared (one SQF for every
 producer, thesis Fig 6.7) with its queues full, balancing the combined

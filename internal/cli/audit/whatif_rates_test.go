@@ -71,6 +71,23 @@ func TestWhatIfWithRates(t *testing.T) {
 	}
 }
 
+// TestWhatIfSkewOverLiveLeaders is the mismatch: on §6.4 without
+// followers at A=2, B=1, losing broker 2 leaves A on broker 1 (2) and B
+// on broker 3 (1): max/mean 2/1.5 over the live leaders, as chaos
+// measures, not 2/1 over all three brokers.
+func TestWhatIfSkewOverLiveLeaders(t *testing.T) {
+	code, out, errOut := run("", "audit", "--from", layouts+"thesis-6.4.json", "--rates", "A=2,B=1", "--what-if", "broker-2", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var r lossJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	require.Len(t, r.PredictedAfterLoss, 1)
+	assert.Equal(t, []int32{1, 3}, r.PredictedAfterLoss[0].SkewBrokers)
+	require.Len(t, r.PredictedAfterLoss[0].Predictions, 8)
+	for _, p := range r.PredictedAfterLoss[0].Predictions {
+		assert.InDelta(t, 1.333, p.MaxOverMean, 1e-9, p.Partitioner)
+	}
+}
+
 // TestWhatIfWithoutRates: a what-if alone predicts no loads (the audit
 // without rates stays as it was).
 func TestWhatIfWithoutRates(t *testing.T) {
