@@ -142,9 +142,10 @@ func SkewBrokers(c *topology.Cluster, loads []workload.Topic) []int32 {
 // AfterLoss returns a copy of c once the brokers in lost are gone: each is
 // marked Missing and every partition led by a broker that is down elects
 // its new leader by Kafka's clean rule (topology.ElectAfterLoss), or goes
-// offline (NoLeader).
+// offline (NoLeader). The copy shares its partitions' replica, ISR and
+// offline lists with c (only leaders differ): treat both as read-only.
 func AfterLoss(c *topology.Cluster, lost ...int32) *topology.Cluster {
-	out := c.Clone()
+	out := &topology.Cluster{Brokers: slices.Clone(c.Brokers), Partitions: slices.Clone(c.Partitions), Live: c.Live}
 	down := map[int32]bool{}
 	for i, b := range out.Brokers {
 		if b.Missing || slices.Contains(lost, b.ID) {
@@ -164,15 +165,15 @@ func AfterLoss(c *topology.Cluster, lost ...int32) *topology.Cluster {
 // SharePartitioners when none is), each from PredictShares on c: loads and
 // shares for every broker of c in id order, max/mean over SkewBrokers.
 func PredictAll(c *topology.Cluster, loads []workload.Topic, o ShareOptions, names ...string) ([]Prediction, error) {
-	ps, _, err := predictAll(c, loads, o, names...)
+	ps, _, err := predictAll(c, loads, o, nil, names...)
 	return ps, err
 }
 
-func predictAll(c *topology.Cluster, loads []workload.Topic, o ShareOptions, names ...string) ([]Prediction, []int32, error) {
+func predictAll(c *topology.Cluster, loads []workload.Topic, o ShareOptions, lost []int32, names ...string) ([]Prediction, []int32, error) {
 	if len(names) == 0 {
 		names = SharePartitioners
 	}
-	m, err := predictMany(c, loads, names, o)
+	m, err := predictMany(c, loads, names, o, lost)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -200,9 +201,10 @@ type LossPrediction struct {
 // load per broker under every partitioner after the loss.
 func PredictAfterLoss(c *topology.Cluster, rates Rates, keys TopicKeys, o ShareOptions, lost []int32) ([]LossPrediction, error) {
 	out := make([]LossPrediction, 0, len(lost))
+	l := Loads(c, rates, keys)
 	for _, id := range lost {
-		after := AfterLoss(c, id)
-		ps, over, err := predictAll(after, Loads(after, rates, keys), o)
+		// The same as PredictAll(AfterLoss(c, id), ...), without the copy.
+		ps, over, err := predictAll(c, l, o, []int32{id})
 		if err != nil {
 			return nil, err
 		}

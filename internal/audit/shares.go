@@ -98,7 +98,7 @@ func (p PredictedShares) Shares(over []int32) map[int32]float64 {
 //
 // An unknown partitioner is an error.
 func PredictShares(c *topology.Cluster, loads []workload.Topic, name string, o ShareOptions) (PredictedShares, error) {
-	m, err := predictMany(c, loads, []string{name}, o)
+	m, err := predictMany(c, loads, []string{name}, o, nil)
 	if err != nil {
 		return PredictedShares{}, err
 	}
@@ -114,8 +114,10 @@ type many struct {
 
 // predictMany predicts every partitioner of names over one pass of c's
 // partitions: each topic's writable leaders are found once and every
-// partitioner's rule applied to them.
-func predictMany(c *topology.Cluster, loads []workload.Topic, names []string, o ShareOptions) (many, error) {
+// partitioner's rule applied to them. With lost, those brokers count as
+// down and every partition led by a broker that is down elects its leader
+// as AfterLoss does, without copying c.
+func predictMany(c *topology.Cluster, loads []workload.Topic, names []string, o ShareOptions, lost []int32) (many, error) {
 	for _, name := range names {
 		if !knownPartitioner(name) {
 			return many{}, fmt.Errorf("no prediction for partitioner %q (want one of %s)", name, strings.Join(SharePartitioners, ", "))
@@ -124,7 +126,11 @@ func predictMany(c *topology.Cluster, loads []workload.Topic, names []string, o 
 	ix := topology.NewIndex(c.Brokers)
 	down := make([]bool, ix.Len())
 	for j, b := range c.Brokers {
-		down[j] = b.Missing
+		down[j] = b.Missing || slices.Contains(lost, b.ID)
+	}
+	dead := func(id int32) bool {
+		j, ok := ix.Pos(id)
+		return !ok || down[j]
 	}
 	load := make([][]float64, len(names))
 	fill := make([][]fillTopic, len(names))
@@ -150,7 +156,11 @@ func predictMany(c *topology.Cluster, loads []workload.Topic, names []string, o 
 				for int(p.Partition) >= len(leader) {
 					leader = append(leader, -1)
 				}
-				if j, ok := ix.Pos(p.Leader); ok && !down[j] {
+				id := p.Leader
+				if len(lost) > 0 && id != topology.NoLeader && dead(id) {
+					id = topology.ElectAfterLoss(p, dead)
+				}
+				if j, ok := ix.Pos(id); ok && !down[j] {
 					leader[p.Partition] = int32(j)
 					leads[j] = true
 				}

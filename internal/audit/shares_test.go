@@ -332,3 +332,29 @@ func TestParseTopicKeys(t *testing.T) {
 		assert.Equal(t, workload.FieldKeys, errkind.FieldOf(err), bad)
 	}
 }
+
+// TestPredictAfterLossIsPredictOnAfterLoss: PredictAfterLoss (which elects
+// on the fly) gives exactly PredictAll on the cluster AfterLoss builds,
+// for every broker of several layouts, keyed and saturated alike.
+func TestPredictAfterLossIsPredictOnAfterLoss(t *testing.T) {
+	keys := TopicKeys{Default: workload.Keys{Kind: workload.KeysZipf, S: 1.1, N: 200}}
+	for _, name := range []string{"thesis-6-4.json", "thesis-6.4.json", "thesis-fig3.5-z-rf2.json", "kafkakit-optimize-input.json", "demo-cells.json"} {
+		c := loadLayout(t, name)
+		rates := Rates{ByTopic: map[string]float64{}, Default: 1}
+		for _, o := range []ShareOptions{{}, {Regime: Saturated}} {
+			for _, b := range c.Brokers {
+				lp, err := PredictAfterLoss(c, rates, keys, o, []int32{b.ID})
+				require.NoError(t, err)
+				after := AfterLoss(c, b.ID)
+				want, err := PredictAll(after, Loads(after, rates, keys), o)
+				require.NoError(t, err)
+				assert.Equal(t, want, lp[0].Predictions, "%s losing %d", name, b.ID)
+				over := SkewBrokers(after, Loads(after, rates, keys))
+				if over == nil {
+					over = []int32{}
+				}
+				assert.Equal(t, over, lp[0].SkewBrokers, "%s losing %d", name, b.ID)
+			}
+		}
+	}
+}
