@@ -40,9 +40,12 @@ func (k TopicKeys) Keyed() bool {
 
 // String returns the keys as ParseTopicKeys reads them, topics sorted.
 func (k TopicKeys) String() string {
+	if len(k.ByTopic) == 0 {
+		return k.Default.String()
+	}
 	var parts []string
-	if k.Default.Keyed() || len(k.ByTopic) == 0 {
-		parts = append(parts, k.Default.String())
+	if k.Default.Keyed() {
+		parts = append(parts, "*="+k.Default.String())
 	}
 	for _, t := range slices.Sorted(func(yield func(string) bool) {
 		for t := range k.ByTopic {

@@ -321,7 +321,7 @@ func TestParseTopicKeys(t *testing.T) {
 	assert.Equal(t, workload.Keys{Kind: workload.KeysUniform, N: 10}, k.Of("A"))
 	assert.Equal(t, workload.Keys{}, k.Of("B"))
 	assert.Equal(t, workload.Keys{Kind: workload.KeysZipf, S: 1, N: 5}, k.Of("C"))
-	assert.Equal(t, "zipf:1:5,A=uniform:10,B=none", k.String())
+	assert.Equal(t, "*=zipf:1:5,A=uniform:10,B=none", k.String())
 	k, err = ParseTopicKeys("none")
 	require.NoError(t, err)
 	assert.False(t, k.Keyed())
@@ -357,4 +357,23 @@ func TestPredictAfterLossIsPredictOnAfterLoss(t *testing.T) {
 			}
 		}
 	}
+}
+
+func FuzzParseTopicKeys(f *testing.F) {
+	for _, s := range []string{"zipf:1.2:100", "A=uniform:10,B=none,*=zipf:1:5", "A=", "=x", "A=uniform:3,A=none", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseTopicKeys(s)
+		if err != nil {
+			if errkind.FieldOf(err) != workload.FieldKeys {
+				t.Fatalf("%q: error %v does not name %s", s, err, workload.FieldKeys)
+			}
+			return
+		}
+		back, err := ParseTopicKeys(k.String())
+		if err != nil || back.Default != k.Default || len(back.ByTopic) != len(k.ByTopic) {
+			t.Fatalf("%q: %q does not round-trip: %+v, %v", s, k.String(), back, err)
+		}
+	})
 }

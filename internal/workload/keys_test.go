@@ -197,3 +197,25 @@ func TestMurmur2KafkaVectors(t *testing.T) {
 		assert.Equal(t, tt.want, int32(Murmur2([]byte(tt.in))), tt.in)
 	}
 }
+
+func FuzzParseKeys(f *testing.F) {
+	for _, s := range []string{"none", "uniform:100", "zipf:1.2:1000", "zipf:0:1", "uniform:", "zipf:1e400:3", "::", "zipf:NaN:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseKeys(s)
+		if err != nil {
+			if errkind.FieldOf(err) != FieldKeys {
+				t.Fatalf("%q: error %v does not name %s", s, err, FieldKeys)
+			}
+			return
+		}
+		if k.Keyed() && (k.N < 1 || k.N > MaxKeys || !(k.S >= 0) || k.S > 100) {
+			t.Fatalf("%q: out of range %+v", s, k)
+		}
+		back, err := ParseKeys(k.String())
+		if err != nil || back != k {
+			t.Fatalf("%q: %+v does not round-trip through %q: %+v, %v", s, k, k.String(), back, err)
+		}
+	})
+}
