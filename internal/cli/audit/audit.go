@@ -203,6 +203,11 @@ func runAudit(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	for _, t := range slices.Sorted(maps.Keys(opts.Keys.ByTopic)) {
+		if !hasTopic(c, t) {
+			return cmdutil.UsageErrorf("--keys: no topic %q in this layout", t)
+		}
+	}
 	if opts.SaveSnapshot != "" {
 		var b bytes.Buffer
 		if err := topology.WriteSnapshot(&b, c); err != nil {
@@ -210,11 +215,6 @@ func runAudit(ctx context.Context, opts *Options) error {
 		}
 		if err := report.WriteFileAtomic(opts.SaveSnapshot, b.Bytes()); err != nil {
 			return cmdutil.UsageErrorf("--save-snapshot: %w", err)
-		}
-	}
-	for _, t := range slices.Sorted(maps.Keys(opts.Keys.ByTopic)) {
-		if !hasTopic(c, t) {
-			return cmdutil.UsageErrorf("--keys: no topic %q in this layout", t)
 		}
 	}
 	r := audit.RunWith(c, audit.Options{By: opts.By, ListOverlaps: opts.MaxOverlaps})

@@ -155,7 +155,13 @@ func TestKeysFlagBadInput(t *testing.T) {
 		assert.Empty(t, out, tt.keys)
 		assert.Contains(t, errOut, tt.want, tt.keys)
 	}
-	code, _, errOut := run("", "audit", "--from", layouts+"thesis-6-4.json", "--rates", "A=1", "--what-if", "broker-7")
+	// A bad --keys writes no snapshot.
+	snap := t.TempDir() + "/snap.json"
+	code, _, errOut := run("", "audit", "--from", layouts+"thesis-6-4.json", "--keys", "Z=uniform:3", "--save-snapshot", snap)
+	assert.Equal(t, cmdutil.ExitUsage, code)
+	assert.Contains(t, errOut, "--keys: no topic \"Z\"")
+	assert.NoFileExists(t, snap)
+	code, _, errOut = run("", "audit", "--from", layouts+"thesis-6-4.json", "--rates", "A=1", "--what-if", "broker-7")
 	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Equal(t, "kplan: --what-if: no broker-7 in this layout\n", errOut)
 }
