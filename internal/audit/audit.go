@@ -101,8 +101,83 @@ type Report struct {
 	Rates string `json:"rates"`
 	// RatesBytesPerSecond is true when Predicted loads are bytes per second
 	// rather than relative weights.
-	RatesBytesPerSecond bool     `json:"rates_bytes_per_second"`
-	WhatIf              []WhatIf `json:"what_if,omitempty"`
+	RatesBytesPerSecond bool `json:"rates_bytes_per_second"`
+	// Keys are the record keys the predictions assumed (TopicKeys.String),
+	// when given; SQFSharedRegime is "saturated" when sqf-shared was
+	// predicted with queues full.
+	Keys            string   `json:"keys,omitempty"`
+	SQFSharedRegime string   `json:"sqf_shared_regime,omitempty"`
+	WhatIf          []WhatIf `json:"what_if,omitempty"`
+	// PredictedAfterLoss is the predicted load per broker under every
+	// partitioner kplan chaos runs after each simulated loss: what chaos
+	// predicts for its after phase when it kills that broker.
+	PredictedAfterLoss []LossPrediction `json:"predicted_after_loss,omitempty"`
+}
+
+// PredictOptions say what the predictions assume beyond the rates.
+type PredictOptions struct {
+	Keys   TopicKeys
+	Shares ShareOptions
+}
+
+// direct reports whether every partitioner must be predicted on its own:
+// keyed records set hash and default apart from round robin, and a
+// saturated shared SQF apart from node, so Equivalents no longer hold.
+func (o PredictOptions) direct() bool { return o.Keys.Keyed() || o.Shares.Regime == Saturated }
+
+// AddPredictionWith stores the predicted load for rates as AddPrediction
+// does; when o has keyed records or a saturated regime, it predicts every
+// partitioner of SharePartitioners directly (with its basis) instead of
+// round robin and node with Equivalents.
+func (r *Report) AddPredictionWith(c *topology.Cluster, rates Rates, given bool, o PredictOptions) error {
+	if !o.direct() {
+		r.AddPrediction(c, rates, given)
+		return nil
+	}
+	ps, err := PredictAll(c, Loads(c, rates, o.Keys), o.Shares)
+	if err != nil {
+		return err
+	}
+	r.Predicted, r.PredictedEquivalents = ps, []Equivalent{}
+	r.noteOptions(o)
+	r.Rates = "equal"
+	if given {
+		r.Rates, r.RatesBytesPerSecond = "given", rates.BytesPerSecond
+		r.predictedSkewFindings()
+	}
+	return nil
+}
+
+func (r *Report) noteOptions(o PredictOptions) {
+	if o.Keys.Keyed() {
+		r.Keys = o.Keys.String()
+	}
+	if o.Shares.Regime == Saturated {
+		r.SQFSharedRegime = "saturated"
+	}
+}
+
+// AddLossPredictions stores, for each broker in lost (every live broker
+// when empty), the predicted load per broker under every partitioner after
+// losing it (PredictAfterLoss).
+func (r *Report) AddLossPredictions(c *topology.Cluster, rates Rates, given bool, o PredictOptions, lost []int32) error {
+	if len(lost) == 0 {
+		for _, b := range c.Brokers {
+			if !b.Missing {
+				lost = append(lost, b.ID)
+			}
+		}
+	}
+	ps, err := PredictAfterLoss(c, rates, o.Keys, o.Shares, lost)
+	if err != nil {
+		return err
+	}
+	r.PredictedAfterLoss = ps
+	r.noteOptions(o)
+	if given {
+		r.RatesBytesPerSecond = rates.BytesPerSecond
+	}
+	return nil
 }
 
 // AddPrediction stores the predicted load for rates; given says whether
@@ -114,6 +189,10 @@ func (r *Report) AddPrediction(c *topology.Cluster, rates Rates, given bool) {
 		return
 	}
 	r.Rates, r.RatesBytesPerSecond = "given", rates.BytesPerSecond
+	r.predictedSkewFindings()
+}
+
+func (r *Report) predictedSkewFindings() {
 	for _, p := range r.Predicted {
 		if p.MaxOverMean > SkewWarn {
 			r.Findings = append(r.Findings, Finding{Rule: "predicted-skew", Severity: Warning, Subject: p.Partitioner,

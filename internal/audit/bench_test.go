@@ -113,3 +113,17 @@ func BenchmarkCountOverlaps2M(b *testing.B) {
 		_ = CountOverlaps(groups, ix.Len())
 	}
 }
+
+// BenchmarkPredictAfterLoss2M predicts every partitioner after losing one
+// broker of the big layout (what --what-if broker-N --rates costs per
+// broker named).
+func BenchmarkPredictAfterLoss2M(b *testing.B) {
+	c := big(b)
+	b.ResetTimer()
+	for b.Loop() {
+		lp, err := PredictAfterLoss(c, EqualRates(), TopicKeys{}, ShareOptions{}, []int32{c.Brokers[0].ID})
+		if err != nil || len(lp) != 1 {
+			b.Fatal(err)
+		}
+	}
+}

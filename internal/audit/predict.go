@@ -163,9 +163,10 @@ type Equivalent struct {
 var Equivalents = []Equivalent{
 	{"default", RoundRobin, "uniform sticky (KIP-794): 64 KiB to one writable partition, then a new draw, so every writable partition gets the same share in the long run; its adaptive tilt away from backlogged partitions follows broker speed, which a layout does not show"},
 	{"random", RoundRobin, "a uniformly random writable partition per record: the same share for each in expectation"},
-	{"hash", RoundRobin, "keyless records (kplan chaos writes no keys) stick to a random writable partition per batch; keyed records hash over all partitions, so an offline partition's share waits instead of moving"},
+	{"hash", RoundRobin, "keyless records (as assumed without --keys) stick to a random writable partition per batch; keyed records hash over all partitions by murmur2, so they follow the keys (--keys predicts them) and an offline partition's share waits instead of moving"},
 	{"leastbackup", RoundRobin, "the writable partition with the fewest buffered records, per batch: with brokers equally fast every backlog drains alike, so shares follow partitions, not brokers"},
 	{"sqf", Node, "one producer per topic (as kplan chaos runs them) sees queues that differ by acknowledgement jitter only, within the slack, so it serves the leader brokers round robin (thesis §6.4: Node and SQF share one row); producers sharing one tracker balance their combined flow instead (Fig 6.7), which depends on who shares"},
+	{"sqf-shared", Node, "one tracker shared by every producer (Fig 6.7), rate-capped: queues stay within the slack, so it serves each topic's leader brokers round robin as node; with queues full it balances the combined flow instead (--saturated predicts that)"},
 }
 
 // BrokerShare is one broker's predicted load.
@@ -179,64 +180,57 @@ type BrokerShare struct {
 
 // Prediction is the expected per-broker load under one partitioner.
 type Prediction struct {
-	Partitioner   string        `json:"partitioner"`
-	Brokers       []BrokerShare `json:"brokers"`
-	MaxOverMean   float64       `json:"max_over_mean"`
-	BusiestBroker int32         `json:"busiest_broker"`
+	Partitioner string        `json:"partitioner"`
+	Brokers     []BrokerShare `json:"brokers"`
+	// MaxOverMean is the busiest broker's load over the mean load of the
+	// brokers SkewBrokers names (the live leaders of the written topics).
+	MaxOverMean   float64 `json:"max_over_mean"`
+	BusiestBroker int32   `json:"busiest_broker"`
+	// Basis says what the prediction rests on (PredictShares), when the
+	// partitioner is predicted directly rather than through Equivalents.
+	Basis string `json:"basis,omitempty"`
 }
 
 // Predict computes the expected load per broker when producers write each
 // topic at its rate, under round robin and Node partitioning (Equivalents
 // says which of the two every other partitioner equals). Only partitions
-// with a leader take records. Every broker is listed, in id order.
+// with a live leader take records. Every broker is listed, in id order;
+// max/mean is taken over SkewBrokers.
 func Predict(c *topology.Cluster, rates Rates) []Prediction {
-	ix := topology.NewIndex(c.Brokers)
-	rr := make([]float64, ix.Len())
-	node := make([]float64, ix.Len())
-	perBroker := make([]int, ix.Len())
-	var led []int
-	for _, t := range c.Topics() {
-		rate := rates.Of(t.Name)
-		if rate == 0 {
-			continue
-		}
-		led = led[:0]
-		live := 0
-		for i := range t.Partitions {
-			if j, ok := ix.Pos(t.Partitions[i].Leader); ok {
-				if perBroker[j] == 0 {
-					led = append(led, j)
-				}
-				perBroker[j]++
-				live++
-			}
-		}
-		for _, j := range led {
-			rr[j] += rate * float64(perBroker[j]) / float64(live)
-			node[j] += rate / float64(len(led))
-			perBroker[j] = 0
-		}
+	ps, err := PredictAll(c, Loads(c, rates, TopicKeys{}), ShareOptions{}, RoundRobin, Node)
+	if err != nil {
+		panic(err) // both names are known to PredictShares
 	}
-	return []Prediction{prediction(RoundRobin, rr, ix), prediction(Node, node, ix)}
+	for i := range ps {
+		ps[i].Basis = "" // the section's notes say it, with Equivalents
+	}
+	return ps
 }
 
-func prediction(name string, load []float64, ix *topology.Index) Prediction {
-	p := Prediction{Partitioner: name, Brokers: make([]BrokerShare, len(load))}
+// prediction lists load for every broker, in id order, with shares of the
+// total and max/mean over the brokers in over.
+func prediction(name string, brokers []topology.Broker, load map[int32]float64, over []int32) Prediction {
+	p := Prediction{Partitioner: name, Brokers: make([]BrokerShare, len(brokers))}
 	total, hi := 0.0, 0.0
-	for _, l := range load {
-		total += l
+	for _, b := range brokers {
+		total += load[b.ID]
 	}
-	for j, l := range load {
-		p.Brokers[j] = BrokerShare{Broker: ix.ID(j), Load: round6(l)}
+	for j, b := range brokers {
+		l := load[b.ID]
+		p.Brokers[j] = BrokerShare{Broker: b.ID, Load: round6(l)}
 		if total > 0 {
 			p.Brokers[j].Share = round6(l / total)
 		}
 		if l > hi+1e-12*total {
-			hi, p.BusiestBroker = l, ix.ID(j)
+			hi, p.BusiestBroker = l, b.ID
 		}
 	}
-	if total > 0 {
-		p.MaxOverMean = round3(hi * float64(len(load)) / total)
+	var sum float64
+	for _, id := range over {
+		sum += load[id]
+	}
+	if sum > 0 {
+		p.MaxOverMean = round3(hi * float64(len(over)) / sum)
 	}
 	return p
 }

@@ -20,6 +20,12 @@ const (
 	SQFShared   = "sqf-shared"
 )
 
+// SharePartitioners lists every partitioner PredictShares knows (every one
+// kplan chaos runs), in the order kplan audit prints them.
+var SharePartitioners = []string{RoundRobin, Node, SQF, SQFShared, Default, Random, Hash, LeastBackup}
+
+func knownPartitioner(name string) bool { return slices.Contains(SharePartitioners, name) }
+
 // Regime says whether producers are held below the brokers' capacity
 // (rate-capped: in-flight queues stay short) or write as fast as they can
 // (queues fill). Only the shared SQF's prediction depends on it.
@@ -92,135 +98,258 @@ func (p PredictedShares) Shares(over []int32) map[int32]float64 {
 //
 // An unknown partitioner is an error.
 func PredictShares(c *topology.Cluster, loads []workload.Topic, name string, o ShareOptions) (PredictedShares, error) {
-	out := PredictedShares{Partitioner: name, Load: map[int32]float64{}}
-	for _, b := range c.Brokers {
-		out.Load[b.ID] = 0
+	m, err := predictMany(c, loads, []string{name}, o, nil)
+	if err != nil {
+		return PredictedShares{}, err
 	}
-	live := func(id int32) bool {
-		if id == topology.NoLeader {
-			return false
+	return m.shares[0], nil
+}
+
+// many is predictMany's answer: one PredictedShares per name, and the
+// live brokers leading a partition of a written topic (SkewBrokers).
+type many struct {
+	shares []PredictedShares
+	over   []int32
+}
+
+// predictMany predicts every partitioner of names over one pass of c's
+// partitions: each topic's writable leaders are found once and every
+// partitioner's rule applied to them. With lost, those brokers count as
+// down and every partition led by a broker that is down elects its leader
+// as AfterLoss does, without copying c.
+func predictMany(c *topology.Cluster, loads []workload.Topic, names []string, o ShareOptions, lost []int32) (many, error) {
+	for _, name := range names {
+		if !knownPartitioner(name) {
+			return many{}, fmt.Errorf("no prediction for partitioner %q (want one of %s)", name, strings.Join(SharePartitioners, ", "))
 		}
-		i, ok := slices.BinarySearchFunc(c.Brokers, id, func(b topology.Broker, id int32) int { return int(b.ID - id) })
-		return ok && !c.Brokers[i].Missing
 	}
-	byTopic := map[string][]topology.Partition{}
-	for _, p := range c.Partitions {
-		byTopic[p.Topic] = append(byTopic[p.Topic], p)
+	ix := topology.NewIndex(c.Brokers)
+	down := make([]bool, ix.Len())
+	for j, b := range c.Brokers {
+		down[j] = b.Missing || slices.Contains(lost, b.ID)
 	}
-	var fill []fillTopic
+	dead := func(id int32) bool {
+		j, ok := ix.Pos(id)
+		return !ok || down[j]
+	}
+	load := make([][]float64, len(names))
+	fill := make([][]fillTopic, len(names))
+	for k := range names {
+		load[k] = make([]float64, ix.Len())
+	}
+	leads := make([]bool, ix.Len())
+	byTopic := topicRuns(c, loads)
+	var leader []int32 // per partition number: the leader's index position, or -1
+	var mass []float64
 	for _, l := range loads {
-		parts := byTopic[l.Name]
-		if l.Rate <= 0 || len(parts) == 0 {
+		runs := byTopic[l.Name]
+		if !(l.Rate > 0) || len(runs) == 0 {
 			continue
 		}
-		n := 0
-		for _, p := range parts {
-			n = max(n, int(p.Partition)+1)
-		}
-		leader := make([]int32, n)
-		for i := range leader {
-			leader[i] = topology.NoLeader
-		}
-		for _, p := range parts {
-			if live(p.Leader) {
-				leader[p.Partition] = p.Leader
-			}
-		}
-		switch name {
-		case RoundRobin, Random, LeastBackup:
-			uniform(out.Load, leader, l.Rate)
-		case Default, Hash:
-			if !l.Keys.Keyed() {
-				uniform(out.Load, leader, l.Rate)
-				continue
-			}
-			mass := l.Keys.PartitionMass(n)
-			var served float64
-			for p, id := range leader {
-				if id != topology.NoLeader {
-					served += mass[p]
+		leader = leader[:0]
+		for _, r := range runs {
+			for i := r[0]; i < r[1]; i++ {
+				p := &c.Partitions[i]
+				if p.Partition < 0 {
+					continue
+				}
+				for int(p.Partition) >= len(leader) {
+					leader = append(leader, -1)
+				}
+				id := p.Leader
+				if len(lost) > 0 && id != topology.NoLeader && dead(id) {
+					id = topology.ElectAfterLoss(p, dead)
+				}
+				if j, ok := ix.Pos(id); ok && !down[j] {
+					leader[p.Partition] = int32(j)
+					leads[j] = true
 				}
 			}
-			for p, id := range leader {
-				if id != topology.NoLeader && served > 0 {
-					out.Load[id] += l.Rate * mass[p] / served
+		}
+		ids := leaders(leader)
+		mass = mass[:0]
+		for k, name := range names {
+			switch name {
+			case RoundRobin, Random, LeastBackup:
+				uniform(load[k], leader, l.Rate)
+			case Default, Hash:
+				if !l.Keys.Keyed() {
+					uniform(load[k], leader, l.Rate)
+					continue
+				}
+				if len(mass) == 0 {
+					mass = l.Keys.PartitionMass(len(leader))
+				}
+				keyed(load[k], leader, mass, l.Rate)
+			case Node, SQF:
+				perBroker(load[k], ids, l.Rate)
+			case SQFShared:
+				if o.Regime == RateCapped {
+					perBroker(load[k], ids, l.Rate)
+					continue
+				}
+				if len(ids) > 0 {
+					fill[k] = append(fill[k], fillTopic{rate: l.Rate, brokers: ids})
 				}
 			}
-		case Node, SQF:
-			perBroker(out.Load, leader, l.Rate)
-		case SQFShared:
-			if o.Regime == RateCapped {
-				perBroker(out.Load, leader, l.Rate)
-				continue
-			}
-			fill = append(fill, fillTopic{rate: l.Rate, brokers: leaders(leader)})
-		default:
-			return PredictedShares{}, fmt.Errorf("no prediction for partitioner %q", name)
 		}
 	}
-	if len(fill) > 0 {
-		waterFill(out.Load, fill)
+	var out many
+	for k, name := range names {
+		if len(fill[k]) > 0 {
+			waterFill(load[k], fill[k])
+		}
+		s := PredictedShares{Partitioner: name, Load: make(map[int32]float64, ix.Len()), Basis: basis(name, o)}
+		for j, v := range load[k] {
+			s.Load[ix.ID(j)] = v
+		}
+		out.shares = append(out.shares, s)
 	}
-	out.Basis = basis(name, o)
+	for j, b := range c.Brokers {
+		if leads[j] {
+			out.over = append(out.over, b.ID)
+		}
+	}
 	return out, nil
 }
 
+// topicRuns returns, for every topic named in loads, the runs [from, to)
+// of c.Partitions holding its partitions: one run per topic when the
+// partitions are sorted, as Normalize leaves them, and still right when
+// they are not. One map access per run, not per partition.
+func topicRuns(c *topology.Cluster, loads []workload.Topic) map[string][][2]int {
+	runs := make(map[string][][2]int, len(loads))
+	for _, l := range loads {
+		runs[l.Name] = nil
+	}
+	for i := 0; i < len(c.Partitions); {
+		j := i + 1
+		for j < len(c.Partitions) && c.Partitions[j].Topic == c.Partitions[i].Topic {
+			j++
+		}
+		if v, ok := runs[c.Partitions[i].Topic]; ok {
+			runs[c.Partitions[i].Topic] = append(v, [2]int{i, j})
+		}
+		i = j
+	}
+	return runs
+}
+
+// leaders returns the distinct brokers (index positions) leading a
+// writable partition, sorted.
 func leaders(leader []int32) []int32 {
-	var ids []int32
-	for _, id := range leader {
-		if id != topology.NoLeader && !slices.Contains(ids, id) {
-			ids = append(ids, id)
+	ids := make([]int32, 0, len(leader))
+	for _, j := range leader {
+		if j >= 0 {
+			ids = append(ids, j)
 		}
 	}
 	slices.Sort(ids)
-	return ids
+	return slices.Compact(ids)
 }
 
 // uniform gives every writable partition the same share of rate.
-func uniform(load map[int32]float64, leader []int32, rate float64) {
+func uniform(load []float64, leader []int32, rate float64) {
 	w := 0
-	for _, id := range leader {
-		if id != topology.NoLeader {
+	for _, j := range leader {
+		if j >= 0 {
 			w++
 		}
 	}
-	for _, id := range leader {
-		if id != topology.NoLeader {
-			load[id] += rate / float64(w)
+	for _, j := range leader {
+		if j >= 0 {
+			load[j] += rate / float64(w)
+		}
+	}
+}
+
+// keyed splits rate over the writable partitions in proportion to their
+// keys' mass: records whose key hashes to an unwritable partition wait in
+// the producer and take no broker's bandwidth, so the shares are of the
+// mass served.
+func keyed(load []float64, leader []int32, mass []float64, rate float64) {
+	var served float64
+	for p, j := range leader {
+		if j >= 0 {
+			served += mass[p]
+		}
+	}
+	if served <= 0 {
+		return
+	}
+	for p, j := range leader {
+		if j >= 0 {
+			load[j] += rate * mass[p] / served
 		}
 	}
 }
 
 // perBroker gives every leader broker the same share of rate.
-func perBroker(load map[int32]float64, leader []int32, rate float64) {
-	ids := leaders(leader)
-	for _, id := range ids {
-		load[id] += rate / float64(len(ids))
+func perBroker(load []float64, ids []int32, rate float64) {
+	for _, j := range ids {
+		load[j] += rate / float64(len(ids))
 	}
 }
 
 type fillTopic struct {
 	rate    float64
-	brokers []int32
+	brokers []int32 // index positions
 }
 
-// fillSteps is how finely waterFill divides each topic's rate: the result is
-// within rate/fillSteps of the exact balanced allocation.
-const fillSteps = 4096
+// fillRounds bounds waterFill's balancing passes; each pass moves flow
+// between the most and the least loaded leader of every topic, and the
+// passes stop as soon as no move is above fillTolerance of the total.
+const (
+	fillRounds    = 10_000
+	fillTolerance = 1e-12
+)
 
-// waterFill sends each topic's rate, in fillSteps quanta taken in turn, to
-// the broker with the least total load among those leading it (ties: the
-// lowest id): join the shortest queue, in expectation.
-func waterFill(load map[int32]float64, topics []fillTopic) {
-	for range fillSteps {
-		for _, t := range topics {
-			best := t.brokers[0]
-			for _, id := range t.brokers[1:] {
-				if load[id] < load[best] {
-					best = id
+// waterFill balances the combined flow as one join-the-shortest-queue
+// tracker does in the fluid limit: every topic ends up sending only to the
+// least loaded of its leader brokers (equal among themselves), which is
+// the allocation of least squared load. It starts from an even split per
+// topic and, topic by topic, moves flow from the topic's most loaded
+// broker still receiving it to its least loaded one until the two are
+// level (coordinate descent on the sum of squares, which converges to that
+// allocation).
+func waterFill(load []float64, topics []fillTopic) {
+	flow := make([][]float64, len(topics))
+	var total float64
+	for i, t := range topics {
+		flow[i] = make([]float64, len(t.brokers))
+		for j, id := range t.brokers {
+			flow[i][j] = t.rate / float64(len(t.brokers))
+			load[id] += flow[i][j]
+		}
+		total += t.rate
+	}
+	for range fillRounds {
+		moved := 0.0
+		for i, t := range topics {
+			lo, hi := 0, -1
+			for j, id := range t.brokers {
+				if load[id] < load[t.brokers[lo]] {
+					lo = j
+				}
+				if flow[i][j] > 0 && (hi < 0 || load[id] > load[t.brokers[hi]]) {
+					hi = j
 				}
 			}
-			load[best] += t.rate / fillSteps
+			if hi < 0 || hi == lo {
+				continue
+			}
+			d := min(flow[i][hi], (load[t.brokers[hi]]-load[t.brokers[lo]])/2)
+			if d <= 0 {
+				continue
+			}
+			flow[i][hi] -= d
+			flow[i][lo] += d
+			load[t.brokers[hi]] -= d
+			load[t.brokers[lo]] += d
+			moved = max(moved, d)
+		}
+		if moved <= fillTolerance*total {
+			return
 		}
 	}
 }
@@ -243,7 +372,7 @@ func basis(name string, o ShareOptions) string {
 		return "one in-flight tracker per producer (one producer per topic): queues within the slack are served round robin, so every leader broker takes the same share of each topic, as node"
 	case SQFShared:
 		if o.Regime == RateCapped {
-			return "one in-flight tracker shared by every producer, rate-capped: in-flight queues stay within the slack, so brokers are served round robin as node; the combined flow is balanced only when queues fill (--rate unlimited)"
+			return "one in-flight tracker shared by every producer, rate-capped: in-flight queues stay within the slack, so brokers are served round robin as node; the combined flow is balanced only when queues fill (kplan chaos --rate unlimited; kplan audit --saturated predicts it)"
 		}
 		return "one in-flight tracker shared by every producer, saturated: each topic's records go to the least-loaded of its leader brokers, balancing the combined flow where the layout allows (water-filling, thesis Fig 6.7)"
 	}

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,9 +16,11 @@ import (
 	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/cli/source"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/topology"
+	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 // Options are the parsed flags of `kplan audit`.
@@ -35,6 +39,11 @@ type Options struct {
 	// RatesGiven is false when every topic weighs the same.
 	Rates      audit.Rates
 	RatesGiven bool
+	// Keys are the record keys per topic (--keys); Saturated predicts the
+	// shared SQF with full queues (--saturated).
+	Keys      audit.TopicKeys
+	KeysGiven bool
+	Saturated bool
 	// MaxOverlaps is how many overlapping pairs to list (0: all); the
 	// count is always exact.
 	MaxOverlaps int
@@ -45,7 +54,7 @@ type Options struct {
 func NewCmdAudit(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, f: f}
 	var out cmdutil.OutputFlag
-	var by, failOn, rates, ratesFile string
+	var by, failOn, rates, ratesFile, keys string
 	var whatIf []string
 	cmd := &cobra.Command{
 		Use:   "audit (--from FILE | --bootstrap-server HOST:PORT) [flags]",
@@ -78,8 +87,20 @@ partitioner) and the thesis's Node partitioner (round robin over a topic's
 leader brokers). Every other partitioner kplan chaos runs equals one of the
 two in expectation; the notes under the table (predicted_equivalents in
 JSON) say which and why: default, random, hash and leastbackup balance
-partitions like roundrobin, sqf with one producer per topic balances
-brokers like node.`,
+partitions like roundrobin, sqf with one producer per topic (and
+sqf-shared while producers are rate-capped) balances brokers like node.
+--keys (none, uniform:N or zipf:S:N, for every topic or
+as TOPIC=SPEC,...) gives hash and default keyed records, hashed by murmur2
+as Kafka does, and --saturated predicts sqf-shared (one SQF for every
+producer, thesis Fig 6.7) with its queues full, balancing the combined
+flow; with either, every partitioner kplan chaos runs gets its own column.
+
+--what-if with --rates (or --keys, --saturated) also predicts the load per
+broker after each loss under every partitioner kplan chaos runs, on the
+leaders Kafka elects: the numbers kplan chaos prints as predicted for its
+after phase when it kills that broker. Max/mean is taken over the live
+brokers leading a partition of a topic written at a positive rate (the
+leaders chaos measures), so a lost broker does not count.`,
 		Example: `  $ kplan audit --from testdata/layouts/thesis-fig3.3.json
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
   $ kafka-topics.sh --bootstrap-server k1:9092 --describe | kplan audit --from -
@@ -88,6 +109,8 @@ brokers like node.`,
   $ kplan generate layout --brokers 1000 --topics 30000 --partitions 2000000 --replication-factor 3 --scatter 1 --out /tmp/scattered.json
   $ kplan audit --from /tmp/scattered.json --max-overlaps 100
   $ kplan audit --from testdata/layouts/thesis-6.4.json --rates A=30MB/s,B=20MB/s
+  $ kplan audit --from testdata/layouts/thesis-6-4.json --rates A=2,B=1 --what-if broker-2
+  $ kplan audit --from testdata/layouts/thesis-6-4.json --rates A=2,B=1 --keys A=zipf:1.2:1000,B=uniform:100 --saturated
   $ kplan audit --bootstrap-server 127.0.0.1:19092 --by replicas --fail-on warning`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -146,6 +169,15 @@ brokers like node.`,
 				}
 				opts.RatesGiven = true
 			}
+			if cmd.Flags().Changed("keys") {
+				if opts.Keys, err = audit.ParseTopicKeys(keys); err != nil {
+					if errkind.FieldOf(err) == workload.FieldKeys {
+						return cmdutil.SpellFlag(err, nil)
+					}
+					return cmdutil.UsageErrorf("--keys: %w", err)
+				}
+				opts.KeysGiven = true
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -158,6 +190,8 @@ brokers like node.`,
 	cmd.Flags().StringSliceVar(&whatIf, "what-if", nil, "simulate losing brokers: broker-N (repeatable, comma list) or all")
 	cmd.Flags().StringVar(&rates, "rates", "", "producers' rate per topic for the predicted load: topic=100MB/s,... or relative weights topic=3,...; *=rate for the others (default: every topic weighs 1)")
 	cmd.Flags().StringVar(&ratesFile, "rates-file", "", "file of topic=rate lines for the predicted load (# comments)")
+	cmd.Flags().StringVar(&keys, "keys", "", "record keys for the predicted load of hash and default: none, uniform:N or zipf:S:N for every topic, or TOPIC=SPEC,... (*=SPEC for the others)")
+	cmd.Flags().BoolVar(&opts.Saturated, "saturated", false, "predict sqf-shared with producers writing as fast as they can (queues full: the combined flow is balanced); default: rate-capped, as node")
 	cmd.Flags().IntVar(&opts.MaxOverlaps, "max-overlaps", audit.MaxOverlaps, "list at most this many overlapping pairs of max groups (0: all); overlap_count always counts them all")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
 	cmdutil.AddOutputFlag(cmd, &out)
@@ -169,6 +203,11 @@ func runAudit(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	for _, t := range slices.Sorted(maps.Keys(opts.Keys.ByTopic)) {
+		if !hasTopic(c, t) {
+			return cmdutil.UsageErrorf("--keys: no topic %q in this layout", t)
+		}
+	}
 	if opts.SaveSnapshot != "" {
 		var b bytes.Buffer
 		if err := topology.WriteSnapshot(&b, c); err != nil {
@@ -179,8 +218,15 @@ func runAudit(ctx context.Context, opts *Options) error {
 		}
 	}
 	r := audit.RunWith(c, audit.Options{By: opts.By, ListOverlaps: opts.MaxOverlaps})
-	if opts.RatesGiven {
-		r.AddPrediction(c, opts.Rates, true)
+	po := audit.PredictOptions{Keys: opts.Keys}
+	if opts.Saturated {
+		po.Shares.Regime = audit.Saturated
+	}
+	predicting := opts.RatesGiven || opts.KeysGiven || opts.Saturated
+	if predicting {
+		if err := r.AddPredictionWith(c, opts.Rates, opts.RatesGiven, po); err != nil {
+			return err
+		}
 	}
 	if opts.WhatIfAll || len(opts.WhatIf) > 0 {
 		for _, id := range opts.WhatIf {
@@ -193,6 +239,11 @@ func runAudit(ctx context.Context, opts *Options) error {
 			lost = nil
 		}
 		r.AddWhatIf(c, opts.By, lost)
+		if predicting {
+			if err := r.AddLossPredictions(c, opts.Rates, opts.RatesGiven, po, lost); err != nil {
+				return err
+			}
+		}
 	}
 	if err := report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) }); err != nil {
 		return err
@@ -201,6 +252,15 @@ func runAudit(ctx context.Context, opts *Options) error {
 		return cmdutil.SilentExit(cmdutil.ExitFindings)
 	}
 	return nil
+}
+
+func hasTopic(c *topology.Cluster, name string) bool {
+	for i := range c.Partitions {
+		if c.Partitions[i].Topic == name {
+			return true
+		}
+	}
+	return false
 }
 
 func ints[T ~int | ~int32](v []T) string {
@@ -261,6 +321,9 @@ func doc(r audit.Report) report.Document {
 			"new overlaps: pairs of max groups that share a broker after the loss although none of their topics shared a leader broker before"}
 		d.Sections = append(d.Sections, wi)
 	}
+	for _, l := range r.PredictedAfterLoss {
+		d.Sections = append(d.Sections, lossSection(r, l))
+	}
 	fs := report.Section{Title: fmt.Sprintf("Findings (%d)", len(r.Findings)), Header: []string{"SEVERITY", "RULE", "SUBJECT", "MESSAGE"}}
 	for _, f := range r.Findings {
 		fs.Rows = append(fs.Rows, []string{string(f.Severity), f.Rule, f.Subject, f.Message})
@@ -272,18 +335,35 @@ func doc(r audit.Report) report.Document {
 	return d
 }
 
+// loadUnit formats a predicted load in the rates' unit.
+func loadUnit(r audit.Report) func(float64) string {
+	if r.RatesBytesPerSecond {
+		return func(x float64) string { return strconv.FormatFloat(x/1e6, 'g', 4, 64) + "MB/s" }
+	}
+	return func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+}
+
+// assumptions are the notes on keys and the shared SQF's regime.
+func assumptions(r audit.Report) []string {
+	var notes []string
+	if r.Keys != "" {
+		notes = append(notes, "keys: "+r.Keys+" (hash and default send keyed records by murmur2, as Kafka does)")
+	}
+	if r.SQFSharedRegime != "" {
+		notes = append(notes, "sqf-shared: "+r.SQFSharedRegime+" (--saturated)")
+	}
+	return notes
+}
+
 func predictedSection(r audit.Report) report.Section {
 	title := "Predicted load per broker (every topic weighs 1)"
-	unit := func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+	unit := loadUnit(r)
 	if r.Rates == "given" {
 		title = "Predicted load per broker at the given rates"
 	}
 	sec := report.Section{Title: title, Header: []string{"BROKER"}}
 	for _, p := range r.Predicted {
 		sec.Header = append(sec.Header, strings.ToUpper(p.Partitioner))
-	}
-	if r.RatesBytesPerSecond {
-		unit = func(x float64) string { return strconv.FormatFloat(x/1e6, 'g', 4, 64) + "MB/s" }
 	}
 	for i := range r.Predicted[0].Brokers {
 		row := []string{strconv.Itoa(int(r.Predicted[0].Brokers[i].Broker))}
@@ -300,5 +380,48 @@ func predictedSection(r audit.Report) report.Section {
 	for _, e := range r.PredictedEquivalents {
 		sec.Notes = append(sec.Notes, fmt.Sprintf("%s equals %s in expectation: %s", e.Partitioner, e.Equals, e.Why))
 	}
+	if len(r.PredictedEquivalents) == 0 {
+		for _, p := range r.Predicted {
+			sec.Notes = append(sec.Notes, p.Partitioner+": "+p.Basis)
+		}
+	}
+	sec.Notes = append(sec.Notes, assumptions(r)...)
+	return sec
+}
+
+// lossSection is the predicted load per broker under every partitioner
+// after one loss: brokers as rows, the lost one marked, max/mean last.
+func lossSection(r audit.Report, l audit.LossPrediction) report.Section {
+	unit := loadUnit(r)
+	rates := "at the given rates"
+	if r.Rates != "given" {
+		rates = "every topic weighs 1"
+	}
+	sec := report.Section{Title: fmt.Sprintf("Predicted load per broker after losing broker %d (%s)", l.Lost, rates), Header: []string{"BROKER"}}
+	for _, p := range l.Predictions {
+		sec.Header = append(sec.Header, strings.ToUpper(p.Partitioner))
+	}
+	for i, b := range l.Predictions[0].Brokers {
+		row := []string{strconv.Itoa(int(b.Broker))}
+		for _, p := range l.Predictions {
+			if b.Broker == l.Lost {
+				row = append(row, "lost")
+				continue
+			}
+			row = append(row, fmt.Sprintf("%s (%.1f%%)", unit(p.Brokers[i].Load), 100*p.Brokers[i].Share))
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	row := []string{"max/mean"}
+	for _, p := range l.Predictions {
+		row = append(row, strconv.FormatFloat(p.MaxOverMean, 'f', -1, 64))
+	}
+	sec.Rows = append(sec.Rows, row)
+	sec.Notes = append(sec.Notes,
+		fmt.Sprintf("leaders elected as in the what-if above; shares and max/mean over the live leaders of the written topics, brokers %s: kplan chaos's predicted shares for its after phase", ints(l.SkewBrokers)))
+	for _, p := range l.Predictions {
+		sec.Notes = append(sec.Notes, p.Partitioner+": "+p.Basis)
+	}
+	sec.Notes = append(sec.Notes, assumptions(r)...)
 	return sec
 }

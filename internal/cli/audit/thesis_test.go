@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/partitioner"
 	"github.com/kplan-dev/kplan/internal/testutil/golden"
@@ -162,5 +163,10 @@ func TestEveryChaosPartitionerPredicted(t *testing.T) {
 		got = append(got, e.Partitioner)
 	}
 	slices.Sort(got)
-	assert.Equal(t, partitioner.Names(), got)
+	// kplan chaos runs every partitioner of internal/partitioner, sqf
+	// shared by every producer among them.
+	want := partitioner.Names()
+	require.Contains(t, want, audit.SQFShared)
+	assert.Equal(t, want, got)
+	assert.ElementsMatch(t, want, audit.SharePartitioners, "PredictShares predicts each directly")
 }
