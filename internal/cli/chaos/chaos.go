@@ -762,10 +762,11 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		return err
 	}
 	if opts.ReportDir != "" {
-		if err := writeReport(opts.ReportDir, last, sum, opts.Verbose); err != nil {
+		files, err := writeReport(opts.ReportDir, last, sum, opts.Verbose)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(io.ErrOut, "report written to %s (report.md, result.json, %s, %s, %s)\n", opts.ReportDir, PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput)
+		fmt.Fprintf(io.ErrOut, "report written to %s (%s)\n", opts.ReportDir, strings.Join(files, ", "))
 	}
 	if runErr != nil {
 		return mapErr(runErr, opts)

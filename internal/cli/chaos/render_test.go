@@ -122,13 +122,15 @@ func TestWriteReport(t *testing.T) {
 	res.Partitioners[0].Series.ProduceSamples[chaos.PhaseAfter] = []float64{2, 3, 4}
 	res.Partitioners[0].Series.Buckets = []int64{1000, 2000, 1500}
 	res.Partitioners[0].Series.KillAtS = 0.15
-	require.NoError(t, writeReport(dir, res, nil, false))
+	_, err := writeReport(dir, res, nil, false)
+	require.NoError(t, err)
 	for _, n := range []string{"report.md", "result.json", PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput} {
 		fi, err := os.Stat(filepath.Join(dir, n))
 		require.NoError(t, err, n)
 		assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), n)
 	}
-	require.Error(t, writeReport(filepath.Join(dir, "missing"), res, nil, false))
+	_, err = writeReport(filepath.Join(dir, "missing"), res, nil, false)
+	require.Error(t, err)
 }
 
 // An interrupted sequential run leaves partitioners that never ran: the
@@ -139,7 +141,8 @@ func TestWriteReportPartitionerNeverRan(t *testing.T) {
 	res.Partitioners = append(res.Partitioners, chaos.PartitionerResult{Name: "default", Topic: "kplan-chaos-default", Phases: map[string]*chaos.PhaseResult{}})
 	s, err := chaos.Summarize([]*chaos.Result{res, chaostest.Result()})
 	require.NoError(t, err)
-	require.NoError(t, writeReport(dir, res, s, false))
+	_, err = writeReport(dir, res, s, false)
+	require.NoError(t, err)
 	for _, n := range []string{"report.md", "result.json", PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput} {
 		_, err := os.Stat(filepath.Join(dir, n))
 		assert.NoError(t, err, n)
