@@ -470,7 +470,7 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 		if spec.Topics, err = regexp.Compile(c.topics); err != nil {
 			return cmdutil.UsageErrorf("%s: %w", c.where("topics"), err)
 		}
-		if !cfg.Sequential {
+		if !c.sequential {
 			return cmdutil.UsageErrorf("%s: needs --sequential (existing topics are written as they are, one partitioner after another)", c.where("topics"))
 		}
 		cfg.Existing = true
