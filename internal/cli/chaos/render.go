@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -77,8 +78,8 @@ func resultDoc(res *chaos.Result, verbose bool) report.Document {
 	}
 	doc.Sections = []report.Section{skew, perf, loss}
 	if len(res.Workload) > 0 {
-		doc.Sections = append([]report.Section{workloadSection(res)}, doc.Sections...)
-		doc.Sections = append(doc.Sections, predictionSections(res)...)
+		doc.Sections = append([]report.Section{workloadSection(res), skew}, predictionSections(res)...)
+		doc.Sections = append(doc.Sections, perf, loss)
 	}
 	doc.Notes = append(doc.Notes, setupNote(res))
 	doc.Notes = append(doc.Notes, res.Notes...)
@@ -193,10 +194,7 @@ func predictionSections(res *chaos.Result) []report.Section {
 				meas, hasM := pr.MeasuredShare[b]
 				errPts := "-"
 				if hasP && hasM {
-					errPts = strconv.FormatFloat(100*(meas-pred), 'f', 1, 64)
-					if meas >= pred {
-						errPts = "+" + errPts
-					}
+					errPts = signedPts(100 * (meas - pred))
 				}
 				shares.Rows = append(shares.Rows, []string{p.Name, ph.String(), b, shareOr(pred, hasP), shareOr(meas, hasM), errPts})
 			}
@@ -247,6 +245,19 @@ func brokerKeys(a, b map[string]float64) []string {
 		out[i] = strconv.Itoa(id)
 	}
 	return out
+}
+
+// signedPts formats a difference in points with its sign, "0.0" when it
+// rounds to nothing (never "-0.0").
+func signedPts(x float64) string {
+	r := math.Round(x*10) / 10
+	switch {
+	case r > 0:
+		return "+" + strconv.FormatFloat(r, 'f', 1, 64)
+	case r < 0:
+		return strconv.FormatFloat(r, 'f', 1, 64)
+	}
+	return "0.0"
 }
 
 // shareOr formats a share as a percentage, "-" when absent.
