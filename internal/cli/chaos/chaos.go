@@ -182,7 +182,7 @@ short.`,
   $ kplan chaos --workload chaos/u2-acks-all.yaml --repeat 5 --sequential
   $ kplan chaos --layout testdata/layouts/thesis-6-4.json --rates A=2,B=1 --rate 300kB/s --kill busiest --partitioner roundrobin,node,sqf,sqf-shared
   $ kplan chaos --layout testdata/layouts/thesis-6-4.json --rates A=200kB/s,B=100kB/s --keys A=zipf:1.1:1000,B=none --partitioner hash,random --kill broker-2 --report out/keys
-  $ kplan chaos --cluster lab --topics '^orders' --sequential --rates '*=1' --rate 1MB/s --kill busiest --restore
+  $ kplan chaos --cluster lab --topics '^orders-' --sequential --rate 1MB/s --kill busiest --restore
   $ kplan chaos --cluster lab --kill broker-2 --restore --report out/lab-chaos
   $ kplan chaos --cluster lab --kill none --sequential --rate unlimited --partitioner default,node,sqf --stick 64 --repeat 8
   $ kplan chaos --bootstrap-server my-cluster-kafka-bootstrap:9093 --command-config client.properties --killer chaos-mesh --pod-naming strimzi --strimzi-cluster my-cluster --namespace kafka --kill broker-3 --dry-run
