@@ -493,6 +493,7 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 	if cfg.Workload, err = spec.build(names, assignments, "in the layout "+c.layout); err != nil {
 		return err
 	}
+	cfg.Rate = totalRate(cfg.Workload)
 	cfg.Assignment = nil
 	opts.Workload = spec
 	return nil
@@ -708,6 +709,18 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 				return err
 			}
 			cfg.Workload, rc.Workload = w, w
+			cfg.Rate = totalRate(w)
+			rc.Rate = cfg.Rate
+		}
+		if opts.Cluster == "lab" && i == 0 && len(rc.Workload) > 0 && !rc.Existing {
+			brokers, err := c.Brokers(ctx)
+			if err == nil {
+				err = checkWorkloadBrokers(rc.Workload, brokers)
+			}
+			if err != nil {
+				c.Close()
+				return err
+			}
 		}
 		if rc.Assignment == nil && len(rc.Workload) == 0 {
 			brokers, err := c.Brokers(ctx)

@@ -495,15 +495,10 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 		if cfg.Workload, err = existingWorkload(ctx, c, opts); err != nil {
 			return nil, false, err
 		}
+		cfg.Rate = totalRate(cfg.Workload)
 	}
-	for _, w := range cfg.Workload {
-		for p, reps := range w.Assignment {
-			for _, id := range reps {
-				if !slices.Contains(brokers, id) {
-					return nil, false, cmdutil.UsageErrorf("--layout: %s/%d is assigned to broker %d, which the cluster does not have (brokers %v)", w.Name, p, id, brokers)
-				}
-			}
-		}
+	if err := checkWorkloadBrokers(cfg.Workload, brokers); err != nil {
+		return nil, false, err
 	}
 	for p, reps := range cfg.Assignment {
 		for _, id := range reps {

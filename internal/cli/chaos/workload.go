@@ -160,6 +160,35 @@ func (s *WorkloadSpec) build(names []string, assignments map[string][][]int32, a
 	return out, nil
 }
 
+// totalRate is the workload's total rate per partitioner in bytes/s, what
+// Config.Rate (and the result's rate_bytes_per_s) reports for a workload;
+// 0 when any topic is written as fast as it can.
+func totalRate(ws []chaos.WorkloadTopic) int64 {
+	var sum int64
+	for _, w := range ws {
+		if w.Rate <= 0 {
+			return 0
+		}
+		sum += w.Rate
+	}
+	return sum
+}
+
+// checkWorkloadBrokers refuses a workload whose assignments name a broker
+// the cluster does not have, naming --layout.
+func checkWorkloadBrokers(ws []chaos.WorkloadTopic, brokers []int32) error {
+	for _, w := range ws {
+		for p, reps := range w.Assignment {
+			for _, id := range reps {
+				if !slices.Contains(brokers, id) {
+					return cmdutil.UsageErrorf("--layout: %s/%d is assigned to broker %d, which the cluster does not have (brokers %v)", w.Name, p, id, brokers)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {

@@ -80,8 +80,15 @@ func TestWorkloadOptions(t *testing.T) {
 			assert.Nil(t, o.Config.Assignment, "a workload's topics carry their own assignments")
 			assert.False(t, o.Config.Existing)
 			assert.Equal(t, tc.brokers, o.Brokers, "the embedded cluster's size")
+			assert.Equal(t, totalRate(tc.want), o.Config.Rate, "the result reports the workload's total rate")
 		})
 	}
+}
+
+func TestTotalRate(t *testing.T) {
+	assert.Equal(t, int64(300), totalRate([]chaos.WorkloadTopic{{Rate: 200}, {Rate: 100}}))
+	assert.Zero(t, totalRate([]chaos.WorkloadTopic{{Rate: 200}, {Rate: 0}}), "a topic written as fast as it can")
+	assert.Zero(t, totalRate(nil))
 }
 
 func TestWorkloadExistingOptions(t *testing.T) {
