@@ -78,6 +78,7 @@ func resultDoc(res *chaos.Result, verbose bool) report.Document {
 	}
 	doc.Sections = []report.Section{skew, perf, loss}
 	if len(res.Workload) > 0 {
+		skew.Title = "Records per broker (by the leader that took them) and skew over the leaders of the partitioner's topics"
 		doc.Sections = append([]report.Section{workloadSection(res), skew}, predictionSections(res)...)
 		doc.Sections = append(doc.Sections, perf, loss)
 	}
