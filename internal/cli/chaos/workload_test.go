@@ -290,3 +290,23 @@ func TestParseKeySpec(t *testing.T) {
 		assert.Equal(t, workload.FieldKeys, errkind.FieldOf(err), s)
 	}
 }
+
+// FuzzParseKeySpec: never a panic; what parses carries its field and
+// spells back to what it parsed.
+func FuzzParseKeySpec(f *testing.F) {
+	for _, s := range []string{"none", "zipf:1.1:1000", "A=zipf:1.1:1000,B=none", "*=uniform:10,B=none", "A=", "=none", ",,", "A=zipf:x:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ks, err := ParseKeySpec(s)
+		if err != nil {
+			assert.Equal(t, workload.FieldKeys, errkind.FieldOf(err))
+			return
+		}
+		for topic, k := range ks.PerTopic {
+			back, err := workload.ParseKeys(k.String())
+			require.NoError(t, err, topic)
+			assert.Equal(t, k, back, topic)
+		}
+	})
+}
