@@ -317,6 +317,17 @@ func TestRemoteWorkloadDryRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "topics:      orders-1 (assignment orders-1=existing; existing: written as they are, kept)")
 
+	// Writing existing topics outside the lab needs --yes, as a kill does.
+	ios, _, _, _ := iostreams.Test()
+	cmd := NewCmdChaos(&cmdutil.Factory{IOStreams: ios, Version: "test", Now: time.Now}, nil)
+	cmd.SetArgs([]string{"--bootstrap-server", strings.Join(e.Addrs(), ","), "--kill", "none", "--topics", "^orders-", "--sequential"})
+	cmd.SetOut(new(bytes.Buffer))
+	cmd.SetErr(new(bytes.Buffer))
+	err = cmd.ExecuteContext(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, cmdutil.ExitRefused, cmdutil.ExitCode(err))
+	assert.ErrorContains(t, err, "--yes: not given")
+
 	_, err = run("--kill", "none", "--topics", "^nothing", "--sequential")
 	require.Error(t, err)
 	assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
