@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
+	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
@@ -58,11 +61,17 @@ type Options struct {
 	// Remote, when set, is a cluster reached by --bootstrap-server with a
 	// killer; Cluster is then "remote".
 	Remote *RemoteOptions
+	// Workload, when set, says how the workload's rates and keys apply
+	// (--layout, --topics). With --layout Config.Workload is already built;
+	// with --topics (Config.Existing) it is built at run time from the
+	// cluster's topics matching Workload.Topics.
+	Workload *WorkloadSpec
 }
 
 // flags holds the raw flag values.
 type flags struct {
 	kill, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
+	workload, layout, rates, ratesFile, keys, topics                                                   string
 	partitions, rf, recordSize, brokers, repeat                                                        int
 	records                                                                                            int64
 	warmup, phase, failoverTimeout, objective, minAge, maxAge                                          time.Duration
@@ -76,13 +85,14 @@ type flags struct {
 	remote                                                                                             remoteFlags
 }
 
-// fileKeys are the flags an experiment file may set: all but --file itself.
+// fileKeys are the flags an experiment file may set: all but --workload
+// (--file) itself.
 func fileKeys(cmd *cobra.Command) map[string]bool {
 	keys := map[string]bool{}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		// --yes and --dry-run are the operator's answer for this run, not
 		// part of an experiment.
-		if f.Name != "file" && f.Name != "help" && f.Name != "yes" && f.Name != "dry-run" {
+		if f.Name != "file" && f.Name != "workload" && f.Name != "help" && f.Name != "yes" && f.Name != "dry-run" {
 			keys[f.Name] = true
 		}
 	})
@@ -94,7 +104,7 @@ func NewCmdChaos(f *cmdutil.Factory, runF func(context.Context, *Options) error)
 	var c flags
 	d := chaos.Defaults()
 	cmd := &cobra.Command{
-		Use:   "chaos --kill TARGET [flags]",
+		Use:   "chaos --kill TARGET [--layout FILE [--rates ...] | --workload FILE.yaml] [flags]",
 		Short: "Kill a broker under load and compare partitioners' skew, latency and loss before and after",
 		Long: `Kill a broker while one producer per partitioner writes to its own topic
 (all topics with the same replica assignment), and measure per partitioner and
@@ -137,8 +147,30 @@ elect) and changes nothing; without --yes kplan prints the plan and exits
 Targets: broker-N, leader-of:TOPIC/P, busiest (most leaders of the experiment
 topics), none (no kill: a steady-state measurement).
 
---file NAME.yaml reads an experiment whose keys are these flags' names;
-flags given on the command line override it.
+Workloads: --layout FILE (any layout ` + "`kplan audit --from`" + ` reads) runs the
+layout's topics instead of the one-topic experiment: each partitioner writes
+every topic of the layout through a producer of its own per topic, on
+topics created with the layout's exact replica assignment, partitions in
+order, the layout's current leader moved first (so Kafka's preferred leader
+is the layout's leader). Side by side each partitioner gets its own copies,
+PREFIX-PARTITIONER-TOPIC; with --sequential they write PREFIX-TOPIC one
+after another. --rates A=2MB/s,B=1MB/s (or --rates-file, the syntax of
+` + "`kplan audit --rates`" + `) sets each topic's rate: rates in bytes/s are used as
+they are, relative weights (A=2,B=1) share --rate, which is then the total
+per partitioner; topics not named take "*=" or are not written; without
+--rates every topic weighs 1. --keys zipf:1.1:1000 (or A=zipf:1.1:1000,B=none)
+gives the records keys: none, uniform:N or zipf:S:N. On the embedded
+cluster --brokers defaults to the largest broker id of the layout.
+--topics REGEX writes the existing topics matching it, as they are, on the
+lab or a --bootstrap-server cluster (with --sequential; kplan's records
+carry a header and the loss check counts only them). Before running, kplan
+predicts each broker's share of the bytes with the audit's model for every
+partitioner and phase, and the report sets it beside the measured share.
+
+--workload NAME.yaml reads an experiment whose keys are these flags' names
+(rates and keys may also be mappings of topic to value, and a relative
+layout or rates-file path is read from the file's directory); flags given
+on the command line override it. --file is another name for --workload.
 
 Ctrl-C stops the experiment: the producers stop, a killed broker is
 restarted when --restore was given, the records are read back for the loss
@@ -147,7 +179,10 @@ short.`,
 		Example: `  $ kplan chaos --kill broker-3
   $ kplan chaos --kill broker-3 --report out/chaos
   $ kplan chaos --kill busiest --partitioner roundrobin,node --acks 1 --phase-duration 20s -o json
-  $ kplan chaos --file chaos/u2-acks-all.yaml --repeat 5 --sequential
+  $ kplan chaos --workload chaos/u2-acks-all.yaml --repeat 5 --sequential
+  $ kplan chaos --layout testdata/layouts/thesis-6-4.json --rates A=2,B=1 --rate 300kB/s --kill busiest --partitioner roundrobin,node,sqf,sqf-shared
+  $ kplan chaos --layout testdata/layouts/thesis-6-4.json --rates A=200kB/s,B=100kB/s --keys A=zipf:1.1:1000,B=none --partitioner hash,random --kill broker-2 --report out/keys
+  $ kplan chaos --cluster lab --topics '^orders-' --sequential --rate 1MB/s --kill busiest --restore
   $ kplan chaos --cluster lab --kill broker-2 --restore --report out/lab-chaos
   $ kplan chaos --cluster lab --kill none --sequential --rate unlimited --partitioner default,node,sqf --stick 64 --repeat 8
   $ kplan chaos --bootstrap-server my-cluster-kafka-bootstrap:9093 --command-config client.properties --killer chaos-mesh --pod-naming strimzi --strimzi-cluster my-cluster --namespace kafka --kill broker-3 --dry-run
@@ -168,12 +203,12 @@ short.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest or none (required)")
-	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf")
+	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run)")
 	fs.StringVar(&c.topic, "topic", d.Topic, "topic name prefix: each partitioner writes to PREFIX-NAME")
 	fs.IntVar(&c.partitions, "partitions", 3, "partitions per experiment topic (replicas placed round the brokers: partition p led by the p-th broker)")
 	fs.IntVar(&c.rf, "replication-factor", 2, "replication factor of the experiment topics")
 	fs.StringVar(&c.assignment, "assignment", "", `explicit replica assignment, e.g. "1,2;2,3;3,1" (overrides --partitions and --replication-factor)`)
-	fs.StringVar(&c.rate, "rate", "100kB/s", "each producer's rate (e.g. 100kB/s, 5MB/s) or unlimited")
+	fs.StringVar(&c.rate, "rate", "100kB/s", "each producer's rate (e.g. 100kB/s, 5MB/s) or unlimited; with a workload's relative --rates, the total they share per partitioner")
 	fs.Int64Var(&c.records, "records", 0, "end each measured phase once every producer sent this many records in it (instead of --phase-duration)")
 	fs.IntVar(&c.recordSize, "record-size", d.RecordSize, "record value size in bytes")
 	fs.DurationVar(&c.warmup, "warmup", d.Warmup, "warm-up before the measured phases")
@@ -186,7 +221,14 @@ short.`,
 	fs.BoolVar(&c.allowUnavailable, "allow-unavailable", false, "kill a real broker even when partitions are under-replicated or would lose their last in-sync replica")
 	fs.IntVar(&c.repeat, "repeat", 1, "repeat the whole experiment and report means with 99% confidence intervals")
 	fs.StringVar(&c.reportDir, "report", "", "write report.md, result.json and PNG plots into this directory")
-	fs.StringVar(&c.file, "file", "", "read the experiment from a YAML file whose keys are flag names")
+	fs.StringVar(&c.workload, "workload", "", "read the experiment from a YAML file whose keys are flag names (rates and keys may be mappings of topic to value)")
+	fs.StringVar(&c.file, "file", "", "another name for --workload")
+	_ = fs.MarkHidden("file")
+	fs.StringVar(&c.layout, "layout", "", "run a workload on this layout's topics (any layout kplan audit --from reads), created with its replica assignment, the layout's leader first")
+	fs.StringVar(&c.rates, "rates", "", "workload: rate per topic, topic=2MB/s,... or relative weights topic=2,... sharing --rate; *=rate for the others (default: every topic weighs 1)")
+	fs.StringVar(&c.ratesFile, "rates-file", "", "workload: file of topic=rate lines (# comments), as kplan audit --rates-file")
+	fs.StringVar(&c.keys, "keys", "", "workload: record keys, none, uniform:N or zipf:S:N for every topic, or per topic A=zipf:1.1:1000,B=none (default: none)")
+	fs.StringVar(&c.topics, "topics", "", "workload: write the existing topics matching this regular expression as they are (lab or --bootstrap-server, with --sequential)")
 	fs.StringVar(&c.cluster, "cluster", "embedded", "embedded (simulated, in process) or lab (the running kplan lab)")
 	fs.IntVar(&c.brokers, "brokers", 3, "brokers of the embedded cluster")
 	fs.StringVar(&c.labDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
@@ -215,8 +257,15 @@ func (c *flags) where(name string) string {
 
 func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
 	c.origin = map[string]string{}
-	if c.file != "" {
-		if err := loadFile(cmd, c.file, fileKeys(cmd), c.origin); err != nil {
+	fileFlag, path := "workload", c.workload
+	switch {
+	case c.workload != "" && c.file != "":
+		return nil, cmdutil.UsageErrorf("--workload and --file: give one (--file is another name for --workload)")
+	case c.file != "":
+		fileFlag, path = "file", c.file
+	}
+	if path != "" {
+		if err := loadFile(cmd, fileFlag, path, fileKeys(cmd), c.origin); err != nil {
 			return nil, err
 		}
 	}
@@ -265,11 +314,32 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	default:
 		return nil, cmdutil.UsageErrorf("%s: unknown cluster %q (want embedded or lab)", c.where("cluster"), c.cluster)
 	}
+	given := func(name string) bool {
+		_, inFile := c.origin[name]
+		return cmd.Flags().Changed(name) || inFile
+	}
+	if c.layout != "" || c.topics != "" {
+		for _, n := range []string{"assignment", "partitions", "replication-factor"} {
+			if given(n) {
+				w := "layout"
+				if c.layout == "" {
+					w = "topics"
+				}
+				return nil, cmdutil.UsageErrorf("%s and %s: give one (a workload's topics have their own layout)", c.where(w), c.where(n))
+			}
+		}
+	} else {
+		for _, n := range []string{"rates", "rates-file", "keys"} {
+			if given(n) {
+				return nil, cmdutil.UsageErrorf("%s: needs a workload: --layout FILE or --topics REGEX", c.where(n))
+			}
+		}
+	}
 	if c.assignment != "" {
 		if cfg.Assignment, err = chaos.ParseAssignment(c.assignment); err != nil {
 			return nil, spell(err, c.where)
 		}
-	} else {
+	} else if c.layout == "" && c.topics == "" {
 		cfg.Assignment = nil
 		if c.partitions < 1 || c.partitions > 10000 {
 			return nil, cmdutil.UsageErrorf("%s: want 1 to 10000 partitions, got %d", c.where("partitions"), c.partitions)
@@ -287,6 +357,11 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	default:
 		if cfg.Rate, err = units.ParseRate(c.rate); err != nil {
 			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rate"), err)
+		}
+	}
+	if c.layout != "" || c.topics != "" {
+		if err := c.workloadOptions(cmd, opts, given); err != nil {
+			return nil, err
 		}
 	}
 	if c.records < 0 {
@@ -350,7 +425,78 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	if opts.Remote != nil {
 		opts.Cluster = "remote"
 	}
+	if c.topics != "" && opts.Cluster == "embedded" {
+		return nil, cmdutil.UsageErrorf("%s: existing topics only on --cluster lab or a --bootstrap-server cluster (the embedded cluster has none)", c.where("topics"))
+	}
 	return opts, nil
+}
+
+// workloadOptions reads the workload flags (--layout or --topics, --rates
+// or --rates-file, --keys) into opts: Config.Workload from the layout now,
+// or Config.Existing and opts.Workload for the topics found at run time.
+func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(string) bool) error {
+	cfg := &opts.Config
+	if c.layout != "" && c.topics != "" {
+		return cmdutil.UsageErrorf("%s and %s: give one (a layout's topics are created, --topics writes existing ones)", c.where("layout"), c.where("topics"))
+	}
+	spec := &WorkloadSpec{Total: cfg.Rate, where: c.where, ratesFlag: "rates"}
+	var err error
+	switch {
+	case c.rates != "" && c.ratesFile != "":
+		return cmdutil.UsageErrorf("%s and %s: give one, not both", c.where("rates"), c.where("rates-file"))
+	case c.rates != "":
+		if spec.Rates, err = audit.ParseRates(c.rates); err != nil {
+			return cmdutil.UsageErrorf("%s: %w", c.where("rates"), err)
+		}
+		spec.RatesGiven = true
+	case c.ratesFile != "":
+		spec.ratesFlag = "rates-file"
+		data, err := os.ReadFile(c.ratesFile)
+		if err != nil {
+			return cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
+		}
+		if spec.Rates, err = audit.ParseRatesFile(data, c.ratesFile); err != nil {
+			return cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
+		}
+		spec.RatesGiven = true
+	}
+	if spec.RatesGiven && spec.Rates.BytesPerSecond && given("rate") {
+		return cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.ratesFlag), c.where("rate"))
+	}
+	if spec.Keys, err = ParseKeySpec(c.keys); err != nil {
+		return spell(err, c.where)
+	}
+	if c.topics != "" {
+		if spec.Topics, err = regexp.Compile(c.topics); err != nil {
+			return cmdutil.UsageErrorf("%s: %w", c.where("topics"), err)
+		}
+		if !c.sequential {
+			return cmdutil.UsageErrorf("%s: needs --sequential (existing topics are written as they are, one partitioner after another)", c.where("topics"))
+		}
+		cfg.Existing = true
+		cfg.Assignment = nil // read from the cluster by the experiment
+		opts.Workload = spec
+		return nil
+	}
+	embedded := c.cluster == "embedded" && !cmd.Flags().Changed("bootstrap-server")
+	names, assignments, maxID, err := loadLayout(c.layout, c.where("layout"), embedded)
+	if err != nil {
+		return err
+	}
+	if embedded {
+		if !given("brokers") {
+			opts.Brokers = int(maxID)
+		} else if int32(c.brokers) < maxID {
+			return cmdutil.UsageErrorf("%s: %d brokers, but %s names broker %d", c.where("brokers"), c.brokers, c.where("layout"), maxID)
+		}
+	}
+	if cfg.Workload, err = spec.build(names, assignments, "in the layout "+c.layout); err != nil {
+		return err
+	}
+	cfg.Rate = totalRate(cfg.Workload)
+	cfg.Assignment = nil
+	opts.Workload = spec
+	return nil
 }
 
 // spell turns a domain error about a field into one about the flag (or the
@@ -366,13 +512,23 @@ func spell(err error, where func(string) string) error {
 // flagName spells a field as its flag.
 func flagName(field string) string { return "--" + field }
 
+// mapKeys are the keys whose value may be a mapping of topic to value in an
+// experiment file, joined as TOPIC=VALUE,... (the flag's own syntax).
+var mapKeys = map[string]bool{"rates": true, "keys": true}
+
+// pathKeys are the keys naming files: a relative path in an experiment file
+// is read from the file's directory.
+var pathKeys = map[string]bool{"layout": true, "rates-file": true}
+
 // loadFile reads an experiment file into every flag not set on the command
 // line. Keys are flag names; a list value (partitioner) is joined with
-// commas. Unknown keys are errors naming file:line.
-func loadFile(cmd *cobra.Command, path string, allowed map[string]bool, origin map[string]string) error {
+// commas, a mapping (rates, keys) as TOPIC=VALUE pairs. Unknown keys are
+// errors naming file:line. fileFlag is the flag that named the file
+// (workload or file).
+func loadFile(cmd *cobra.Command, fileFlag, path string, allowed map[string]bool, origin map[string]string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return cmdutil.UsageErrorf("--file: %w", err)
+		return cmdutil.UsageErrorf("--%s: %w", fileFlag, err)
 	}
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
@@ -401,6 +557,9 @@ func loadFile(cmd *cobra.Command, path string, allowed map[string]bool, origin m
 		switch v.Kind {
 		case yaml.ScalarNode:
 			val = v.Value
+			if pathKeys[k.Value] && val != "" && !filepath.IsAbs(val) {
+				val = filepath.Join(filepath.Dir(path), val)
+			}
 		case yaml.SequenceNode:
 			parts := make([]string, 0, len(v.Content))
 			for _, e := range v.Content {
@@ -408,6 +567,22 @@ func loadFile(cmd *cobra.Command, path string, allowed map[string]bool, origin m
 					return cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
 				}
 				parts = append(parts, e.Value)
+			}
+			val = strings.Join(parts, ",")
+		case yaml.MappingNode:
+			if !mapKeys[k.Value] {
+				return cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+			}
+			parts := make([]string, 0, len(v.Content)/2)
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				tk, tv := v.Content[j], v.Content[j+1]
+				if tk.Kind != yaml.ScalarNode || tv.Kind != yaml.ScalarNode || tk.Value == "" {
+					return cmdutil.UsageErrorf("%s:%d: %s: want TOPIC: VALUE entries", path, tk.Line, k.Value)
+				}
+				if strings.ContainsAny(tk.Value, ",=") || strings.Contains(tv.Value, ",") {
+					return cmdutil.UsageErrorf("%s:%d: %s: %s: a topic or value with ',' or '='", path, tk.Line, k.Value, tk.Value)
+				}
+				parts = append(parts, tk.Value+"="+tv.Value)
 			}
 			val = strings.Join(parts, ",")
 		default:
@@ -526,7 +701,28 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 			k := i % len(cfg.Partitioners)
 			rc.Partitioners = append(slices.Clone(cfg.Partitioners[k:]), cfg.Partitioners[:k]...)
 		}
-		if rc.Assignment == nil {
+		if rc.Existing && len(cfg.Workload) == 0 {
+			// The lab's topics matching --topics, listed once.
+			w, err := existingWorkload(ctx, c, opts)
+			if err != nil {
+				c.Close()
+				return err
+			}
+			cfg.Workload, rc.Workload = w, w
+			cfg.Rate = totalRate(w)
+			rc.Rate = cfg.Rate
+		}
+		if opts.Cluster == "lab" && i == 0 && len(rc.Workload) > 0 && !rc.Existing {
+			brokers, err := c.Brokers(ctx)
+			if err == nil {
+				err = checkWorkloadBrokers(rc.Workload, brokers)
+			}
+			if err != nil {
+				c.Close()
+				return err
+			}
+		}
+		if rc.Assignment == nil && len(rc.Workload) == 0 {
 			brokers, err := c.Brokers(ctx)
 			if err != nil {
 				c.Close()
@@ -579,10 +775,11 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		return err
 	}
 	if opts.ReportDir != "" {
-		if err := writeReport(opts.ReportDir, last, sum, opts.Verbose); err != nil {
+		files, err := writeReport(opts.ReportDir, last, sum, opts.Verbose)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(io.ErrOut, "report written to %s (report.md, result.json, %s, %s, %s)\n", opts.ReportDir, PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput)
+		fmt.Fprintf(io.ErrOut, "report written to %s (%s)\n", opts.ReportDir, strings.Join(files, ", "))
 	}
 	if runErr != nil {
 		return mapErr(runErr, opts)

@@ -22,6 +22,8 @@ const (
 	PlotRecordsPerBroker = "records-per-broker.png"
 	PlotLatencyCDF       = "latency-cdf.png"
 	PlotThroughput       = "throughput.png"
+	// PlotPrediction is written for workload runs with predictions.
+	PlotPrediction = "prediction.png"
 )
 
 // writePlots writes the result's PNG plots into dir (each atomically, mode
@@ -45,7 +47,84 @@ func writePlots(dir string, res *chaos.Result) ([]string, error) {
 		}
 		names = append(names, w.name)
 	}
+	grid, err := predictionPlots(res)
+	if err != nil {
+		return names, fmt.Errorf("plot %s: %w", PlotPrediction, err)
+	}
+	if grid != nil {
+		if err := report.WriteGridPNG(filepath.Join(dir, PlotPrediction), grid, 4*vg.Inch); err != nil {
+			return names, err
+		}
+		names = append(names, PlotPrediction)
+	}
 	return names, nil
+}
+
+// predictionPlots: one panel per partitioner (rows) and phase (columns)
+// with a prediction, the predicted and the measured share of the bytes per
+// broker side by side. nil when no phase has a prediction.
+func predictionPlots(res *chaos.Result) ([][]*plot.Plot, error) {
+	var phases []chaos.Phase
+	for _, ph := range PredictedPhases {
+		for _, p := range res.Partitioners {
+			if pr := p.Phases[ph.String()]; pr != nil && pr.PredictedShare != nil {
+				phases = append(phases, ph)
+				break
+			}
+		}
+	}
+	if len(phases) == 0 {
+		return nil, nil
+	}
+	var grid [][]*plot.Plot
+	for _, p := range res.Partitioners {
+		row := make([]*plot.Plot, len(phases))
+		drawn := false
+		for j, ph := range phases {
+			pr := p.Phases[ph.String()]
+			if pr == nil || pr.PredictedShare == nil {
+				continue
+			}
+			pl := plot.New()
+			pl.Title.Text = p.Name + ", " + ph.String()
+			if pr.MaxErrorPts != nil {
+				pl.Title.Text += fmt.Sprintf(" (max error %.1f pts)", *pr.MaxErrorPts)
+			}
+			pl.Y.Label.Text = "share of bytes (%)"
+			pl.X.Label.Text = "broker"
+			pl.Y.Min = 0
+			ids := brokerKeys(pr.PredictedShare, pr.MeasuredShare)
+			for k, series := range []struct {
+				name string
+				m    map[string]float64
+			}{{"predicted", pr.PredictedShare}, {"measured", pr.MeasuredShare}} {
+				vals := make(plotter.Values, len(ids))
+				for i, id := range ids {
+					vals[i] = 100 * series.m[id]
+				}
+				bars, err := plotter.NewBarChart(vals, vg.Points(14))
+				if err != nil {
+					return nil, err
+				}
+				bars.Color = plotutil.Color(k)
+				bars.LineStyle.Width = 0
+				bars.Offset = vg.Points(float64(k*14 - 7))
+				pl.Add(bars)
+				pl.Legend.Add(series.name, bars)
+			}
+			names := make([]string, len(ids))
+			for i, id := range ids {
+				names[i] = "broker " + id
+			}
+			pl.NominalX(names...)
+			pl.Legend.Top = true
+			row[j], drawn = pl, true
+		}
+		if drawn {
+			grid = append(grid, row)
+		}
+	}
+	return grid, nil
 }
 
 // barPlots: per partitioner, records per broker before and after the kill.

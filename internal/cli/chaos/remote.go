@@ -246,22 +246,31 @@ func planRemote(ctx context.Context, c *remote.Cluster, k chaos.Killer, cfg chao
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range cfg.Partitioners {
-		t := chaos.TopicFor(cfg.Topic, name)
-		p.Topics = append(p.Topics, t)
-		have, ok, err := c.Layout(ctx, t)
+	if len(cfg.Workload) > 0 {
+		p.Assignment = workloadAssignment(cfg.Workload)
+	}
+	for _, t := range experimentTopics(cfg) {
+		p.Topics = append(p.Topics, t.name)
+		have, ok, err := c.Layout(ctx, t.name)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			if !slices.EqualFunc(have, cfg.Assignment, slices.Equal) {
-				return p, errkind.Usagef("topic", "topic %s exists with layout %s, not %s (choose another topic prefix or delete it)", t, chaos.FormatAssignment(have), p.Assignment)
+		if t.existing {
+			if !ok {
+				return p, errkind.Usagef("topics", "topic %s no longer exists", t.name)
 			}
-			p.Existing = append(p.Existing, t)
+			p.Existing = append(p.Existing, t.name)
 			continue
 		}
-		for part, reps := range cfg.Assignment {
-			snap.Partitions = append(snap.Partitions, topology.Partition{Topic: t, Partition: int32(part), Leader: reps[0],
+		if ok {
+			if !slices.EqualFunc(have, t.assignment, slices.Equal) {
+				return p, errkind.Usagef("topic", "topic %s exists with layout %s, not %s (choose another topic prefix or delete it)", t.name, chaos.FormatAssignment(have), chaos.FormatAssignment(t.assignment))
+			}
+			p.Existing = append(p.Existing, t.name)
+			continue
+		}
+		for part, reps := range t.assignment {
+			snap.Partitions = append(snap.Partitions, topology.Partition{Topic: t.name, Partition: int32(part), Leader: reps[0],
 				Replicas: slices.Clone(reps), ISR: slices.Clone(reps), SizeBytes: -1})
 		}
 	}
@@ -298,6 +307,50 @@ func planRemote(ctx context.Context, c *remote.Cluster, k chaos.Killer, cfg chao
 	return p, nil
 }
 
+// experimentTopic is a topic an experiment writes: created with assignment,
+// or existing (written as it is).
+type experimentTopic struct {
+	name       string
+	assignment [][]int32
+	existing   bool
+}
+
+// experimentTopics lists the topics cfg writes, each once: one per
+// partitioner for the one-topic experiment; for a workload, each workload
+// topic per partitioner side by side, or once in a sequential run.
+func experimentTopics(cfg chaos.Config) []experimentTopic {
+	var out []experimentTopic
+	seen := map[string]bool{}
+	for _, name := range cfg.Partitioners {
+		if len(cfg.Workload) == 0 {
+			out = append(out, experimentTopic{name: chaos.TopicFor(cfg.Topic, name), assignment: cfg.Assignment})
+			continue
+		}
+		for _, w := range cfg.Workload {
+			t := chaos.WorkloadTopicName(cfg.Topic, name, w.Name, cfg.Sequential, cfg.Existing)
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, experimentTopic{name: t, assignment: w.Assignment, existing: cfg.Existing})
+			}
+		}
+	}
+	return out
+}
+
+// workloadAssignment spells a workload's layout as "A=1,2;2,3 B=2,1"
+// ("A=existing" for topics written as they are).
+func workloadAssignment(ws []chaos.WorkloadTopic) string {
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		a := "existing"
+		if w.Assignment != nil {
+			a = chaos.FormatAssignment(w.Assignment)
+		}
+		parts[i] = w.Name + "=" + a
+	}
+	return strings.Join(parts, " ")
+}
+
 // planVictim resolves --kill on the snapshot: the broker now, the leader of
 // a partition now (an experiment topic's preferred leader), or the broker
 // leading most partitions of the experiment topics as they will be
@@ -319,8 +372,14 @@ func planVictim(cfg chaos.Config, snap *topology.Cluster) (int32, error) {
 		return -1, errkind.Usagef("kill", "%s: no such partition", t)
 	case chaos.TargetBusiest:
 		count := map[int32]int{}
-		for _, reps := range cfg.Assignment {
-			count[reps[0]]++
+		mine := map[string]bool{}
+		for _, et := range experimentTopics(cfg) {
+			mine[et.name] = true
+		}
+		for _, pt := range snap.Partitions {
+			if mine[pt.Topic] && pt.Leader >= 0 {
+				count[pt.Leader]++
+			}
 		}
 		best, bestN := int32(-1), 0
 		for id, n := range count {
@@ -376,11 +435,14 @@ func writePlan(w io.Writer, f report.Format, p *Plan) error {
 		}
 	}
 	what := "created, deleted at the end"
-	if !p.DeleteTopics {
+	switch {
+	case len(p.Topics) > 0 && len(p.Existing) == len(p.Topics):
+		what = "existing: written as they are, kept"
+	case !p.DeleteTopics:
 		what = "created, kept (--keep-topics)"
 	}
 	fmt.Fprintf(&sb, "topics:      %s (assignment %s; %s)\n", strings.Join(p.Topics, ", "), p.Assignment, what)
-	if len(p.Existing) > 0 {
+	if len(p.Existing) > 0 && len(p.Existing) < len(p.Topics) {
 		fmt.Fprintf(&sb, "             existing, reused and kept: %s\n", strings.Join(p.Existing, ", "))
 	}
 	if p.Broker >= 0 {
@@ -429,6 +491,15 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 	if err != nil {
 		return nil, false, err
 	}
+	if cfg.Existing && len(cfg.Workload) == 0 {
+		if cfg.Workload, err = existingWorkload(ctx, c, opts); err != nil {
+			return nil, false, err
+		}
+		cfg.Rate = totalRate(cfg.Workload)
+	}
+	if err := checkWorkloadBrokers(cfg.Workload, brokers); err != nil {
+		return nil, false, err
+	}
 	for p, reps := range cfg.Assignment {
 		for _, id := range reps {
 			if !slices.Contains(brokers, id) {
@@ -436,7 +507,7 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 			}
 		}
 	}
-	if cfg.Assignment == nil {
+	if cfg.Assignment == nil && len(cfg.Workload) == 0 {
 		if opts.ReplicationFactor > len(brokers) {
 			return nil, false, cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", opts.ReplicationFactor, len(brokers))
 		}

@@ -280,3 +280,56 @@ func topicsWith(e *embedded.Embedded, prefix string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// TestRemoteWorkloadDryRun: the plan of a workload run on a
+// --bootstrap-server cluster lists every topic it would create with the
+// layout's assignment (or the existing topics --topics writes) and resolves
+// busiest over them.
+func TestRemoteWorkloadDryRun(t *testing.T) {
+	e, err := embedded.New(3, "test")
+	require.NoError(t, err)
+	defer e.Close()
+	run := func(extra ...string) (string, error) {
+		ios, _, out, _ := iostreams.Test()
+		f := &cmdutil.Factory{IOStreams: ios, Version: "test", Now: time.Now}
+		cmd := NewCmdChaos(f, nil)
+		argv := []string{"--bootstrap-server", strings.Join(e.Addrs(), ","), "--partitioner", "roundrobin,node", "--dry-run"}
+		cmd.SetArgs(append(argv, extra...))
+		cmd.SetOut(new(bytes.Buffer))
+		cmd.SetErr(new(bytes.Buffer))
+		err := cmd.ExecuteContext(context.Background())
+		return out.String(), err
+	}
+	out, err := run("--kill", "busiest", "--killer", "exec", "--kill-cmd", "true", "--layout", thesis64, "--rates", "A=2,B=1", "--rate", "300kB/s")
+	require.NoError(t, err)
+	assert.Contains(t, out, "kill:        busiest: broker 2,", "broker 2 leads A/1, A/2 and B/0")
+	assert.Contains(t, out, "topics:      kplan-chaos-roundrobin-A, kplan-chaos-roundrobin-B, kplan-chaos-node-A, kplan-chaos-node-B (assignment A=1,2;2,3;2,1 B=2,1;3,1; created, deleted at the end)")
+	assert.Contains(t, out, "kplan-chaos-node-B/0 -> broker 1")
+	assert.Empty(t, e.Assignment("kplan-chaos-node-A"), "nothing created")
+
+	_, err = run("--kill", "none", "--layout", writeFile(t, t.TempDir(), "four.json", `{"version":1,"partitions":[{"topic":"A","partition":0,"replicas":[4,1]}]}`))
+	require.Error(t, err)
+	assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
+	assert.ErrorContains(t, err, "--layout: A/0 is assigned to broker 4, which the cluster does not have")
+
+	require.NoError(t, e.CreateTopic(context.Background(), "orders-1", [][]int32{{1, 2}, {2, 3}}))
+	out, err = run("--kill", "none", "--topics", "^orders-", "--sequential")
+	require.NoError(t, err)
+	assert.Contains(t, out, "topics:      orders-1 (assignment orders-1=existing; existing: written as they are, kept)")
+
+	// Writing existing topics outside the lab needs --yes, as a kill does.
+	ios, _, _, _ := iostreams.Test()
+	cmd := NewCmdChaos(&cmdutil.Factory{IOStreams: ios, Version: "test", Now: time.Now}, nil)
+	cmd.SetArgs([]string{"--bootstrap-server", strings.Join(e.Addrs(), ","), "--kill", "none", "--topics", "^orders-", "--sequential"})
+	cmd.SetOut(new(bytes.Buffer))
+	cmd.SetErr(new(bytes.Buffer))
+	err = cmd.ExecuteContext(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, cmdutil.ExitRefused, cmdutil.ExitCode(err))
+	assert.ErrorContains(t, err, "--yes: not given")
+
+	_, err = run("--kill", "none", "--topics", "^nothing", "--sequential")
+	require.Error(t, err)
+	assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
+	assert.ErrorContains(t, err, `--topics: no topic of `)
+}

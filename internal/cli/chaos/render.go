@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/stats"
+	"github.com/kplan-dev/kplan/internal/units"
 )
 
 // resultDoc renders one run as tables. verbose adds what only matters when
@@ -75,6 +77,11 @@ func resultDoc(res *chaos.Result, verbose bool) report.Document {
 			strconv.FormatInt(p.Duplicates, 10), strconv.FormatInt(p.NeverAcked, 10), ks(p.KSProduce), ks(p.KSE2E)})
 	}
 	doc.Sections = []report.Section{skew, perf, loss}
+	if len(res.Workload) > 0 {
+		skew.Title = "Records per broker (by the leader that took them) and skew over the leaders of the partitioner's topics"
+		doc.Sections = append([]report.Section{workloadSection(res), skew}, predictionSections(res)...)
+		doc.Sections = append(doc.Sections, perf, loss)
+	}
 	doc.Notes = append(doc.Notes, setupNote(res))
 	doc.Notes = append(doc.Notes, res.Notes...)
 	if res.KillEffectMS != nil {
@@ -131,8 +138,135 @@ func setupNote(res *chaos.Result) string {
 	if res.Sequential {
 		mode = "one after another"
 	}
+	if len(res.Workload) > 0 {
+		return fmt.Sprintf("workload of %d topics (above; replicas per partition, leader first); acks=%s (%s); %d-byte records, one producer per topic and partitioner at the topic's rate; partitioners ran %s; clients' metadata min age %gms.",
+			len(res.Workload), res.Acks, idem, res.RecordSize, mode, res.MetadataMinAgeMS)
+	}
 	return fmt.Sprintf("layout %s (replicas per partition, leader first); acks=%s (%s); %d-byte records, rate per producer %s; partitioners ran %s; clients' metadata min age %gms.",
 		res.Assignment, res.Acks, idem, res.RecordSize, rate, mode, res.MetadataMinAgeMS)
+}
+
+// PredictedPhases are the phases whose predicted shares the reports set
+// beside the measured ones: the failover phase is a transition, not a
+// state the model describes.
+var PredictedPhases = []chaos.Phase{chaos.PhaseBefore, chaos.PhaseAfter, chaos.PhaseRecovered}
+
+// workloadSection lists a workload's topics as they ran.
+func workloadSection(res *chaos.Result) report.Section {
+	sec := report.Section{
+		Title:  "Workload (each partitioner writes every topic, one producer per topic)",
+		Header: []string{"topic", "assignment", "rate", "keys"},
+	}
+	for _, w := range res.Workload {
+		rate := "unlimited"
+		if w.RateBytesPerS > 0 {
+			rate = units.FormatRate(w.RateBytesPerS)
+		}
+		a := w.Assignment
+		if a == "" {
+			a = "as it is (existing topic)"
+		}
+		sec.Rows = append(sec.Rows, []string{w.Name, a, rate, w.Keys})
+	}
+	return sec
+}
+
+// predictionSections set each broker's predicted share of the bytes beside
+// the measured one, per partitioner and phase, and sum each phase up: the
+// largest error and the skew predicted and measured over the same brokers.
+func predictionSections(res *chaos.Result) []report.Section {
+	shares := report.Section{
+		Title:  "Predicted vs measured share of the bytes per broker (the audit's model; error = measured - predicted, in percentage points)",
+		Header: []string{"partitioner", "phase", "broker", "predicted", "measured", "error pts"},
+	}
+	sum := report.Section{
+		Title:  "Prediction error and skew per phase (max/mean over the phase's leaders, predicted and measured alike)",
+		Header: []string{"partitioner", "phase", "max error pts", "predicted max/mean", "measured max/mean"},
+	}
+	short := false
+	for _, p := range res.Partitioners {
+		for _, ph := range PredictedPhases {
+			pr := p.Phases[ph.String()]
+			if pr == nil || pr.PredictedShare == nil {
+				continue
+			}
+			for _, b := range brokerKeys(pr.PredictedShare, pr.MeasuredShare) {
+				pred, hasP := pr.PredictedShare[b]
+				meas, hasM := pr.MeasuredShare[b]
+				errPts := "-"
+				if hasP && hasM {
+					errPts = signedPts(100 * (meas - pred))
+				}
+				shares.Rows = append(shares.Rows, []string{p.Name, ph.String(), b, shareOr(pred, hasP), shareOr(meas, hasM), errPts})
+			}
+			measured := "-"
+			if pr.MaxOverMean != nil && len(pr.MeasuredShare) > 0 {
+				var top float64
+				for _, x := range pr.MeasuredShare {
+					top = max(top, x)
+				}
+				measured = strconv.FormatFloat(top*float64(len(pr.MeasuredShare)), 'f', 2, 64)
+			} else {
+				short = true
+			}
+			sum.Rows = append(sum.Rows, []string{p.Name, ph.String(), optF(pr.MaxErrorPts, 1), optF(pr.PredictedMaxOverMean, 2), measured})
+		}
+	}
+	for _, p := range res.Partitioners {
+		if p.Prediction != "" {
+			sum.Notes = append(sum.Notes, p.Name+": "+p.Prediction)
+		}
+	}
+	if short {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("measured max/mean is shown only for phases with at least %d acknowledged records per leader on average (\"-\").", chaos.MinSkewRecordsPerBroker))
+	}
+	shares.Notes = []string{"shares are of the acknowledged bytes, by the broker that led the record's partition, over the phase's leaders; each column sums to 100%."}
+	if len(shares.Rows) == 0 {
+		shares.Header, shares.Notes = nil, []string{"no prediction for any partitioner (the notes below say why)"}
+		sum.Header = nil
+	}
+	return []report.Section{shares, sum}
+}
+
+// brokerKeys returns the broker ids keying either map, in numeric order.
+func brokerKeys(a, b map[string]float64) []string {
+	var ids []int
+	seen := map[int]bool{}
+	for _, m := range []map[string]float64{a, b} {
+		for k := range m {
+			if id, err := strconv.Atoi(k); err == nil && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = strconv.Itoa(id)
+	}
+	return out
+}
+
+// signedPts formats a difference in points with its sign, "0.0" when it
+// rounds to nothing (never "-0.0").
+func signedPts(x float64) string {
+	r := math.Round(x*10) / 10
+	switch {
+	case r > 0:
+		return "+" + strconv.FormatFloat(r, 'f', 1, 64)
+	case r < 0:
+		return strconv.FormatFloat(r, 'f', 1, 64)
+	}
+	return "0.0"
+}
+
+// shareOr formats a share as a percentage, "-" when absent.
+func shareOr(x float64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return pct(x)
 }
 
 // summaryDoc renders repeated runs as tables.
@@ -190,24 +324,25 @@ func summaryDoc(s *chaos.Summary) report.Document {
 // writeReport writes report.md, result.json and the plots of res (the last
 // run) into dir, which must exist; sum, when not nil, is the summary of
 // repeated runs and is what report.md and result.json show first. Every
-// file is written atomically with mode report.PermShared.
-func writeReport(dir string, res *chaos.Result, sum *chaos.Summary, verbose bool) error {
+// file is written atomically with mode report.PermShared. It returns the
+// names of the files written.
+func writeReport(dir string, res *chaos.Result, sum *chaos.Summary, verbose bool) ([]string, error) {
 	plots, perr := writePlots(dir, res)
 	var md strings.Builder
 	var v any = res
 	if sum != nil {
 		v = sum
 		if err := report.WriteMarkdown(&md, summaryDoc(sum)); err != nil {
-			return err
+			return nil, err
 		}
 		md.WriteString("\n## The last run\n\n")
 		var last strings.Builder
 		if err := report.WriteMarkdown(&last, resultDoc(res, verbose)); err != nil {
-			return err
+			return nil, err
 		}
 		md.WriteString(strings.Replace(last.String(), "# ", "### ", 1))
 	} else if err := report.WriteMarkdown(&md, resultDoc(res, verbose)); err != nil {
-		return err
+		return nil, err
 	}
 	if len(plots) > 0 {
 		md.WriteString("\n## Plots\n\n")
@@ -217,15 +352,15 @@ func writeReport(dir string, res *chaos.Result, sum *chaos.Summary, verbose bool
 	}
 	var js strings.Builder
 	if err := report.WriteJSON(&js, v); err != nil {
-		return err
+		return nil, err
 	}
 	if err := report.WriteFileAtomic(filepath.Join(dir, "result.json"), []byte(js.String())); err != nil {
-		return err
+		return nil, err
 	}
 	if err := report.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(md.String())); err != nil {
-		return err
+		return nil, err
 	}
-	return perr
+	return append([]string{"report.md", "result.json"}, plots...), perr
 }
 
 func joinIDs(ids []int32) string {

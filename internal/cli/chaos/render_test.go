@@ -122,13 +122,15 @@ func TestWriteReport(t *testing.T) {
 	res.Partitioners[0].Series.ProduceSamples[chaos.PhaseAfter] = []float64{2, 3, 4}
 	res.Partitioners[0].Series.Buckets = []int64{1000, 2000, 1500}
 	res.Partitioners[0].Series.KillAtS = 0.15
-	require.NoError(t, writeReport(dir, res, nil, false))
+	_, err := writeReport(dir, res, nil, false)
+	require.NoError(t, err)
 	for _, n := range []string{"report.md", "result.json", PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput} {
 		fi, err := os.Stat(filepath.Join(dir, n))
 		require.NoError(t, err, n)
 		assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), n)
 	}
-	require.Error(t, writeReport(filepath.Join(dir, "missing"), res, nil, false))
+	_, err = writeReport(filepath.Join(dir, "missing"), res, nil, false)
+	require.Error(t, err)
 }
 
 // An interrupted sequential run leaves partitioners that never ran: the
@@ -139,7 +141,8 @@ func TestWriteReportPartitionerNeverRan(t *testing.T) {
 	res.Partitioners = append(res.Partitioners, chaos.PartitionerResult{Name: "default", Topic: "kplan-chaos-default", Phases: map[string]*chaos.PhaseResult{}})
 	s, err := chaos.Summarize([]*chaos.Result{res, chaostest.Result()})
 	require.NoError(t, err)
-	require.NoError(t, writeReport(dir, res, s, false))
+	_, err = writeReport(dir, res, s, false)
+	require.NoError(t, err)
 	for _, n := range []string{"report.md", "result.json", PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput} {
 		_, err := os.Stat(filepath.Join(dir, n))
 		assert.NoError(t, err, n)
@@ -201,3 +204,120 @@ func TestMapErr(t *testing.T) {
 }
 
 func errkindless(err error) error { return errors.Join(errors.New("kafka: root cause"), err) }
+
+func fp(x float64) *float64 { return &x }
+
+// workloadResult is a hand-made workload run: the thesis's §6.4 layout at
+// A:B = 2:1, broker 3 killed; roundrobin and node with predictions, hash
+// with a reason why there is none.
+func workloadResult() *chaos.Result {
+	res := chaostest.Result()
+	res.Assignment = ""
+	res.Workload = []chaos.WorkloadTopicResult{
+		{Name: "A", Assignment: "1,2;2,3;2,1", RateBytesPerS: 200_000, Keys: "none"},
+		{Name: "B", Assignment: "2,1;3,1", RateBytesPerS: 100_000, Keys: "zipf:1.1:1000"},
+	}
+	set := func(ph *chaos.PhaseResult, pred, meas map[string]float64, maxErr, predMOM float64) {
+		ph.PredictedShare, ph.MeasuredShare, ph.MaxErrorPts, ph.PredictedMaxOverMean = pred, meas, fp(maxErr), fp(predMOM)
+	}
+	rr, node := &res.Partitioners[0], &res.Partitioners[1]
+	rr.Topics = []string{"kplan-chaos-roundrobin-A", "kplan-chaos-roundrobin-B"}
+	rr.Prediction = "each topic's bytes split evenly over its partitions, taken by their leaders"
+	set(rr.Phases["before"], map[string]float64{"1": 2.0 / 9, "2": 11.0 / 18, "3": 1.0 / 6}, map[string]float64{"1": 0.230, "2": 0.605, "3": 0.165}, 0.8, 11.0/6)
+	set(rr.Phases["after"], map[string]float64{"1": 7.0 / 18, "2": 11.0 / 18}, map[string]float64{"1": 0.395, "2": 0.605}, 0.6, 11.0/9)
+	node.Topics = []string{"kplan-chaos-node-A", "kplan-chaos-node-B"}
+	node.Prediction = "each topic's bytes split evenly over its leader brokers"
+	set(node.Phases["before"], map[string]float64{"1": 1.0 / 3, "2": 0.5, "3": 1.0 / 6}, map[string]float64{"1": 0.331, "2": 0.503, "3": 0.166}, 0.3, 1.5)
+	set(node.Phases["after"], map[string]float64{"1": 0.5, "2": 0.5}, map[string]float64{"1": 0.488, "2": 0.512}, 1.2, 1)
+	node.Phases["after"].MaxOverMean = nil // too few records for a measured skew
+	hash := chaos.PartitionerResult{Name: "hash", Topic: "kplan-chaos-hash-A", Topics: []string{"kplan-chaos-hash-A", "kplan-chaos-hash-B"},
+		Prediction: "no prediction: topic A has no keys, so hash writes it like default", Sent: 10, Acked: 10, KilledBroker: 3, FirstSuccessMS: -1,
+		Phases: map[string]*chaos.PhaseResult{"before": {DurationS: 8, Leaders: []int32{1, 2, 3}, PerBroker: map[string]int64{"1": 3, "2": 4, "3": 3}}}}
+	res.Partitioners = append(res.Partitioners, hash)
+	return res
+}
+
+func TestWorkloadDocumentGolden(t *testing.T) {
+	res := workloadResult()
+	for _, tc := range []struct {
+		format report.Format
+		name   string
+	}{{report.Table, "workload.txt"}, {report.Markdown, "workload.md"}, {report.JSON, "workload.json"}} {
+		golden.AssertString(t, tc.name, render(t, tc.format, res, resultDoc(res, false)))
+	}
+}
+
+func TestWorkloadPredictionTable(t *testing.T) {
+	res := workloadResult()
+	out := render(t, report.Table, res, resultDoc(res, false))
+	// broker, predicted, measured, error in points (measured - predicted).
+	assert.Equal(t, []string{"roundrobin", "before", "1", "22.2%", "23.0%", "+0.8"}, strings.Fields(rowOf(t, out, "roundrobin", "before", "1")))
+	assert.Equal(t, []string{"roundrobin", "before", "2", "61.1%", "60.5%", "-0.6"}, strings.Fields(rowOf(t, out, "roundrobin", "before", "2")))
+	assert.Equal(t, []string{"node", "after", "1", "50.0%", "48.8%", "-1.2"}, strings.Fields(rowOf(t, out, "node", "after", "1")))
+	// max error, predicted and measured max/mean over the same brokers.
+	assert.Equal(t, []string{"roundrobin", "after", "0.6", "1.22", "1.21"}, strings.Fields(rowOf(t, out, "roundrobin", "after", "0.6")))
+	assert.Equal(t, []string{"node", "after", "1.2", "1.00", "-"}, strings.Fields(rowOf(t, out, "node", "after", "1.2")))
+	// The basis once per partitioner, and why hash has none.
+	assert.Equal(t, 1, strings.Count(out, "roundrobin: each topic's bytes split evenly over its partitions"))
+	assert.Contains(t, out, "hash: no prediction: topic A has no keys")
+	assert.NotContains(t, out, "hash      before  1")
+	// The workload's topics, rates and keys.
+	assert.Equal(t, []string{"B", "2,1;3,1", "100kB/s", "zipf:1.1:1000"}, strings.Fields(rowOf(t, out, "B", "2,1;3,1")))
+	assert.Contains(t, out, "workload of 2 topics")
+
+	// The one-topic experiment shows none of it.
+	one := chaostest.Result()
+	out = render(t, report.Table, one, resultDoc(one, false))
+	assert.NotContains(t, out, "Predicted vs measured")
+	assert.NotContains(t, out, "Workload")
+}
+
+// A workload with no prediction for any partitioner says so instead of
+// printing empty tables.
+func TestSignedPts(t *testing.T) {
+	for _, tc := range []struct {
+		x    float64
+		want string
+	}{{0.84, "+0.8"}, {-0.56, "-0.6"}, {0.04, "0.0"}, {-0.04, "0.0"}, {0, "0.0"}, {-12.34, "-12.3"}} {
+		assert.Equal(t, tc.want, signedPts(tc.x), tc.x)
+	}
+}
+
+func TestWorkloadNoPrediction(t *testing.T) {
+	res := workloadResult()
+	res.Partitioners = res.Partitioners[2:]
+	out := render(t, report.Table, res, resultDoc(res, false))
+	assert.Contains(t, out, "no prediction for any partitioner")
+	assert.Contains(t, out, "hash: no prediction: topic A has no keys")
+	grid, err := predictionPlots(res)
+	require.NoError(t, err)
+	assert.Nil(t, grid, "no panel without a prediction")
+}
+
+// The report of a workload run carries prediction.png, listed in report.md
+// and in the files written; the one-topic experiment's does not.
+func TestWriteReportPrediction(t *testing.T) {
+	dir := t.TempDir()
+	files, err := writeReport(dir, workloadResult(), nil, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"report.md", "result.json", PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput, PlotPrediction}, files)
+	fi, err := os.Stat(filepath.Join(dir, PlotPrediction))
+	require.NoError(t, err)
+	assert.Positive(t, fi.Size())
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "![prediction](prediction.png)")
+	assert.Contains(t, string(md), "Predicted vs measured")
+
+	grid, err := predictionPlots(workloadResult())
+	require.NoError(t, err)
+	require.Len(t, grid, 2, "a row per partitioner with a prediction")
+	assert.Len(t, grid[0], 2, "a column per phase with a prediction: before, after")
+
+	dir = t.TempDir()
+	files, err = writeReport(dir, chaostest.Result(), nil, false)
+	require.NoError(t, err)
+	assert.NotContains(t, files, PlotPrediction)
+	_, err = os.Stat(filepath.Join(dir, PlotPrediction))
+	assert.True(t, os.IsNotExist(err))
+}
