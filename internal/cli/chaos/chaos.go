@@ -411,10 +411,14 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	if c.repeat < 1 || c.repeat > 1000 {
 		return nil, cmdutil.UsageErrorf("%s: want 1 to 1000, got %d", c.where("repeat"), c.repeat)
 	}
-	// Everything but the assignment, which may need the cluster's brokers.
+	// Everything but the assignment, which may need the cluster's brokers,
+	// and the existing topics, listed at run time.
 	probe := *cfg
 	if probe.Assignment == nil {
 		probe.Assignment = [][]int32{{1}}
+	}
+	if probe.Existing && len(probe.Workload) == 0 {
+		probe.Workload = []chaos.WorkloadTopic{{Name: "existing"}}
 	}
 	if err := probe.Validate(); err != nil {
 		return nil, spell(err, c.where)

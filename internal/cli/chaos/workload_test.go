@@ -266,11 +266,6 @@ partitioner: [roundrobin, node]
 func TestSQFShared(t *testing.T) {
 	cmd := NewCmdChaos(cmdutil.NewTestFactory(), nil)
 	assert.Contains(t, cmd.Flags().Lookup("partitioner").Usage, chaos.SQFShared)
-	probe := chaos.Defaults()
-	probe.Partitioners = []string{chaos.SQFShared}
-	if err := probe.Validate(); err != nil {
-		t.Skipf("the experiment does not accept %s yet: %v", chaos.SQFShared, err)
-	}
 	o, err := parse(t, "--kill", "busiest", "--layout", thesis64, "--partitioner", "sqf,sqf-shared")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"sqf", chaos.SQFShared}, o.Config.Partitioners)
