@@ -250,22 +250,24 @@ func TestApplyExecutesThePlan(t *testing.T) {
 	// Checked independently, in the cluster's metadata: every partition
 	// has the plan's replicas and is led by the plan's first replica.
 	// (A partition the plan leaves alone keeps its original replicas.)
-	var wrong []string
-	isPlanned := layoutIs(func(p topology.Partition) bool {
-		want, ok := targets[fmt.Sprintf("%s/%d", p.Topic, p.Partition)]
-		if !ok {
-			want = original[p.Topic][p.Partition]
-		}
-		if !equal(p, want) || p.Leader != want[0] {
-			wrong = append(wrong, fmt.Sprintf("%s/%d replicas %v leader %d", p.Topic, p.Partition, p.Replicas, p.Leader))
-			return false
-		}
-		return true
-	})
-	if !assert.Eventually(t, isPlanned, 10*time.Second, 200*time.Millisecond) {
-		wrong = nil
-		isPlanned()
-		t.Fatalf("after apply, not as the plan has it: %v", wrong)
+	misplaced := func() (bool, []string) {
+		var bad []string
+		ok := layoutIs(func(p topology.Partition) bool {
+			want, ok := targets[fmt.Sprintf("%s/%d", p.Topic, p.Partition)]
+			if !ok {
+				want = original[p.Topic][p.Partition]
+			}
+			if !equal(p, want) || p.Leader != want[0] {
+				bad = append(bad, fmt.Sprintf("%s/%d replicas %v leader %d", p.Topic, p.Partition, p.Replicas, p.Leader))
+				return false
+			}
+			return true
+		})()
+		return ok, bad
+	}
+	if !assert.Eventually(t, func() bool { ok, _ := misplaced(); return ok }, 10*time.Second, 200*time.Millisecond) {
+		_, bad := misplaced()
+		t.Fatalf("after apply, not as the plan has it: %v", bad)
 	}
 	for _, b := range []string{"1", "2", "3"} {
 		assert.NotContains(t, configs(t, ctx, lab.Bootstrap, "brokers", b), "replication.throttled.rate", "broker %s keeps a throttle", b)
