@@ -2,9 +2,9 @@
 // kafka-reassign-partitions --execute, --verify and --cancel do: it reads
 // the state of the plan's partitions, refuses what is unsafe, sets the
 // replication throttle, starts the reassignment, waits for it and removes
-// the throttle. It reaches Kafka only through the Admin interface and
-// prints nothing: progress goes to Options.Progress, the outcome is
-// returned, and the clock is injected.
+// the throttle, then elects the plan's leaders. It reaches Kafka only
+// through the Admin interface and prints nothing: progress goes to
+// Options.Progress, the outcome is returned, and the clock is injected.
 package apply
 
 import (
@@ -441,7 +441,9 @@ func (st *state) runningBrokers() []int32 {
 }
 
 // Execute starts the plan's moves and, unless o.NoWait, waits until they
-// are complete, then removes the throttle. Before anything changes it
+// are complete, removes the throttle and, unless o.NoElect, elects the
+// preferred leaders of the plan partitions led by another replica than
+// their first (see Election). Before anything changes it
 // refuses (an errkind.Refused error) when a partition to move is being
 // reassigned already, has no leader, or has a target broker that is not
 // running (the error wraps Refusals, field "plan"), and, outside the lab,
