@@ -4,6 +4,7 @@ package kafka_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
+	"github.com/kplan-dev/kplan/internal/topology"
 )
 
 // TestAdminOnRealBrokers reads racks, ordered replicas and log-dir sizes
@@ -56,4 +58,63 @@ func TestAdminOnRealBrokers(t *testing.T) {
 		// 100 uncompressed 1000-byte values per partition.
 		assert.GreaterOrEqual(t, sizes[p.Key()], int64(100*1000), p.Key().String())
 	}
+}
+
+// TestElectPreferredPartitions: a reassignment that only reorders replicas
+// keeps the leader (Kafka's controller keeps a leader in the ISR); the
+// election of the given partitions moves theirs, and only theirs; a
+// partition already led by its first replica (ELECTION_NOT_NEEDED) is no
+// refusal.
+func TestElectPreferredPartitions(t *testing.T) {
+	lab := labtest.Shared(t)
+	const topic = "admin-elect"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	a := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
+	defer a.Close()
+	require.NoError(t, a.WaitBrokers(ctx, labtest.Brokers))
+	cl, err := a.Client()
+	require.NoError(t, err)
+	require.NoError(t, kafka.CreateTopic(ctx, cl, topic, [][]int32{{1, 2}, {1, 2}, {2, 3}}, nil))
+	only := func(s string) bool { return s == topic }
+	leaders := func() []int32 {
+		snap, err := a.Snapshot(ctx, only)
+		if err != nil || len(snap.Partitions) != 3 {
+			return nil
+		}
+		var out []int32
+		for _, p := range snap.Partitions {
+			if len(p.ISR) != len(p.Replicas) {
+				return nil
+			}
+			out = append(out, p.Leader)
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return slices.Equal(leaders(), []int32{1, 1, 2}) }, 30*time.Second, 200*time.Millisecond)
+
+	// Reorder partitions 0 and 1 to [2,1]: leader 1 stays.
+	require.NoError(t, a.Reassign(ctx, []topology.Partition{
+		{Topic: topic, Partition: 0, Replicas: []int32{2, 1}},
+		{Topic: topic, Partition: 1, Replicas: []int32{2, 1}},
+	}))
+	require.Eventually(t, func() bool {
+		snap, err := a.Snapshot(ctx, only)
+		return err == nil && len(snap.Partitions) == 3 && slices.Equal(snap.Partitions[0].Replicas, []int32{2, 1}) &&
+			slices.Equal(snap.Partitions[1].Replicas, []int32{2, 1})
+	}, 30*time.Second, 200*time.Millisecond)
+	assert.Equal(t, []int32{1, 1, 2}, leaders(), "a reorder alone keeps the leaders")
+
+	// Elect partition 0 (needed) and 2 (not needed): 1 keeps leader 1.
+	refused, err := a.ElectPreferred(ctx, []topology.Key{{Topic: topic, Partition: 0}, {Topic: topic, Partition: 2}})
+	require.NoError(t, err)
+	assert.Empty(t, refused)
+	require.Eventually(t, func() bool { return slices.Equal(leaders(), []int32{2, 1, 2}) }, 10*time.Second, 200*time.Millisecond,
+		"leaders: %v", leaders())
+
+	none, err := a.ElectPreferred(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, none, "no keys elects nothing")
+	assert.Equal(t, []int32{2, 1, 2}, leaders(), "no keys elects nothing, not everything")
 }

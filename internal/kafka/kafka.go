@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -164,12 +165,13 @@ func CreateTopic(ctx context.Context, cl *kgo.Client, topic string, assignment [
 	return nil
 }
 
-// ElectPreferred runs a preferred leader election for every partition.
+// ElectPreferred runs a preferred leader election for every partition and
+// returns how many partitions the controller elected (a partition already
+// led by its preferred replica does not count).
 func ElectPreferred(ctx context.Context, cl *kgo.Client) (int, error) {
-	adm := kadm.NewClient(cl)
-	res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, nil)
+	res, err := electPreferred(ctx, cl, nil)
 	if err != nil {
-		return 0, fmt.Errorf("preferred election: %w", err)
+		return 0, err
 	}
 	moved := 0
 	for _, ps := range res {
@@ -180,4 +182,53 @@ func ElectPreferred(ctx context.Context, cl *kgo.Client) (int, error) {
 		}
 	}
 	return moved, nil
+}
+
+// ElectPreferredPartitions runs a preferred leader election for keys only
+// (none when keys is empty). The map holds each partition the controller
+// refused with its error (a *kerr.Error); a partition already led by its
+// preferred replica (ELECTION_NOT_NEEDED) is not a refusal, nor in the map.
+func ElectPreferredPartitions(ctx context.Context, cl *kgo.Client, keys []topology.Key) (map[topology.Key]error, error) {
+	refused := map[topology.Key]error{}
+	if len(keys) == 0 {
+		return refused, nil
+	}
+	set := kadm.TopicsSet{}
+	for _, k := range keys {
+		set.Add(k.Topic, k.Partition)
+	}
+	res, err := electPreferred(ctx, cl, set)
+	if err != nil {
+		return nil, err
+	}
+	return electRefusals(keys, res), nil
+}
+
+// electRefusals picks from the controller's answer the partitions of keys
+// it refused (or did not answer for); ELECTION_NOT_NEEDED is no refusal.
+func electRefusals(keys []topology.Key, res kadm.ElectLeadersResults) map[topology.Key]error {
+	refused := map[topology.Key]error{}
+	for _, k := range keys {
+		r, ok := res[k.Topic][k.Partition]
+		switch {
+		case !ok:
+			refused[k] = errors.New("no answer from the controller")
+		case r.Err == nil || errors.Is(r.Err, kerr.ElectionNotNeeded):
+		case r.ErrMessage != "":
+			refused[k] = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+		default:
+			refused[k] = r.Err
+		}
+	}
+	return refused
+}
+
+// electPreferred elects the preferred leaders of set (nil: every
+// partition).
+func electPreferred(ctx context.Context, cl *kgo.Client, set kadm.TopicsSet) (kadm.ElectLeadersResults, error) {
+	res, err := kadm.NewClient(cl).ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
+	if err != nil {
+		return nil, fmt.Errorf("preferred election: %w", err)
+	}
+	return res, nil
 }

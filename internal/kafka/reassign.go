@@ -140,6 +140,23 @@ func (a *Admin) alterAssignments(ctx context.Context, req kadm.AlterPartitionAss
 	return errors.Join(errs...)
 }
 
+// ElectPreferred runs a preferred leader election for keys within the
+// connection timeout (see ElectPreferredPartitions): the map holds the
+// partitions the controller refused.
+func (a *Admin) ElectPreferred(ctx context.Context, keys []topology.Key) (map[topology.Key]error, error) {
+	cl, err := a.Client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
+	refused, err := ElectPreferredPartitions(ctx, cl, keys)
+	if err != nil {
+		return nil, a.classify(err)
+	}
+	return refused, nil
+}
+
 // Ongoing lists the reassignments in progress among keys.
 func (a *Admin) Ongoing(ctx context.Context, keys []topology.Key) (map[topology.Key]topology.Ongoing, error) {
 	adm, err := a.kadm()

@@ -39,6 +39,8 @@ type ApplyOptions struct {
 	Mode   apply.Mode
 	Yes    bool
 	NoWait bool
+	// NoElect skips the preferred leader election after a complete plan.
+	NoElect bool
 	// WaitTimeout bounds the wait for completion (0: no bound).
 	WaitTimeout time.Duration
 	// LabDir is the kplan lab whose brokers need no --yes.
@@ -60,7 +62,7 @@ func NewCmdApply(f *cmdutil.Factory, runF func(context.Context, *ApplyOptions) e
 	var throttle string
 	var verify, cancel bool
 	cmd := &cobra.Command{
-		Use:   "apply PLAN.json --bootstrap-server HOST:PORT [--throttle RATE] [--verify | --cancel] [--yes]",
+		Use:   "apply PLAN.json --bootstrap-server HOST:PORT [--throttle RATE] [--verify | --cancel] [--no-elect] [--yes]",
 		Short: "Execute, verify or cancel a reassignment plan through the Admin API",
 		Long: `Execute a reassignment plan (Kafka's reassignment JSON, as kplan reassign --out
 or kafka-reassign-partitions write it) through the Admin API, like
@@ -79,14 +81,25 @@ leader/follower.replication.throttled.rate on the brokers involved and
 does); the throttle is removed once the plan is complete. --no-wait returns
 once the controller accepted the plan; run --verify later.
 
+Once the plan is complete, apply runs a preferred leader election for the
+plan's partitions whose leader is not their first replica (Kafka's
+controller keeps a leader that stays in the ISR, so moving replicas alone
+does not give a partition the leader the plan puts first), and waits until
+metadata shows the new leaders. --no-elect skips it and says how many
+partitions are left to elect with kafka-leader-election; --no-wait elects
+nothing. Exit 1 when the controller refused a partition's election or its
+leader did not move.
+
 --verify reports each partition as complete, in progress or different from
-the plan; when every partition is complete it removes the throttle. Exit 0:
-complete; exit 3: still in progress; exit 1: a partition is neither.
+the plan; when every partition is complete it removes the throttle and
+elects the preferred leaders as above. Exit 0: complete; exit 3: still in
+progress; exit 1: a partition is neither.
 --cancel cancels the plan's reassignments still in progress (the partitions
 return to their previous replicas) and removes the throttle.`,
 		Example: `  $ kplan reassign --bootstrap-server k1:9092 --out plan.json --rollback rollback.json
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --throttle 50MB/s --yes
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --verify
+  $ kplan reassign apply plan.json --bootstrap-server k1:9092 --yes --no-elect
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --cancel --yes`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -142,6 +155,7 @@ return to their previous replicas) and removes the throttle.`,
 	fs.BoolVar(&cancel, "cancel", false, "cancel the plan's reassignments in progress and remove the throttle")
 	fs.BoolVar(&opts.Yes, "yes", false, "execute or cancel on a cluster that is not the local kplan lab")
 	fs.BoolVar(&opts.NoWait, "no-wait", false, "return once the controller accepted the plan (then use --verify)")
+	fs.BoolVar(&opts.NoElect, "no-elect", false, "move replicas only: no preferred leader election once the plan is complete")
 	fs.DurationVar(&opts.WaitTimeout, "wait-timeout", 0, "stop waiting for completion after this long (0: wait until done); the reassignment goes on")
 	fs.StringVar(&opts.LabDir, "lab-dir", "", "the kplan lab's directory, whose brokers need no --yes (default: kplan lab's)")
 	cmdutil.AddOutputFlag(cmd, &out)
@@ -160,6 +174,9 @@ type output struct {
 	InProgress int                     `json:"in_progress"`
 	Differs    int                     `json:"differs"`
 	Message    string                  `json:"message"`
+	// Election is the preferred leader election after a complete plan
+	// (null for cancel and an incomplete plan).
+	Election *apply.Election `json:"election"`
 }
 
 // The Admin of internal/kafka is what the workflow talks to.
@@ -190,12 +207,13 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 		WaitTimeout: o.WaitTimeout,
 		Poll:        o.Poll,
 		Clock:       clock,
+		NoElect:     o.NoElect,
 		Progress:    o.progress(),
 	}
 	var res *apply.Result
 	switch o.Mode {
 	case apply.ModeVerify:
-		res, err = apply.Verify(ctx, adm, plan)
+		res, err = apply.Verify(ctx, adm, plan, ao)
 	case apply.ModeCancel:
 		res, err = apply.Cancel(ctx, adm, plan, ao)
 	default:
@@ -206,6 +224,13 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	}
 	if err := o.render(res); err != nil {
 		return err
+	}
+	if e := res.Election; e != nil && e.Skipped == apply.SkipNoElect && e.Needed > 0 {
+		fmt.Fprintf(o.IO.ErrOut, "kplan reassign apply: %d partitions are not led by their first replica; elect them with kafka-leader-election --bootstrap-server %s --election-type PREFERRED --path-to-json-file ELECTION.json (kplan reassign --election-out writes it), or run this again with --verify\n",
+			e.Needed, o.BootstrapServers)
+	}
+	if !res.Election.OK() {
+		return cmdutil.SilentExit(cmdutil.ExitRuntime)
 	}
 	switch res.Outcome {
 	case apply.StillInProgress:
@@ -265,6 +290,13 @@ func (o *ApplyOptions) progress() func(apply.Event) {
 			fmt.Fprintf(w, "kplan reassign apply: %d of %d partitions complete, %d in progress (%s)\n",
 				e.Result.Complete, len(e.Result.Partitions), e.Result.InProgress, e.Elapsed.Round(time.Second))
 			lastDone, said = e.Result.Complete, e.Elapsed
+		case apply.EventElected:
+			el := e.Result.Election
+			refused := ""
+			if len(el.Failed) > 0 {
+				refused = fmt.Sprintf(", %d refused", len(el.Failed))
+			}
+			fmt.Fprintf(w, "kplan reassign apply: preferred leader election: %d of %d partitions elected%s\n", el.Elected, el.Needed, refused)
 		}
 	}
 }
@@ -318,6 +350,9 @@ func (o *ApplyOptions) showPlan(res *apply.Result) {
 		fmt.Fprintf(w, "  %s/%d: %s -> %s (%s)\n", s.Topic, s.Partition, ids(s.Current), ids(s.Target), s.Status)
 		shown++
 	}
+	if res.ToElect > 0 {
+		fmt.Fprintf(w, "  then elect preferred leaders of %d partitions\n", res.ToElect)
+	}
 }
 
 func ids(xs []int32) string {
@@ -338,7 +373,7 @@ func (o *ApplyOptions) message(res *apply.Result) string {
 		if o.Throttle > 0 {
 			note = "; the throttle stays until --verify or --cancel removes it"
 		}
-		return fmt.Sprintf("%d partition moves started; run with --verify to follow them%s", res.Moves, note)
+		return fmt.Sprintf("%d partition moves started; run with --verify to follow them%s; no preferred leader election without waiting (--verify elects once the plan is complete)", res.Moves, note)
 	case apply.StillInProgress:
 		return fmt.Sprintf("in progress: %d of %d partitions complete", res.Complete, len(res.Partitions))
 	case apply.Diverged:
@@ -346,10 +381,28 @@ func (o *ApplyOptions) message(res *apply.Result) string {
 	case apply.Cancelled:
 		return fmt.Sprintf("cancelled %d reassignments in progress; throttle removed", res.Moves)
 	}
+	msg := fmt.Sprintf("complete: %d partitions have their target replicas", res.Complete)
 	if res.Mode == apply.ModeVerify {
-		return fmt.Sprintf("complete: %d partitions have their target replicas; throttle removed", res.Complete)
+		msg += "; throttle removed"
 	}
-	return fmt.Sprintf("complete: %d partitions have their target replicas", res.Complete)
+	return msg + electionMessage(res.Election)
+}
+
+// electionMessage says how the preferred election after a complete plan
+// went, as the end of the message.
+func electionMessage(e *apply.Election) string {
+	switch {
+	case e == nil:
+		return ""
+	case e.Skipped == apply.SkipNoElect:
+		return fmt.Sprintf("; %d partitions left led by another replica than their first (--no-elect)", e.Needed)
+	case e.Needed == 0:
+		return "; every partition is led by its first replica"
+	case e.OK():
+		return fmt.Sprintf("; preferred leaders elected on %d partitions", e.Elected)
+	}
+	return fmt.Sprintf("; preferred leader election: %d of %d partitions elected, %d refused, %d elected but not moved after %s",
+		e.Elected, e.Needed, len(e.Failed), len(e.NotMoved), e.Waited.Round(time.Second))
 }
 
 func (o *ApplyOptions) render(res *apply.Result) error {
@@ -357,12 +410,22 @@ func (o *ApplyOptions) render(res *apply.Result) error {
 		Schema: apply.Schema, Mode: res.Mode, Bootstrap: o.BootstrapServers, Throttle: o.Throttle, Outcome: res.Outcome,
 		Partitions: res.Partitions, Complete: res.Complete, InProgress: res.InProgress, Differs: res.Differs, Message: o.message(res),
 	}
+	if res.Election != nil {
+		e := *res.Election
+		if e.Failed == nil {
+			e.Failed = []apply.ElectionFailure{}
+		}
+		if e.NotMoved == nil {
+			e.NotMoved = []apply.LeaderStatus{}
+		}
+		out.Election = &e
+	}
 	return report.Render(o.IO.Out, o.Format, out, func() report.Document {
 		rows := make([][]string, 0, len(out.Partitions))
 		for _, s := range out.Partitions {
 			rows = append(rows, []string{s.Topic, strconv.Itoa(int(s.Partition)), ids(s.Current), ids(s.Target), string(s.Status)})
 		}
-		return report.Document{
+		doc := report.Document{
 			Title: "kplan reassign apply (" + string(out.Mode) + "): " + out.Message,
 			Sections: []report.Section{{
 				Title:  "Partitions",
@@ -370,5 +433,22 @@ func (o *ApplyOptions) render(res *apply.Result) error {
 				Rows:   rows,
 			}},
 		}
+		if e := out.Election; e != nil && !e.OK() {
+			var rows [][]string
+			for _, f := range e.Failed {
+				rows = append(rows, []string{f.Topic, strconv.Itoa(int(f.Partition)), "refused: " + f.Error})
+			}
+			for _, l := range e.NotMoved {
+				rows = append(rows, []string{l.Topic, strconv.Itoa(int(l.Partition)),
+					fmt.Sprintf("still led by %d, not %d, after %s", l.Leader, l.Preferred, e.Waited.Round(time.Second))})
+			}
+			doc.Sections = append(doc.Sections, report.Section{
+				Title:  "Preferred leader election",
+				Header: []string{"TOPIC", "PARTITION", "PROBLEM"},
+				Rows:   rows,
+				Notes:  []string{"kafka-leader-election --election-type PREFERRED retries them (a preferred leader is elected only from the ISR)"},
+			})
+		}
+		return doc
 	})
 }

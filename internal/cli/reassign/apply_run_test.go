@@ -18,6 +18,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/reassign/apply"
 	"github.com/kplan-dev/kplan/internal/reassign/apply/applytest"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/testutil/golden"
 )
 
 // runFake runs `kplan reassign apply` from options on a fake cluster and
@@ -76,7 +77,7 @@ func TestApplyJSON(t *testing.T) {
 	assert.Equal(t, int64(10_000_000), got.Throttle)
 	assert.Equal(t, "complete", got.Outcome)
 	assert.Equal(t, 2, got.Complete)
-	assert.Equal(t, "complete: 2 partitions have their target replicas", got.Message)
+	assert.Equal(t, "complete: 2 partitions have their target replicas; every partition is led by its first replica", got.Message)
 	assert.Len(t, got.Partitions, 2)
 	assert.True(t, strings.HasPrefix(out, "{\n  \"schema\": \"kplan.reassign.apply/v1\""), out)
 	assert.Equal(t, `Plan for k1:9092: 2 of 2 partitions to change, replication throttled to 10MB/s
@@ -126,11 +127,11 @@ func TestApplyRun(t *testing.T) {
 		{"nothing to do", done, twoMoves, nil, cmdutil.ExitOK,
 			"kplan reassign apply (execute): nothing to do: every partition already has its target replicas", ""},
 		{"no wait, throttled", skewed, twoMoves, func(o *ApplyOptions) { o.Yes, o.NoWait, o.Throttle = true, true, 1000 }, cmdutil.ExitOK,
-			"kplan reassign apply (execute): 2 partition moves started; run with --verify to follow them; the throttle stays until --verify or --cancel removes it", ""},
+			"kplan reassign apply (execute): 2 partition moves started; run with --verify to follow them; the throttle stays until --verify or --cancel removes it; no preferred leader election without waiting (--verify elects once the plan is complete)", ""},
 		{"wait timeout", skewed, twoMoves, func(o *ApplyOptions) { o.Yes, o.WaitTimeout = true, 3*time.Second }, cmdutil.ExitRuntime, "",
 			"--wait-timeout: not complete after 3s: the reassignment goes on; follow it with --verify or stop it with --cancel"},
 		{"verify: complete", done, twoMoves, func(o *ApplyOptions) { o.Mode = apply.ModeVerify }, cmdutil.ExitOK,
-			"kplan reassign apply (verify): complete: 2 partitions have their target replicas; throttle removed", ""},
+			"kplan reassign apply (verify): complete: 2 partitions have their target replicas; throttle removed; every partition is led by its first replica", ""},
 		{"verify: in progress", inProgress, twoMoves, func(o *ApplyOptions) { o.Mode = apply.ModeVerify }, cmdutil.ExitFindings,
 			"kplan reassign apply (verify): in progress: 0 of 2 partitions complete", ""},
 		{"verify: differs", skewed, twoMoves, func(o *ApplyOptions) { o.Mode = apply.ModeVerify }, cmdutil.ExitRuntime,
@@ -155,6 +156,83 @@ func TestApplyRun(t *testing.T) {
 				assert.Contains(t, errOut, "Plan for k1:9092", "the plan is shown before a refusal")
 				assert.NotContains(t, strings.Join(adm.Calls, ";"), "Reassign", "a refusal changed the cluster")
 			}
+		})
+	}
+}
+
+var goldenExt = map[report.Format]string{report.Table: "txt", report.JSON: "json"}
+
+// keepLeaders is a plan whose moves leave a/0 and a/1 led by broker 1,
+// which stays among their replicas: Kafka keeps it, the plan wants 2 and 3.
+const keepLeaders = `{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[2,1]},{"topic":"a","partition":1,"replicas":[3,1]}]}`
+
+// The regression: apply elects the plan's leaders after the move and says
+// so, in the plan it shows, on stderr and in the result; the JSON carries
+// the election object.
+func TestApplyElects(t *testing.T) {
+	for _, format := range []report.Format{report.Table, report.JSON} {
+		t.Run(string(format), func(t *testing.T) {
+			adm := skewed()
+			adm.FinishPerPoll = 2
+			code, out, errOut, msg := runFake(t, adm, keepLeaders, func(o *ApplyOptions) { o.Yes, o.Format = true, format })
+			require.Equal(t, cmdutil.ExitOK, code, msg)
+			assert.Equal(t, `Plan for k1:9092: 2 of 2 partitions to change
+  a/0: [1,2] -> [2,1] (pending)
+  a/1: [1,2] -> [3,1] (pending)
+  then elect preferred leaders of 2 partitions
+kplan reassign apply: the controller accepted 2 partition moves
+kplan reassign apply: 2 of 2 partitions complete, 0 in progress (0s)
+kplan reassign apply: preferred leader election: 2 of 2 partitions elected
+`, errOut)
+			golden.AssertString(t, "apply-elect."+goldenExt[format], out)
+			assert.Equal(t, []int32{2, 3}, []int32{adm.Parts[0].Leader, adm.Parts[1].Leader})
+		})
+	}
+}
+
+// --no-elect moves the replicas only and prints how to elect the rest;
+// --no-wait elects nothing and says so.
+func TestApplyNoElect(t *testing.T) {
+	adm := skewed()
+	adm.FinishPerPoll = 2
+	code, out, errOut, msg := runFake(t, adm, keepLeaders, func(o *ApplyOptions) { o.Yes, o.NoElect = true, true })
+	require.Equal(t, cmdutil.ExitOK, code, msg)
+	first, _, _ := strings.Cut(out, "\n")
+	assert.Equal(t, "kplan reassign apply (execute): complete: 2 partitions have their target replicas; 2 partitions left led by another replica than their first (--no-elect)", first)
+	assert.NotContains(t, errOut, "then elect")
+	assert.Contains(t, errOut, "kplan reassign apply: 2 partitions are not led by their first replica; elect them with kafka-leader-election --bootstrap-server k1:9092 --election-type PREFERRED")
+	assert.NotContains(t, strings.Join(adm.Calls, "\n"), "Elect")
+	assert.Equal(t, []int32{1, 1}, []int32{adm.Parts[0].Leader, adm.Parts[1].Leader})
+
+	adm = skewed()
+	code, out, errOut, msg = runFake(t, adm, keepLeaders, func(o *ApplyOptions) { o.Yes, o.NoWait, o.Format = true, true, report.JSON })
+	require.Equal(t, cmdutil.ExitOK, code, msg)
+	assert.NotContains(t, errOut, "then elect")
+	var got struct {
+		Message  string `json:"message"`
+		Election struct {
+			Skipped string `json:"skipped"`
+		} `json:"election"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	assert.Equal(t, "no-wait", got.Election.Skipped)
+	assert.Contains(t, got.Message, "no preferred leader election without waiting")
+}
+
+// A partition the controller refuses and one whose leader never moves:
+// the table lists both, the JSON names them, and the exit code is 1.
+func TestApplyElectPartial(t *testing.T) {
+	for _, format := range []report.Format{report.Table, report.JSON} {
+		t.Run(string(format), func(t *testing.T) {
+			adm := skewed()
+			adm.FinishPerPoll = 2
+			adm.ElectErrs[adm.Parts[1].Key()] = errors.New("PREFERRED_LEADER_NOT_AVAILABLE: Failed to elect leader for partition a-1")
+			adm.LateLeaders = -1
+			code, out, errOut, msg := runFake(t, adm, keepLeaders, func(o *ApplyOptions) { o.Yes, o.Format = true, format })
+			assert.Equal(t, cmdutil.ExitRuntime, code, msg)
+			assert.Empty(t, msg, "the report says it all")
+			assert.Contains(t, errOut, "preferred leader election: 1 of 2 partitions elected, 1 refused\n")
+			golden.AssertString(t, "apply-elect-partial."+goldenExt[format], out)
 		})
 	}
 }

@@ -49,6 +49,10 @@ func TestNewCmdApply(t *testing.T) {
 			assert.Equal(t, int64(50_000_000), o.Throttle)
 			assert.True(t, o.Yes)
 			assert.True(t, o.NoWait)
+			assert.False(t, o.NoElect)
+		}},
+		{"no elect", "plan.json --bootstrap-server k:9092 --no-elect", func(t *testing.T, o *reassign.ApplyOptions) {
+			assert.True(t, o.NoElect)
 		}},
 		{"verify", "plan.json --command-config c.properties --verify", func(t *testing.T, o *reassign.ApplyOptions) {
 			assert.Equal(t, apply.ModeVerify, o.Mode)

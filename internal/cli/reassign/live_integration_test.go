@@ -5,6 +5,7 @@ package reassign_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,12 +161,36 @@ func configs(t *testing.T, ctx context.Context, bootstrap, entityType, name stri
 	return out
 }
 
+// planLeaders reads a plan file: each partition's target replicas, keyed
+// "topic/partition".
+func planLeaders(t *testing.T, file string) map[string][]int32 {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var plan struct {
+		Partitions []struct {
+			Topic     string  `json:"topic"`
+			Partition int32   `json:"partition"`
+			Replicas  []int32 `json:"replicas"`
+		} `json:"partitions"`
+	}
+	require.NoError(t, json.Unmarshal(data, &plan))
+	out := map[string][]int32{}
+	for _, p := range plan.Partitions {
+		out[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = p.Replicas
+	}
+	return out
+}
+
 // TestApplyExecutesThePlan: kplan reassign apply refuses without --yes on a
 // cluster that is not the default lab and changes nothing; with --yes and a
 // throttle it executes the plan through the Admin API and waits until it is
-// complete, removing the throttle; --verify agrees; the rollback, started
-// with --no-wait, carries its throttle (as Kafka's kafka-configs shows) until
-// --verify reports it complete and removes it.
+// complete, removing the throttle, then elects the preferred leaders, so
+// every partition is led by the plan's first replica (read back from
+// metadata, not from apply's report); --verify agrees; the rollback,
+// started with --no-wait, carries its throttle (as Kafka's kafka-configs
+// shows) until --verify reports it complete, removes it and elects the
+// original leaders.
 func TestApplyExecutesThePlan(t *testing.T) {
 	lab := labtest.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -197,7 +222,14 @@ func TestApplyExecutesThePlan(t *testing.T) {
 		Partitions []struct {
 			Status string `json:"status"`
 		} `json:"partitions"`
+		Election struct {
+			Needed   int               `json:"needed"`
+			Elected  int               `json:"elected"`
+			Failed   []json.RawMessage `json:"failed"`
+			NotMoved []json.RawMessage `json:"not_moved"`
+		} `json:"election"`
 	}
+	targets := planLeaders(t, plan)
 	code, out, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--throttle", "10MB/s", "--yes", "-o", "json")
 	require.Equal(t, 0, code, errOut)
 	t.Logf("kplan reassign apply (stderr):\n%s", errOut)
@@ -206,6 +238,37 @@ func TestApplyExecutesThePlan(t *testing.T) {
 	assert.Equal(t, "kplan.reassign.apply/v1", res.Schema)
 	assert.Equal(t, "complete", res.Outcome)
 	assert.Contains(t, errOut, "partitions complete")
+	// The plan keeps broker 1 among the replicas of partitions it leads
+	// and puts another broker first: Kafka keeps leader 1 there, so only
+	// the election gives them the plan's leader.
+	assert.Contains(t, errOut, "then elect preferred leaders of")
+	assert.Positive(t, res.Election.Needed, "the move alone left partitions led by another replica")
+	assert.Equal(t, res.Election.Needed, res.Election.Elected)
+	assert.Empty(t, res.Election.Failed)
+	assert.Empty(t, res.Election.NotMoved)
+	assert.Contains(t, res.Message, "preferred leaders elected on")
+	// Checked independently, in the cluster's metadata: every partition
+	// has the plan's replicas and is led by the plan's first replica.
+	// (A partition the plan leaves alone keeps its original replicas.)
+	misplaced := func() (bool, []string) {
+		var bad []string
+		ok := layoutIs(func(p topology.Partition) bool {
+			want, ok := targets[fmt.Sprintf("%s/%d", p.Topic, p.Partition)]
+			if !ok {
+				want = original[p.Topic][p.Partition]
+			}
+			if !equal(p, want) || p.Leader != want[0] {
+				bad = append(bad, fmt.Sprintf("%s/%d replicas %v leader %d", p.Topic, p.Partition, p.Replicas, p.Leader))
+				return false
+			}
+			return true
+		})()
+		return ok, bad
+	}
+	if !assert.Eventually(t, func() bool { ok, _ := misplaced(); return ok }, 10*time.Second, 200*time.Millisecond) {
+		_, bad := misplaced()
+		t.Fatalf("after apply, not as the plan has it: %v", bad)
+	}
 	for _, b := range []string{"1", "2", "3"} {
 		assert.NotContains(t, configs(t, ctx, lab.Bootstrap, "brokers", b), "replication.throttled.rate", "broker %s keeps a throttle", b)
 	}
@@ -232,6 +295,9 @@ func TestApplyExecutesThePlan(t *testing.T) {
 	}, 2*time.Minute, time.Second, "--verify never reported the rollback complete")
 	assert.NotContains(t, configs(t, ctx, lab.Bootstrap, "brokers", "1"), "replication.throttled.rate")
 	assert.NotContains(t, configs(t, ctx, lab.Bootstrap, "topics", "apply-a"), "throttled.replicas")
-	require.Eventually(t, layoutIs(func(p topology.Partition) bool { return equal(p, original[p.Topic][p.Partition]) }),
-		time.Minute, 500*time.Millisecond, "the rollback did not restore the original assignment")
+	// --verify elected the original leaders back: every partition led by
+	// its first replica.
+	require.Eventually(t, layoutIs(func(p topology.Partition) bool {
+		return equal(p, original[p.Topic][p.Partition]) && p.Leader == p.Replicas[0]
+	}), 10*time.Second, 200*time.Millisecond, "the rollback did not restore the original assignment and leaders")
 }

@@ -2,9 +2,9 @@
 // kafka-reassign-partitions --execute, --verify and --cancel do: it reads
 // the state of the plan's partitions, refuses what is unsafe, sets the
 // replication throttle, starts the reassignment, waits for it and removes
-// the throttle. It reaches Kafka only through the Admin interface and
-// prints nothing: progress goes to Options.Progress, the outcome is
-// returned, and the clock is injected.
+// the throttle, then elects the plan's leaders. It reaches Kafka only
+// through the Admin interface and prints nothing: progress goes to
+// Options.Progress, the outcome is returned, and the clock is injected.
 package apply
 
 import (
@@ -40,6 +40,13 @@ type Admin interface {
 	Reassign(ctx context.Context, moves []topology.Partition) error
 	// CancelReassign cancels the reassignments in progress of keys.
 	CancelReassign(ctx context.Context, keys []topology.Key) error
+	// ElectPreferred runs a preferred leader election for keys (never for
+	// every partition: an empty keys elects nothing). The map holds the
+	// partitions the controller refused, with its reason; a partition
+	// whose leader is already its preferred one (Kafka's
+	// ELECTION_NOT_NEEDED) is not a refusal. The error is for a request
+	// that failed as a whole.
+	ElectPreferred(ctx context.Context, keys []topology.Key) (map[topology.Key]error, error)
 }
 
 // Clock tells the time and waits; tests inject a fake one.
@@ -125,6 +132,72 @@ type Result struct {
 	// Moves counts the partition moves started (execute) or the
 	// reassignments cancelled (cancel).
 	Moves int
+	// ToElect is, when the plan is shown (execute), the number of plan
+	// partitions that will keep a leader other than their target's first
+	// replica once moved, so the election after the move is for them.
+	ToElect int
+	// Election is the preferred leader election after a complete plan
+	// (execute and verify; nil for cancel and when the plan is not
+	// complete).
+	Election *Election
+}
+
+// Skip says why no preferred election ran after the plan.
+type Skip string
+
+// The reasons not to elect.
+const (
+	// SkipNoElect: Options.NoElect.
+	SkipNoElect Skip = "no-elect"
+	// SkipNoWait: Options.NoWait; nothing waited for the plan to complete.
+	SkipNoWait Skip = "no-wait"
+)
+
+// Election is the preferred leader election that follows a complete plan:
+// Kafka's controller keeps a partition's leader while it stays in the ISR,
+// so moving replicas alone leaves many partitions led by a broker other
+// than their first replica, the leader the plan intends.
+type Election struct {
+	// Skipped says why no election ran ("" when it ran).
+	Skipped Skip `json:"skipped,omitempty"`
+	// Needed counts the plan partitions whose leader was not their first
+	// replica once the plan was complete (not counted with SkipNoWait).
+	Needed int `json:"needed"`
+	// Elected counts the partitions the controller accepted (or found
+	// already led by their first replica).
+	Elected int `json:"elected"`
+	// Failed are the partitions the controller refused.
+	Failed []ElectionFailure `json:"failed"`
+	// NotMoved are elected partitions whose metadata still showed another
+	// leader when the wait ended.
+	NotMoved []LeaderStatus `json:"not_moved"`
+	// Waited is how long the wait for the metadata took.
+	Waited time.Duration `json:"-"`
+}
+
+// OK reports whether every partition that needed it has its preferred
+// leader (or the election was skipped).
+func (e *Election) OK() bool {
+	return e == nil || (len(e.Failed) == 0 && len(e.NotMoved) == 0)
+}
+
+// ElectionFailure is one partition the controller did not elect.
+type ElectionFailure struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Error     string `json:"error"`
+	err       error
+}
+
+// Err returns the controller's error.
+func (f ElectionFailure) Err() error { return f.err }
+
+// LeaderStatus is a partition's leader and its preferred one.
+type LeaderStatus struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Leader    int32  `json:"leader"`
+	Preferred int32  `json:"preferred"`
 }
 
 func (r *Result) tally() {
@@ -152,6 +225,9 @@ const (
 	EventAccepted
 	// EventProgress: one poll while waiting for completion.
 	EventProgress
+	// EventElected: the controller answered the preferred election
+	// (Result.Election holds the figures, before the wait for metadata).
+	EventElected
 )
 
 // Event is a step of a run, reported through Options.Progress.
@@ -184,6 +260,11 @@ type Options struct {
 	// Clock tells the time and sleeps while waiting; required unless
 	// NoWait.
 	Clock Clock
+	// NoElect skips the preferred leader election after a complete plan.
+	NoElect bool
+	// ElectWait bounds the wait until metadata shows the preferred
+	// leaders after the election (0: 30 s).
+	ElectWait time.Duration
 	// Progress, when set, receives each step.
 	Progress func(Event)
 }
@@ -360,7 +441,9 @@ func (st *state) runningBrokers() []int32 {
 }
 
 // Execute starts the plan's moves and, unless o.NoWait, waits until they
-// are complete, then removes the throttle. Before anything changes it
+// are complete, removes the throttle and, unless o.NoElect, elects the
+// preferred leaders of the plan partitions led by another replica than
+// their first (see Election). Before anything changes it
 // refuses (an errkind.Refused error) when a partition to move is being
 // reassigned already, has no leader, or has a target broker that is not
 // running (the error wraps Refusals, field "plan"), and, outside the lab,
@@ -406,6 +489,9 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 		current[m.Key()] = p.Replicas
 		todo = append(todo, m)
 	}
+	if !o.NoElect && !o.NoWait {
+		res.ToElect = toElect(plan, st.current)
+	}
 	o.emit(Event{Kind: EventPlan, Result: res})
 	if len(refusals) > 0 {
 		return nil, errkind.Wrap(errkind.Refused, "plan", refusals)
@@ -433,6 +519,7 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 	o.emit(Event{Kind: EventAccepted, Result: res, Moves: len(todo)})
 	if o.NoWait {
 		res.Outcome = Started
+		res.Election = &Election{Skipped: SkipNoWait}
 		return res, nil
 	}
 	if err := wait(ctx, adm, plan, res, o); err != nil {
@@ -444,7 +531,133 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 		}
 	}
 	res.Outcome = Done
+	if err := elect(ctx, adm, plan, res, o); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// toElect counts the plan partitions whose leader, once the plan is
+// complete, will not be the target's first replica: Kafka's controller
+// keeps a leader that stays among the replicas (a partition led by a
+// broker that leaves gets the target's first replica already).
+func toElect(plan []topology.Partition, current map[topology.Key]topology.Partition) int {
+	n := 0
+	for _, m := range plan {
+		p, ok := current[m.Key()]
+		if ok && len(m.Replicas) > 0 && p.Leader != topology.NoLeader && p.Leader != m.Replicas[0] && slices.Contains(m.Replicas, p.Leader) {
+			n++
+		}
+	}
+	return n
+}
+
+// misled returns the plan partitions of c whose leader is not their first
+// replica, in plan order.
+func misled(plan []topology.Partition, c *topology.Cluster) []LeaderStatus {
+	byKey := map[topology.Key]topology.Partition{}
+	for _, p := range c.Partitions {
+		byKey[p.Key()] = p
+	}
+	var out []LeaderStatus
+	for _, m := range plan {
+		p, ok := byKey[m.Key()]
+		if !ok || len(p.Replicas) == 0 || p.Leader == p.Replicas[0] {
+			continue
+		}
+		out = append(out, LeaderStatus{Topic: m.Topic, Partition: m.Partition, Leader: p.Leader, Preferred: p.Replicas[0]})
+	}
+	return out
+}
+
+func planFilter(plan []topology.Partition) func(string) bool {
+	topics := map[string]bool{}
+	for _, m := range plan {
+		topics[m.Topic] = true
+	}
+	return func(t string) bool { return topics[t] }
+}
+
+// elect runs, after the plan is complete, a preferred leader election for
+// the plan partitions led by another broker than their first replica, then
+// waits (bounded by o.ElectWait, on o.Clock) until metadata shows the
+// preferred leaders. With o.NoElect it only counts them. The partitions
+// the controller refused and those that did not move are recorded in
+// res.Election, not returned as an error; a request that failed as a
+// whole is.
+func elect(ctx context.Context, adm Admin, plan []topology.Partition, res *Result, o Options) error {
+	e := &Election{}
+	res.Election = e
+	c, err := adm.Snapshot(ctx, planFilter(plan))
+	if err != nil {
+		return fmt.Errorf("the plan is complete, but reading the leaders failed: %w", err)
+	}
+	need := misled(plan, c)
+	e.Needed = len(need)
+	if o.NoElect {
+		e.Skipped = SkipNoElect
+		return nil
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	keys := make([]topology.Key, len(need))
+	for i, l := range need {
+		keys[i] = topology.Key{Topic: l.Topic, Partition: l.Partition}
+	}
+	refused, err := adm.ElectPreferred(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("the plan is complete, but the preferred leader election failed (run kafka-leader-election --election-type PREFERRED): %w", err)
+	}
+	failed := map[topology.Key]bool{}
+	for _, k := range keys {
+		if err := refused[k]; err != nil {
+			failed[k] = true
+			e.Failed = append(e.Failed, ElectionFailure{Topic: k.Topic, Partition: k.Partition, Error: err.Error(), err: err})
+		}
+	}
+	e.Elected = len(keys) - len(e.Failed)
+	o.emit(Event{Kind: EventElected, Result: res})
+	if e.Elected == 0 {
+		return nil
+	}
+	if o.Clock == nil {
+		return errors.New("apply: Options.Clock is nil")
+	}
+	bound := o.ElectWait
+	if bound <= 0 {
+		bound = 30 * time.Second
+	}
+	poll := o.Poll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	start := o.Clock.Now()
+	for {
+		c, err := adm.Snapshot(ctx, planFilter(plan))
+		if err != nil {
+			return fmt.Errorf("the preferred leaders were elected, but reading the leaders failed: %w", err)
+		}
+		e.NotMoved = e.NotMoved[:0]
+		for _, l := range misled(plan, c) {
+			k := topology.Key{Topic: l.Topic, Partition: l.Partition}
+			if slices.Contains(keys, k) && !failed[k] {
+				e.NotMoved = append(e.NotMoved, l)
+			}
+		}
+		e.Waited = o.Clock.Now().Sub(start)
+		left := bound - e.Waited
+		if len(e.NotMoved) == 0 || left <= 0 {
+			if len(e.NotMoved) == 0 {
+				e.NotMoved = nil
+			}
+			return nil
+		}
+		if err := o.Clock.Sleep(ctx, min(poll, left)); err != nil {
+			// Interrupted: report what had not moved yet.
+			return nil
+		}
+	}
 }
 
 // wait polls until every plan partition is complete, reporting each poll.
@@ -490,8 +703,11 @@ func wait(ctx context.Context, adm Admin, plan []topology.Partition, res *Result
 // --verify: StillInProgress while a reassignment runs, Diverged when a
 // partition differs from the plan with nothing moving it, and Done when
 // every partition is complete, after removing the throttle from every
-// running broker and the plan's topics.
-func Verify(ctx context.Context, adm Admin, plan []topology.Partition) (*Result, error) {
+// running broker and the plan's topics and, unless o.NoElect, electing the
+// preferred leaders of the plan partitions led by another replica (as
+// Execute does once it waited). Only o.NoElect, ElectWait, Poll, Clock and
+// Progress apply.
+func Verify(ctx context.Context, adm Admin, plan []topology.Partition, o Options) (*Result, error) {
 	st, err := read(ctx, adm, ModeVerify, plan)
 	if err != nil {
 		return nil, err
@@ -511,6 +727,9 @@ func Verify(ctx context.Context, adm Admin, plan []topology.Partition) (*Result,
 		return nil, fmt.Errorf("the plan is complete, but removing the throttle failed: %w", err)
 	}
 	res.Outcome = Done
+	if err := elect(ctx, adm, plan, res, o); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

@@ -352,7 +352,7 @@ func TestVerify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.fake()
-			res, err := Verify(context.Background(), f, tc.plan)
+			res, err := Verify(context.Background(), f, tc.plan, Options{Clock: applytest.NewClock()})
 			require.NoError(t, err)
 			assert.Equal(t, ModeVerify, res.Mode)
 			assert.Equal(t, tc.outcome, res.Outcome)
@@ -363,13 +363,13 @@ func TestVerify(t *testing.T) {
 	t.Run("clearing fails", func(t *testing.T) {
 		f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 2, 3))
 		f.Errs["ClearThrottle"] = errors.New("denied")
-		_, err := Verify(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 2, 3)})
+		_, err := Verify(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 2, 3)}, Options{Clock: applytest.NewClock()})
 		assert.ErrorContains(t, err, "the plan is complete, but removing the throttle failed: denied")
 	})
 	t.Run("cluster unreachable", func(t *testing.T) {
 		f := applytest.New([]int32{1})
 		f.Errs["Snapshot"] = errors.New("unreachable")
-		_, err := Verify(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 1)})
+		_, err := Verify(context.Background(), f, []topology.Partition{applytest.Move("a", 0, 1)}, Options{Clock: applytest.NewClock()})
 		assert.ErrorContains(t, err, "unreachable")
 	})
 }
@@ -454,4 +454,152 @@ func TestParsePlan(t *testing.T) {
 			assert.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// keep is a cluster where a plan of two moves keeps both leaders among the
+// new replicas: a/0 led by 1 moves to [2,1], a/1 led by 1 moves to [3,1].
+// Kafka's controller keeps leader 1 on both, so only an election gives
+// them the plan's leaders 2 and 3.
+func keep() (*applytest.Admin, []topology.Partition) {
+	f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2), applytest.Part("a", 1, 1, 2), applytest.Part("a", 2, 3, 1))
+	f.FinishPerPoll = 2
+	plan := []topology.Partition{applytest.Move("a", 0, 2, 1), applytest.Move("a", 1, 3, 1), applytest.Move("a", 2, 3, 1)}
+	return f, plan
+}
+
+func leaders(f *applytest.Admin) map[string]int32 {
+	out := map[string]int32{}
+	for _, p := range f.Parts {
+		out[p.Key().String()] = p.Leader
+	}
+	return out
+}
+
+// The regression: after the moves complete, the plan partitions whose
+// leader is not their first replica are elected, after the throttle is
+// removed, and the wait ends when metadata shows the preferred leaders.
+func TestExecuteElects(t *testing.T) {
+	f, plan := keep()
+	f.LateLeaders = 1
+	clock := applytest.NewClock()
+	var rec recorder
+	res, err := Execute(context.Background(), f, plan, Options{Throttle: 9, Yes: true, Poll: time.Second, Clock: clock, Progress: rec.progress})
+	require.NoError(t, err)
+	assert.Equal(t, Done, res.Outcome)
+	assert.Equal(t, 2, res.ToElect, "the plan announces the election of a/0 and a/1")
+	require.NotNil(t, res.Election)
+	assert.Equal(t, Election{Needed: 2, Elected: 2, Waited: time.Second}, *res.Election)
+	assert.True(t, res.Election.OK())
+	assert.Equal(t, map[string]int32{"a-0": 2, "a-1": 3, "a-2": 3}, leaders(f))
+	// throttle -> reassign -> poll -> unthrottle -> elect.
+	calls := f.Calls
+	require.Len(t, calls, 6, "%q", calls)
+	assert.True(t, strings.HasPrefix(calls[0], "SetThrottle 9 "))
+	assert.Equal(t, []string{"Reassign a-0 [2 1]", "Reassign a-1 [3 1]", "ClearThrottle [1 2 3] [a]", "Elect a-0", "Elect a-1"}, calls[1:])
+	assert.Equal(t, []EventKind{EventPlan, EventAccepted, EventProgress, EventElected}, rec.kinds())
+	// The moves finish at the first poll (no sleep); the new leaders show
+	// at the second Snapshot after the election (one sleep).
+	assert.Equal(t, []time.Duration{time.Second}, clock.Sleeps)
+}
+
+// NoElect moves the replicas only and counts the partitions left with
+// another leader; NoWait elects nothing and says so.
+func TestExecuteNoElect(t *testing.T) {
+	t.Run("no-elect", func(t *testing.T) {
+		f, plan := keep()
+		res, err := Execute(context.Background(), f, plan, Options{Yes: true, NoElect: true, Clock: applytest.NewClock()})
+		require.NoError(t, err)
+		assert.Equal(t, Done, res.Outcome)
+		assert.Equal(t, 0, res.ToElect)
+		assert.Equal(t, &Election{Skipped: SkipNoElect, Needed: 2}, res.Election)
+		assert.NotContains(t, strings.Join(f.Calls, "\n"), "Elect")
+		assert.Equal(t, map[string]int32{"a-0": 1, "a-1": 1, "a-2": 3}, leaders(f), "Kafka keeps leaders in the ISR")
+	})
+	t.Run("no-wait", func(t *testing.T) {
+		f, plan := keep()
+		res, err := Execute(context.Background(), f, plan, Options{Yes: true, NoWait: true})
+		require.NoError(t, err)
+		assert.Equal(t, Started, res.Outcome)
+		assert.Equal(t, 0, res.ToElect)
+		assert.Equal(t, &Election{Skipped: SkipNoWait}, res.Election)
+		assert.NotContains(t, strings.Join(f.Calls, "\n"), "Elect")
+	})
+}
+
+// A partition the controller refuses is a failure with its reason; one
+// whose leader never shows in metadata is reported as not moved when the
+// bounded wait ends; the others are elected.
+func TestExecuteElectPartial(t *testing.T) {
+	t.Run("refused", func(t *testing.T) {
+		f, plan := keep()
+		refused := errors.New("PREFERRED_LEADER_NOT_AVAILABLE")
+		f.ElectErrs[key("a", 1)] = refused
+		res, err := Execute(context.Background(), f, plan, Options{Yes: true, Clock: applytest.NewClock()})
+		require.NoError(t, err)
+		e := res.Election
+		assert.Equal(t, 2, e.Needed)
+		assert.Equal(t, 1, e.Elected)
+		require.Len(t, e.Failed, 1)
+		assert.Equal(t, "a", e.Failed[0].Topic)
+		assert.Equal(t, int32(1), e.Failed[0].Partition)
+		assert.Equal(t, "PREFERRED_LEADER_NOT_AVAILABLE", e.Failed[0].Error)
+		assert.ErrorIs(t, e.Failed[0].Err(), refused)
+		assert.Empty(t, e.NotMoved, "a refused partition is not waited for")
+		assert.False(t, e.OK())
+		assert.Equal(t, map[string]int32{"a-0": 2, "a-1": 1, "a-2": 3}, leaders(f))
+	})
+	t.Run("not moved", func(t *testing.T) {
+		f, plan := keep()
+		f.LateLeaders = -1
+		clock := applytest.NewClock()
+		res, err := Execute(context.Background(), f, plan, Options{Yes: true, Poll: 2 * time.Second, ElectWait: 5 * time.Second, Clock: clock})
+		require.NoError(t, err)
+		e := res.Election
+		assert.Equal(t, 2, e.Elected)
+		assert.Equal(t, []LeaderStatus{{"a", 0, 1, 2}, {"a", 1, 1, 3}}, e.NotMoved)
+		assert.Equal(t, 5*time.Second, e.Waited)
+		assert.False(t, e.OK())
+		// The wait is bounded on the injected clock: 2+2+1.
+		assert.Equal(t, []time.Duration{2 * time.Second, 2 * time.Second, time.Second}, clock.Sleeps)
+	})
+	t.Run("request fails", func(t *testing.T) {
+		f, plan := keep()
+		boom := errors.New("boom")
+		f.Errs["ElectPreferred"] = boom
+		_, err := Execute(context.Background(), f, plan, Options{Yes: true, Clock: applytest.NewClock()})
+		require.ErrorIs(t, err, boom)
+		assert.ErrorContains(t, err, "the plan is complete, but the preferred leader election failed")
+	})
+}
+
+// Verify elects too once the plan is complete (and only then), unless
+// NoElect; a partition already led by its first replica is not elected.
+func TestVerifyElects(t *testing.T) {
+	done := func() *applytest.Admin {
+		f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 2, 1), applytest.Part("a", 1, 3, 1))
+		f.Parts[0].Leader = 1
+		return f
+	}
+	plan := []topology.Partition{applytest.Move("a", 0, 2, 1), applytest.Move("a", 1, 3, 1)}
+	f := done()
+	res, err := Verify(context.Background(), f, plan, Options{Clock: applytest.NewClock()})
+	require.NoError(t, err)
+	assert.Equal(t, Done, res.Outcome)
+	assert.Equal(t, &Election{Needed: 1, Elected: 1}, res.Election)
+	assert.Equal(t, []string{"ClearThrottle [1 2 3] [a]", "Elect a-0"}, f.Calls)
+	assert.Equal(t, int32(2), f.Parts[0].Leader)
+
+	f = done()
+	res, err = Verify(context.Background(), f, plan, Options{NoElect: true})
+	require.NoError(t, err)
+	assert.Equal(t, &Election{Skipped: SkipNoElect, Needed: 1}, res.Election)
+	assert.Equal(t, []string{"ClearThrottle [1 2 3] [a]"}, f.Calls)
+
+	f = done()
+	f.Moving[key("a", 1)] = []int32{3, 2}
+	res, err = Verify(context.Background(), f, plan, Options{Clock: applytest.NewClock()})
+	require.NoError(t, err)
+	assert.Equal(t, StillInProgress, res.Outcome)
+	assert.Nil(t, res.Election)
+	assert.Empty(t, f.Calls)
 }

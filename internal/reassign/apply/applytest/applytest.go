@@ -4,6 +4,7 @@ package applytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -13,8 +14,10 @@ import (
 
 // Admin is a cluster in memory that implements apply.Admin. Reassign marks
 // partitions in progress; each Snapshot after that completes up to
-// FinishPerPoll of them (0: none ever completes). Calls logs every change,
-// in order.
+// FinishPerPoll of them (0: none ever completes), keeping the leader when
+// it stays among the replicas, as Kafka's controller does. ElectPreferred
+// moves leadership to the first replica when it is in the ISR. Calls logs
+// every change, in order.
 type Admin struct {
 	Brokers []topology.Broker
 	Parts   []topology.Partition
@@ -28,7 +31,16 @@ type Admin struct {
 
 	// Errs makes a method (by name) fail.
 	Errs map[string]error
-	// Calls logs every change: SetThrottle, ClearThrottle, Reassign, Cancel.
+	// ElectErrs makes the preferred election of a partition fail.
+	ElectErrs map[topology.Key]error
+	// LateLeaders is how many Snapshots after an election its new leaders
+	// show in metadata (-1: never).
+	LateLeaders int
+	// elected are the partitions elected, not yet shown, with the Snapshots
+	// left before they are.
+	elected map[topology.Key]int
+	// Calls logs every change: SetThrottle, ClearThrottle, Reassign,
+	// Cancel, Elect.
 	Calls []string
 	// Snapshots counts the Snapshot calls.
 	Snapshots int
@@ -36,7 +48,7 @@ type Admin struct {
 
 // New returns a cluster of running brokers holding parts.
 func New(brokers []int32, parts ...topology.Partition) *Admin {
-	f := &Admin{Moving: map[topology.Key][]int32{}, Errs: map[string]error{}}
+	f := &Admin{Moving: map[topology.Key][]int32{}, Errs: map[string]error{}, ElectErrs: map[topology.Key]error{}, elected: map[topology.Key]int{}}
 	for _, b := range brokers {
 		f.Brokers = append(f.Brokers, topology.Broker{ID: b})
 	}
@@ -72,11 +84,24 @@ func (f *Admin) Snapshot(_ context.Context, filter func(string) bool) (*topology
 	if f.DropOnPoll {
 		clear(f.Moving)
 	}
+	for k, left := range f.elected {
+		switch {
+		case left == 0:
+			q := f.find(k)
+			q.Leader = q.Replicas[0]
+			delete(f.elected, k)
+		case left > 0:
+			f.elected[k] = left - 1
+		}
+	}
 	done := 0
 	for _, p := range f.Parts {
 		if target, ok := f.Moving[p.Key()]; ok && done < f.FinishPerPoll {
 			q := f.find(p.Key())
-			q.Replicas, q.Leader = target, target[0]
+			q.Replicas, q.ISR = target, slices.Clone(target)
+			if !slices.Contains(target, q.Leader) {
+				q.Leader = target[0]
+			}
 			delete(f.Moving, p.Key())
 			done++
 		}
@@ -142,6 +167,35 @@ func (f *Admin) CancelReassign(_ context.Context, keys []topology.Key) error {
 		delete(f.Moving, k)
 	}
 	return nil
+}
+
+// ElectPreferred implements apply.Admin.
+func (f *Admin) ElectPreferred(_ context.Context, keys []topology.Key) (map[topology.Key]error, error) {
+	for _, k := range keys {
+		f.Calls = append(f.Calls, "Elect "+k.String())
+	}
+	if err := f.Errs["ElectPreferred"]; err != nil {
+		return nil, err
+	}
+	out := map[topology.Key]error{}
+	for _, k := range keys {
+		q := f.find(k)
+		switch {
+		case q == nil:
+			out[k] = errors.New("UNKNOWN_TOPIC_OR_PARTITION")
+		case f.ElectErrs[k] != nil:
+			out[k] = f.ElectErrs[k]
+		case q.Leader == q.Replicas[0]:
+			// ELECTION_NOT_NEEDED: not a refusal.
+		case !slices.Contains(q.ISR, q.Replicas[0]):
+			out[k] = errors.New("PREFERRED_LEADER_NOT_AVAILABLE")
+		case f.LateLeaders == 0:
+			q.Leader = q.Replicas[0]
+		default:
+			f.elected[k] = f.LateLeaders
+		}
+	}
+	return out, nil
 }
 
 // Clock advances only when slept on.
