@@ -70,10 +70,10 @@ type runner struct {
 	assign  map[string][][]int32 // replica assignment by topic written
 	brokers []int32              // the cluster's brokers when the run began
 	prods   []*producer
-	legs   []*leg
-	cur    atomic.Pointer[leg]
-	dead   int32 // the broker currently killed by this run, -1 for none
-	notes  []string
+	legs    []*leg
+	cur     atomic.Pointer[leg]
+	dead    int32 // the broker currently killed by this run, -1 for none
+	notes   []string
 }
 
 func (r *runner) since() time.Duration { return r.now().Sub(r.epoch) }
