@@ -94,6 +94,12 @@ func predictionPlots(res *chaos.Result) ([][]*plot.Plot, error) {
 			pl.X.Label.Text = "broker"
 			pl.Y.Min = 0
 			ids := brokerKeys(pr.PredictedShare, pr.MeasuredShare)
+			// Head room above the tallest bar for the legend.
+			hi := 0.0
+			for _, id := range ids {
+				hi = max(hi, pr.PredictedShare[id], pr.MeasuredShare[id])
+			}
+			pl.Y.Max = max(10, 100*hi*1.3)
 			for k, series := range []struct {
 				name string
 				m    map[string]float64
