@@ -37,7 +37,15 @@ func TestLabThesis64Workload(t *testing.T) {
 	cfg.Target = Target{Kind: TargetBusiest}
 	cfg.Warmup = 6 * time.Second
 	cfg.Restore = true // leave the shared lab whole
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// One partitioner at a time, as the thesis measured: sqf's prediction
+	// (node's shares) holds while its per-broker queues stay within its
+	// slack, which needs brokers about equally fast. Side by side, five
+	// producers pairs and the checking consumer load the 2-core lab enough
+	// that the busiest broker's latency spikes pass the slack, and sqf,
+	// doing its job, sends it less: 4.8 and 7.8 points off in 2 of 5 runs
+	// (docs/BENCHMARKS.md).
+	cfg.Sequential = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, c, cfg)
 	require.NoError(t, err)

@@ -77,7 +77,7 @@ func TestOverlapFixRemovesSkew(t *testing.T) {
 	// 1. The workload as shipped, on topics l2-A..D created with its layout.
 	before := chaosResult(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", labDir,
 		"--workload", repoFile(t, "chaos/overlap-4.yaml"), "--topic", "l2",
-		"--partitioner", "roundrobin,default", "--rate", "4MB/s", "--record-size", "10000", "--phase-duration", "10s")
+		"--partitioner", "roundrobin,default", "--rate", "4MB/s", "--record-size", "10000", "--phase-duration", "15s")
 	for _, p := range before.Partitioners {
 		ph := p.Phases["before"]
 		require.NotNil(t, ph, p.Name)
