@@ -1,108 +1,15 @@
 package audit
 
 import (
-	"errors"
 	"slices"
-	"strings"
 
-	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
 
-// TopicKeys are the record keys per topic for a prediction: ByTopic names
-// topics, Default covers the others (keyless when not set).
-type TopicKeys struct {
-	ByTopic map[string]workload.Keys
-	Default workload.Keys
-}
-
-// Of returns topic's keys.
-func (k TopicKeys) Of(topic string) workload.Keys {
-	if v, ok := k.ByTopic[topic]; ok {
-		return v
-	}
-	return k.Default
-}
-
-// Keyed reports whether any topic's records carry keys.
-func (k TopicKeys) Keyed() bool {
-	if k.Default.Keyed() {
-		return true
-	}
-	for _, v := range k.ByTopic {
-		if v.Keyed() {
-			return true
-		}
-	}
-	return false
-}
-
-// String returns the keys as ParseTopicKeys reads them, topics sorted.
-func (k TopicKeys) String() string {
-	if len(k.ByTopic) == 0 {
-		return k.Default.String()
-	}
-	var parts []string
-	if k.Default.Keyed() {
-		parts = append(parts, "*="+k.Default.String())
-	}
-	for _, t := range slices.Sorted(func(yield func(string) bool) {
-		for t := range k.ByTopic {
-			if !yield(t) {
-				return
-			}
-		}
-	}) {
-		parts = append(parts, t+"="+k.ByTopic[t].String())
-	}
-	return strings.Join(parts, ",")
-}
-
-// ParseTopicKeys reads either one distribution for every topic
-// (workload.ParseKeys: none, uniform:N, zipf:S:N) or TOPIC=SPEC,...
-// (*=SPEC for the topics not named). Errors are usage errors naming the
-// field workload.FieldKeys.
-func ParseTopicKeys(s string) (TopicKeys, error) {
-	out := TopicKeys{ByTopic: map[string]workload.Keys{}}
-	if !strings.Contains(s, "=") {
-		k, err := workload.ParseKeys(s)
-		out.Default = k
-		return out, err
-	}
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		topic, spec, ok := strings.Cut(item, "=")
-		topic = strings.TrimSpace(topic)
-		if !ok || topic == "" {
-			return TopicKeys{}, errkind.Usagef(workload.FieldKeys, "keys %q: want TOPIC=SPEC", item)
-		}
-		k, err := workload.ParseKeys(spec)
-		if err != nil {
-			var ke *errkind.Error
-			if errors.As(err, &ke) {
-				err = ke.Err
-			}
-			return TopicKeys{}, errkind.Usagef(workload.FieldKeys, "%s: %w", topic, err)
-		}
-		if topic == "*" {
-			out.Default = k
-			continue
-		}
-		if _, dup := out.ByTopic[topic]; dup {
-			return TopicKeys{}, errkind.Usagef(workload.FieldKeys, "keys for %s given twice", topic)
-		}
-		out.ByTopic[topic] = k
-	}
-	return out, nil
-}
-
 // Loads is the workload of every topic of c at rates with keys, in topic
 // order: what PredictShares takes.
-func Loads(c *topology.Cluster, rates Rates, keys TopicKeys) []workload.Topic {
+func Loads(c *topology.Cluster, rates Rates, keys workload.TopicKeys) []workload.Topic {
 	var out []workload.Topic
 	for _, t := range c.Topics() {
 		out = append(out, workload.Topic{Name: t.Name, Rate: rates.Of(t.Name), Keys: keys.Of(t.Name)})
@@ -202,7 +109,7 @@ type LossPrediction struct {
 
 // PredictAfterLoss predicts, for each broker in lost (one at a time), the
 // load per broker under every partitioner after the loss.
-func PredictAfterLoss(c *topology.Cluster, rates Rates, keys TopicKeys, o ShareOptions, lost []int32) ([]LossPrediction, error) {
+func PredictAfterLoss(c *topology.Cluster, rates Rates, keys workload.TopicKeys, o ShareOptions, lost []int32) ([]LossPrediction, error) {
 	out := make([]LossPrediction, 0, len(lost))
 	l := Loads(c, rates, keys)
 	for _, id := range lost {

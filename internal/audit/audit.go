@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/kplan-dev/kplan/internal/topology"
+	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 // Severity ranks a finding.
@@ -102,7 +103,7 @@ type Report struct {
 	// RatesBytesPerSecond is true when Predicted loads are bytes per second
 	// rather than relative weights.
 	RatesBytesPerSecond bool `json:"rates_bytes_per_second"`
-	// Keys are the record keys the predictions assumed (TopicKeys.String),
+	// Keys are the record keys the predictions assumed (workload.TopicKeys.String),
 	// when given; SQFSharedRegime is "saturated" when sqf-shared was
 	// predicted with queues full.
 	Keys            string   `json:"keys,omitempty"`
@@ -116,7 +117,7 @@ type Report struct {
 
 // PredictOptions say what the predictions assume beyond the rates.
 type PredictOptions struct {
-	Keys   TopicKeys
+	Keys   workload.TopicKeys
 	Shares ShareOptions
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kplan-dev/kplan/internal/topology"
+	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 var (
@@ -121,7 +122,7 @@ func BenchmarkPredictAfterLoss2M(b *testing.B) {
 	c := big(b)
 	b.ResetTimer()
 	for b.Loop() {
-		lp, err := PredictAfterLoss(c, EqualRates(), TopicKeys{}, ShareOptions{}, []int32{c.Brokers[0].ID})
+		lp, err := PredictAfterLoss(c, EqualRates(), workload.TopicKeys{}, ShareOptions{}, []int32{c.Brokers[0].ID})
 		if err != nil || len(lp) != 1 {
 			b.Fatal(err)
 		}

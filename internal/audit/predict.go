@@ -9,6 +9,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/units"
+	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 // Rates are producers' per-topic rates for the predicted load.
@@ -197,7 +198,7 @@ type Prediction struct {
 // with a live leader take records. Every broker is listed, in id order;
 // max/mean is taken over SkewBrokers.
 func Predict(c *topology.Cluster, rates Rates) []Prediction {
-	ps, err := PredictAll(c, Loads(c, rates, TopicKeys{}), ShareOptions{}, RoundRobin, Node)
+	ps, err := PredictAll(c, Loads(c, rates, workload.TopicKeys{}), ShareOptions{}, RoundRobin, Node)
 	if err != nil {
 		panic(err) // both names are known to PredictShares
 	}

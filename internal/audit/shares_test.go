@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
@@ -226,7 +225,7 @@ func TestShares(t *testing.T) {
 func TestEquivalentsHold(t *testing.T) {
 	for _, name := range []string{"thesis-6.4.json", "thesis-6-4.json", "thesis-fig3.3.json", "thesis-fig3.8.json", "kafkakit-optimize-input.json", "demo-cells.json"} {
 		c := loadLayout(t, name)
-		l := Loads(c, Rates{ByTopic: map[string]float64{}, Default: 1}, TopicKeys{})
+		l := Loads(c, Rates{ByTopic: map[string]float64{}, Default: 1}, workload.TopicKeys{})
 		for i := range l {
 			l[i].Rate = float64(1 + i%3)
 		}
@@ -259,12 +258,12 @@ func TestPredictAfterLossThesis64RF2(t *testing.T) {
 	assert.False(t, orig.Missing, "AfterLoss leaves its input alone")
 
 	rates := Rates{ByTopic: map[string]float64{"A": 2, "B": 1}}
-	lp, err := PredictAfterLoss(c, rates, TopicKeys{}, ShareOptions{}, []int32{2})
+	lp, err := PredictAfterLoss(c, rates, workload.TopicKeys{}, ShareOptions{}, []int32{2})
 	require.NoError(t, err)
 	require.Len(t, lp, 1)
 	assert.Equal(t, int32(2), lp[0].Lost)
 	assert.Equal(t, []int32{1, 3}, lp[0].SkewBrokers)
-	assert.Equal(t, lp[0].SkewBrokers, SkewBrokers(after, Loads(after, rates, TopicKeys{})))
+	assert.Equal(t, lp[0].SkewBrokers, SkewBrokers(after, Loads(after, rates, workload.TopicKeys{})))
 	require.Len(t, lp[0].Predictions, len(SharePartitioners))
 	byName := map[string]Prediction{}
 	for i, p := range lp[0].Predictions {
@@ -300,7 +299,7 @@ func TestPredictSkewOverLiveLeaders(t *testing.T) {
 		assert.Equal(t, []BrokerShare{{1, 2, 0.666667}, {2, 0, 0}, {3, 1, 0.333333}}, p.Brokers, p.Partitioner)
 		assert.InDelta(t, 1.333, p.MaxOverMean, 1e-9, p.Partitioner)
 	}
-	lp, err := PredictAfterLoss(loadLayout(t, "thesis-6.4.json"), rates, TopicKeys{}, ShareOptions{}, []int32{2})
+	lp, err := PredictAfterLoss(loadLayout(t, "thesis-6.4.json"), rates, workload.TopicKeys{}, ShareOptions{}, []int32{2})
 	require.NoError(t, err)
 	for _, p := range lp[0].Predictions {
 		assert.InDelta(t, 1.333, p.MaxOverMean, 1e-9, p.Partitioner)
@@ -311,33 +310,11 @@ func TestPredictSkewOverLiveLeaders(t *testing.T) {
 	assert.InDelta(t, 1.0, only[1].MaxOverMean, 1e-9, "node over brokers 1 and 2: 1.5 each")
 }
 
-func TestParseTopicKeys(t *testing.T) {
-	k, err := ParseTopicKeys("zipf:1.2:100")
-	require.NoError(t, err)
-	assert.Equal(t, workload.Keys{Kind: workload.KeysZipf, S: 1.2, N: 100}, k.Of("anything"))
-	assert.True(t, k.Keyed())
-	k, err = ParseTopicKeys("A=uniform:10, B=none,*=zipf:1:5")
-	require.NoError(t, err)
-	assert.Equal(t, workload.Keys{Kind: workload.KeysUniform, N: 10}, k.Of("A"))
-	assert.Equal(t, workload.Keys{}, k.Of("B"))
-	assert.Equal(t, workload.Keys{Kind: workload.KeysZipf, S: 1, N: 5}, k.Of("C"))
-	assert.Equal(t, "*=zipf:1:5,A=uniform:10,B=none", k.String())
-	k, err = ParseTopicKeys("none")
-	require.NoError(t, err)
-	assert.False(t, k.Keyed())
-	for _, bad := range []string{"", "zipf", "uniform:0", "A=", "=uniform:3", "A=uniform:3,A=none", "A=hot:1", "A=uniform:2,B"} {
-		_, err := ParseTopicKeys(bad)
-		require.Error(t, err, bad)
-		assert.Equal(t, errkind.Usage, errkind.KindOf(err), bad)
-		assert.Equal(t, workload.FieldKeys, errkind.FieldOf(err), bad)
-	}
-}
-
 // TestPredictAfterLossIsPredictOnAfterLoss: PredictAfterLoss (which elects
 // on the fly) gives exactly PredictAll on the cluster AfterLoss builds,
 // for every broker of several layouts, keyed and saturated alike.
 func TestPredictAfterLossIsPredictOnAfterLoss(t *testing.T) {
-	keys := TopicKeys{Default: workload.Keys{Kind: workload.KeysZipf, S: 1.1, N: 200}}
+	keys := workload.TopicKeys{Default: workload.Keys{Kind: workload.KeysZipf, S: 1.1, N: 200}}
 	for _, name := range []string{"thesis-6-4.json", "thesis-6.4.json", "thesis-fig3.5-z-rf2.json", "kafkakit-optimize-input.json", "demo-cells.json"} {
 		c := loadLayout(t, name)
 		rates := Rates{ByTopic: map[string]float64{}, Default: 1}
@@ -357,23 +334,4 @@ func TestPredictAfterLossIsPredictOnAfterLoss(t *testing.T) {
 			}
 		}
 	}
-}
-
-func FuzzParseTopicKeys(f *testing.F) {
-	for _, s := range []string{"zipf:1.2:100", "A=uniform:10,B=none,*=zipf:1:5", "A=", "=x", "A=uniform:3,A=none", ",,"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		k, err := ParseTopicKeys(s)
-		if err != nil {
-			if errkind.FieldOf(err) != workload.FieldKeys {
-				t.Fatalf("%q: error %v does not name %s", s, err, workload.FieldKeys)
-			}
-			return
-		}
-		back, err := ParseTopicKeys(k.String())
-		if err != nil || back.Default != k.Default || len(back.ByTopic) != len(k.ByTopic) {
-			t.Fatalf("%q: %q does not round-trip: %+v, %v", s, k.String(), back, err)
-		}
-	})
 }

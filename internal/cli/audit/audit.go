@@ -41,7 +41,7 @@ type Options struct {
 	RatesGiven bool
 	// Keys are the record keys per topic (--keys); Saturated predicts the
 	// shared SQF with full queues (--saturated).
-	Keys      audit.TopicKeys
+	Keys      workload.TopicKeys
 	KeysGiven bool
 	Saturated bool
 	// MaxOverlaps is how many overlapping pairs to list (0: all); the
@@ -170,7 +170,7 @@ leaders chaos measures), so a lost broker does not count.`,
 				opts.RatesGiven = true
 			}
 			if cmd.Flags().Changed("keys") {
-				if opts.Keys, err = audit.ParseTopicKeys(keys); err != nil {
+				if opts.Keys, err = workload.ParseTopicKeys(keys); err != nil {
 					if errkind.FieldOf(err) == workload.FieldKeys {
 						return cmdutil.SpellFlag(err, nil)
 					}

@@ -32,6 +32,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/units"
+	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 // Options are the parsed flags of `kplan chaos`.
@@ -467,7 +468,9 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 	if spec.RatesGiven && spec.Rates.BytesPerSecond && given("rate") {
 		return cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.ratesFlag), c.where("rate"))
 	}
-	if spec.Keys, err = ParseKeySpec(c.keys); err != nil {
+	if c.keys == "" {
+		spec.Keys = workload.TopicKeys{}
+	} else if spec.Keys, err = workload.ParseTopicKeys(c.keys); err != nil {
 		return spell(err, c.where)
 	}
 	if c.topics != "" {

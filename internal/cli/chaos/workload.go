@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
-	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/workload"
@@ -38,74 +36,12 @@ type WorkloadSpec struct {
 	// unlimited).
 	Total int64
 	// Keys are the key distributions: PerTopic by name, else Default.
-	Keys KeySpec
+	Keys workload.TopicKeys
 
 	// where spells a flag for errors (its file line when a workload file
 	// set it); ratesFlag is "rates" or "rates-file".
 	where     func(string) string
 	ratesFlag string
-}
-
-// KeySpec is --keys: one distribution for every topic, or one per topic
-// (topics not named: Default, keyless unless "*" sets it).
-type KeySpec struct {
-	Default  workload.Keys
-	PerTopic map[string]workload.Keys
-}
-
-// ParseKeySpec parses --keys: SPEC for every topic, or
-// TOPIC=SPEC,TOPIC=SPEC with "*" for the topics not named. Errors are
-// usage errors naming the field keys.
-func ParseKeySpec(s string) (KeySpec, error) {
-	ks := KeySpec{PerTopic: map[string]workload.Keys{}}
-	if strings.TrimSpace(s) == "" {
-		return ks, nil
-	}
-	if !strings.Contains(s, "=") {
-		k, err := workload.ParseKeys(s)
-		ks.Default = k
-		return ks, err
-	}
-	defaultSet := false
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		topic, spec, ok := strings.Cut(item, "=")
-		topic = strings.TrimSpace(topic)
-		if !ok || topic == "" {
-			return KeySpec{}, errkind.Usagef(workload.FieldKeys, "%q: want TOPIC=SPEC", item)
-		}
-		k, err := workload.ParseKeys(spec)
-		if err != nil {
-			var ke *errkind.Error
-			if errors.As(err, &ke) {
-				return KeySpec{}, errkind.Usagef(workload.FieldKeys, "%s: %w", topic, ke.Err)
-			}
-			return KeySpec{}, errkind.Usagef(workload.FieldKeys, "%s: %w", topic, err)
-		}
-		if topic == "*" {
-			if defaultSet {
-				return KeySpec{}, errkind.Usagef(workload.FieldKeys, "*: given twice")
-			}
-			ks.Default, defaultSet = k, true
-			continue
-		}
-		if _, dup := ks.PerTopic[topic]; dup {
-			return KeySpec{}, errkind.Usagef(workload.FieldKeys, "%s: given twice", topic)
-		}
-		ks.PerTopic[topic] = k
-	}
-	return ks, nil
-}
-
-// Of returns topic's key distribution.
-func (k KeySpec) Of(topic string) workload.Keys {
-	if d, ok := k.PerTopic[topic]; ok {
-		return d
-	}
-	return k.Default
 }
 
 // build returns the workload over the topics named (in the order given),
@@ -122,7 +58,7 @@ func (s *WorkloadSpec) build(names []string, assignments map[string][][]int32, a
 			return nil, cmdutil.UsageErrorf("%s: topic %q is not %s", s.where(s.ratesFlag), t, among)
 		}
 	}
-	for _, t := range sortedKeys(s.Keys.PerTopic) {
+	for _, t := range sortedKeys(s.Keys.ByTopic) {
 		if !known[t] {
 			return nil, cmdutil.UsageErrorf("%s: topic %q is not %s", s.where("keys"), t, among)
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
-	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
 
@@ -182,8 +181,8 @@ func TestWorkloadBadInput(t *testing.T) {
 		{[]string{"--layout", thesis64, "--rates", "A=1", "--rates-file", badRates}, "--rates and --rates-file: give one"},
 		{[]string{"--layout", thesis64, "--keys", "zipf:x:10"}, `--keys: keys "zipf:x:10": exponent`},
 		{[]string{"--layout", thesis64, "--keys", "A=zipf:1:0"}, `--keys: A: keys "zipf:1:0": key count`},
-		{[]string{"--layout", thesis64, "--keys", "A=none,A=none"}, "--keys: A: given twice"},
-		{[]string{"--layout", thesis64, "--keys", "=none"}, `--keys: "=none": want TOPIC=SPEC`},
+		{[]string{"--layout", thesis64, "--keys", "A=none,A=none"}, "--keys: keys for A given twice"},
+		{[]string{"--layout", thesis64, "--keys", "=none"}, `--keys: keys "=none": want TOPIC=SPEC`},
 		{[]string{"--layout", thesis64, "--keys", "C=none"}, `--keys: topic "C" is not in the layout`},
 		{[]string{"--layout", thesis64, "--brokers", "2"}, "--brokers: 2 brokers, but --layout names broker 3"},
 		{[]string{"--topics", "^a", "--cluster", "lab"}, "--topics: needs --sequential"},
@@ -269,39 +268,4 @@ func TestSQFShared(t *testing.T) {
 	o, err := parse(t, "--kill", "busiest", "--layout", thesis64, "--partitioner", "sqf,sqf-shared")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"sqf", chaos.SQFShared}, o.Config.Partitioners)
-}
-
-func TestParseKeySpec(t *testing.T) {
-	ks, err := ParseKeySpec("")
-	require.NoError(t, err)
-	assert.Equal(t, workload.Keys{}, ks.Of("any"))
-	ks, err = ParseKeySpec(" A = zipf:1.1:1000 , *=uniform:3")
-	require.NoError(t, err)
-	assert.Equal(t, zipf, ks.Of("A"))
-	assert.Equal(t, workload.Keys{Kind: workload.KeysUniform, N: 3}, ks.Of("B"))
-	for _, s := range []string{"*=none,*=none", "A=", "x"} {
-		_, err := ParseKeySpec(s)
-		require.Error(t, err, s)
-		assert.Equal(t, workload.FieldKeys, errkind.FieldOf(err), s)
-	}
-}
-
-// FuzzParseKeySpec: never a panic; what parses carries its field and
-// spells back to what it parsed.
-func FuzzParseKeySpec(f *testing.F) {
-	for _, s := range []string{"none", "zipf:1.1:1000", "A=zipf:1.1:1000,B=none", "*=uniform:10,B=none", "A=", "=none", ",,", "A=zipf:x:1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		ks, err := ParseKeySpec(s)
-		if err != nil {
-			assert.Equal(t, workload.FieldKeys, errkind.FieldOf(err))
-			return
-		}
-		for topic, k := range ks.PerTopic {
-			back, err := workload.ParseKeys(k.String())
-			require.NoError(t, err, topic)
-			assert.Equal(t, k, back, topic)
-		}
-	})
 }
