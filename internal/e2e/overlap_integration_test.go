@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kplan-dev/kplan/internal/app"
 	"github.com/kplan-dev/kplan/internal/chaos"
-	"github.com/kplan-dev/kplan/internal/cmdutil"
-	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -26,23 +22,12 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
 
-// runKplan runs kplan in process and returns its exit code, stdout and
-// stderr.
+// runKplan runs kplan in process, logging the command, and returns its
+// exit code, stdout and stderr.
 func runKplan(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
-	ios, _, out, errOut := iostreams.Test()
-	f := &cmdutil.Factory{IOStreams: ios, Version: "test", Now: time.Now}
 	t.Logf("$ kplan %s", strings.Join(args, " "))
-	code := app.Run(ctx, f, args)
-	return code, out.String(), errOut.String()
-}
-
-// repoFile is a file of the repository, from this package's directory.
-func repoFile(t *testing.T, rel string) string {
-	t.Helper()
-	_, self, _, ok := runtime.Caller(0)
-	require.True(t, ok)
-	return filepath.Join(filepath.Dir(self), "..", "..", rel)
+	return kplan(ctx, args...)
 }
 
 // chaosResult runs kplan chaos with args and -o json.
@@ -76,7 +61,7 @@ func TestOverlapFixRemovesSkew(t *testing.T) {
 
 	// 1. The workload as shipped, on topics l2-A..D created with its layout.
 	before := chaosResult(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", labDir,
-		"--workload", repoFile(t, "chaos/overlap-4.yaml"), "--topic", "l2",
+		"--workload", repo("chaos/overlap-4.yaml"), "--topic", "l2",
 		"--partitioner", "roundrobin,default", "--rate", "4MB/s", "--record-size", "10000", "--phase-duration", "15s")
 	for _, p := range before.Partitioners {
 		ph := p.Phases["before"]
