@@ -6,15 +6,21 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
 // Properties are the Kafka client settings kplan understands from a
@@ -22,9 +28,13 @@ import (
 type Properties struct {
 	BootstrapServers string
 	SecurityProtocol string // PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
-	SASLMechanism    string // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+	SASLMechanism    string // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER
 	Username         string
 	Password         string
+	// TokenFile holds the OAUTHBEARER token (a JWT), read at each login:
+	// sasl.oauthbearer.token.endpoint.url=file:///PATH, as Kafka's client
+	// reads a pre-fetched token (KIP-768).
+	TokenFile string
 	// PEM material: files (ssl.*.location with type PEM) or inline values.
 	TrustPEM []byte
 	CertPEM  []byte
@@ -39,41 +49,36 @@ var jaasField = regexp.MustCompile(`(username|password)\s*=\s*"((?:[^"\\]|\\.)*)
 // ParseProperties parses Kafka client properties. name labels errors as
 // name:line: key. Keys kplan does not use (they tune the Java client) are
 // accepted and ignored, so operators can reuse the file they already have.
+//
+// Values may hold Kafka's config provider references, resolved before use
+// so that secrets stay out of the file and of argv: ${env:VAR} (the
+// environment variable), ${file:PATH:key} (key in the properties file PATH,
+// as FileConfigProvider) and ${dir:PATH:name} (the content of the file name
+// in the directory PATH, as DirectoryConfigProvider). Kafka resolves them
+// only when config.providers names them with their classes; kplan resolves
+// env, file and dir without those lines too, and when config.providers is
+// set, the providers it lists under their own names (the class says which
+// kind each one is).
+//
+// Errors are of kind errkind.Usage.
 func ParseProperties(data []byte, name string) (Properties, error) {
-	vals := map[string]string{}
-	lines := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	ln := 0
-	var cont string
-	contLine := 0
-	for sc.Scan() {
-		ln++
-		line := strings.TrimSpace(sc.Text())
-		if cont != "" {
-			line = cont + line
-		} else {
-			contLine = ln
-		}
-		if strings.HasSuffix(line, `\`) && !strings.HasSuffix(line, `\\`) {
-			cont = strings.TrimSuffix(line, `\`)
-			continue
-		}
-		cont = ""
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
-		}
-		i := strings.IndexAny(line, "=:")
-		if i <= 0 {
-			return Properties{}, fmt.Errorf("%s:%d: want key=value", name, contLine)
-		}
-		k, v := strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:])
-		vals[k], lines[k] = v, contLine
+	p, err := parseProperties(data, name)
+	if err != nil {
+		return p, errkind.Wrap(errkind.Usage, "", err)
 	}
-	if err := sc.Err(); err != nil {
-		return Properties{}, fmt.Errorf("%s: %w", name, err)
+	return p, nil
+}
+
+func parseProperties(data []byte, name string) (Properties, error) {
+	vals, lines, last, err := readProperties(data, name)
+	if err != nil {
+		return Properties{}, err
 	}
+	ln := last
 	where := func(k string) string { return fmt.Sprintf("%s:%d: %s", name, lines[k], k) }
+	if err := resolveProviders(vals, where); err != nil {
+		return Properties{}, err
+	}
 	p := Properties{BootstrapServers: vals["bootstrap.servers"], SecurityProtocol: strings.ToUpper(vals["security.protocol"])}
 	switch p.SecurityProtocol {
 	case "":
@@ -88,13 +93,22 @@ func ParseProperties(data []byte, name string) (Properties, error) {
 			p.SASLMechanism = "GSSAPI" // Kafka's default, which kplan cannot do
 		}
 		switch p.SASLMechanism {
-		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER":
 		default:
-			return p, fmt.Errorf("%s: mechanism %q is not supported (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", where("sasl.mechanism"), p.SASLMechanism)
+			return p, fmt.Errorf("%s: mechanism %q is not supported (want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)", where("sasl.mechanism"), p.SASLMechanism)
 		}
 		jaas, ok := vals["sasl.jaas.config"]
 		if !ok {
 			return p, fmt.Errorf("%s:%d: sasl.jaas.config is required for %s", name, ln, p.SecurityProtocol)
+		}
+		if p.SASLMechanism == "OAUTHBEARER" {
+			const key = "sasl.oauthbearer.token.endpoint.url"
+			u, err := url.Parse(vals[key])
+			if vals[key] == "" || err != nil || u.Scheme != "file" || u.Path == "" {
+				return p, fmt.Errorf("%s:%d: %s: kplan reads OAUTHBEARER tokens from a file only: set %s=file:///PATH/TO/TOKEN", name, max(lines[key], lines["sasl.mechanism"]), key, key)
+			}
+			p.TokenFile = u.Path
+			return p, p.tls(vals, where)
 		}
 		for _, m := range jaasField.FindAllStringSubmatch(jaas, -1) {
 			v := strings.ReplaceAll(strings.ReplaceAll(m[2], `\"`, `"`), `\\`, `\`)
@@ -108,22 +122,28 @@ func ParseProperties(data []byte, name string) (Properties, error) {
 			return p, fmt.Errorf("%s: no username=\"...\" found", where("sasl.jaas.config"))
 		}
 	}
+	return p, p.tls(vals, where)
+}
+
+// tls reads the ssl.* settings of an SSL or SASL_SSL connection.
+func (p *Properties) tls(vals map[string]string, where func(string) string) error {
 	if strings.HasSuffix(p.SecurityProtocol, "SSL") {
 		var err error
 		if p.TrustPEM, err = pemSetting(vals, "ssl.truststore", "ssl.truststore.certificates", where); err != nil {
-			return p, err
+			return err
 		}
 		if p.CertPEM, err = pemSetting(vals, "ssl.keystore", "ssl.keystore.certificate.chain", where); err != nil {
-			return p, err
+			return err
 		}
 		if k := vals["ssl.keystore.key"]; k != "" {
 			p.KeyPEM = []byte(k)
 		} else if p.CertPEM != nil && vals["ssl.keystore.location"] != "" {
 			p.KeyPEM = p.CertPEM // a PEM keystore file holds the key and the chain
 		}
-		p.NoHostnameCheck = vals["ssl.endpoint.identification.algorithm"] == "" && lines["ssl.endpoint.identification.algorithm"] > 0
+		_, set := vals["ssl.endpoint.identification.algorithm"]
+		p.NoHostnameCheck = set && vals["ssl.endpoint.identification.algorithm"] == ""
 	}
-	return p, nil
+	return nil
 }
 
 // pemSetting reads PEM from an inline key or from prefix.location when
@@ -153,7 +173,7 @@ func pemSetting(vals map[string]string, prefix, inline string, where func(string
 func LoadClientProperties(path string) (Properties, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Properties{}, fmt.Errorf("--command-config: %w", err)
+		return Properties{}, errkind.Wrap(errkind.Usage, "", fmt.Errorf("--command-config: %w", err))
 	}
 	return ParseProperties(b, path)
 }
@@ -219,6 +239,15 @@ func (p Properties) saslMechanism() sasl.Mechanism {
 		return typedMechanism{scram.Auth{User: p.Username, Pass: p.Password}.AsSha256Mechanism()}
 	case "SCRAM-SHA-512":
 		return typedMechanism{scram.Auth{User: p.Username, Pass: p.Password}.AsSha512Mechanism()}
+	case "OAUTHBEARER":
+		file := p.TokenFile
+		return typedMechanism{oauth.Oauth(func(context.Context) (oauth.Auth, error) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return oauth.Auth{}, fmt.Errorf("reading the token: %w", err)
+			}
+			return oauth.Auth{Token: strings.TrimSpace(string(b))}, nil
+		})}
 	}
 	return nil
 }
@@ -262,4 +291,151 @@ func (s typedSession) Challenge(c []byte) (bool, []byte, error) {
 		return done, resp, &saslError{mechanism: s.mechanism, err: err}
 	}
 	return done, resp, nil
+}
+
+// readProperties reads Java properties lines (key=value or key:value, #
+// and ! comments, \ continuations) into values and the line of each key;
+// last is the number of lines read.
+func readProperties(data []byte, name string) (vals map[string]string, lines map[string]int, last int, err error) {
+	vals, lines = map[string]string{}, map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	ln := 0
+	var cont string
+	contLine := 0
+	for sc.Scan() {
+		ln++
+		line := strings.TrimSpace(sc.Text())
+		if cont != "" {
+			line = cont + line
+		} else {
+			contLine = ln
+		}
+		if strings.HasSuffix(line, `\`) && !strings.HasSuffix(line, `\\`) {
+			cont = strings.TrimSuffix(line, `\`)
+			continue
+		}
+		cont = ""
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		i := strings.IndexAny(line, "=:")
+		if i <= 0 {
+			return nil, nil, ln, fmt.Errorf("%s:%d: want key=value", name, contLine)
+		}
+		k, v := strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:])
+		vals[k], lines[k] = v, contLine
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, ln, fmt.Errorf("%s: %w", name, err)
+	}
+	return vals, lines, ln, nil
+}
+
+// Kafka's config provider classes, by the kind of reference each resolves.
+const (
+	envProviderClass  = "org.apache.kafka.common.config.provider.EnvVarConfigProvider"
+	fileProviderClass = "org.apache.kafka.common.config.provider.FileConfigProvider"
+	dirProviderClass  = "org.apache.kafka.common.config.provider.DirectoryConfigProvider"
+)
+
+// providerRef is one ${provider:[path:]key} reference, as Kafka's
+// ConfigTransformer finds them.
+var providerRef = regexp.MustCompile(`\$\{([^}:]*?):(?:([^}]*?):)?([^}]*?)\}`)
+
+// resolveProviders replaces every provider reference in vals by its value.
+// Errors name the file:line, the key and the reference (the variable, file
+// and key looked up), never a resolved value.
+func resolveProviders(vals map[string]string, where func(string) string) error {
+	kinds := map[string]string{"env": "env", "file": "file", "dir": "dir"}
+	if list, ok := vals["config.providers"]; ok {
+		kinds = map[string]string{}
+		for pname := range strings.SplitSeq(list, ",") {
+			if pname = strings.TrimSpace(pname); pname == "" {
+				continue
+			}
+			classKey := "config.providers." + pname + ".class"
+			switch class := vals[classKey]; class {
+			case envProviderClass:
+				kinds[pname] = "env"
+			case fileProviderClass:
+				kinds[pname] = "file"
+			case dirProviderClass:
+				kinds[pname] = "dir"
+			case "":
+				return fmt.Errorf("%s: provider %q has no %s", where("config.providers"), pname, classKey)
+			default:
+				return fmt.Errorf("%s: class %q is not one kplan can run (want %s, %s or %s)",
+					where(classKey), class, envProviderClass, fileProviderClass, dirProviderClass)
+			}
+		}
+	}
+	files := map[string]map[string]string{} // properties files read once
+	for k, v := range vals {
+		if strings.HasPrefix(k, "config.providers") || !strings.Contains(v, "${") {
+			continue
+		}
+		var firstErr error
+		out := providerRef.ReplaceAllStringFunc(v, func(ref string) string {
+			if firstErr != nil {
+				return ""
+			}
+			m := providerRef.FindStringSubmatch(ref)
+			got, err := resolveRef(kinds, files, m[1], m[2], m[3])
+			if err != nil {
+				firstErr = fmt.Errorf("%s: %s: %w", where(k), ref, err)
+			}
+			return got
+		})
+		if firstErr != nil {
+			return firstErr
+		}
+		vals[k] = out
+	}
+	return nil
+}
+
+// resolveRef resolves one reference of provider pname.
+func resolveRef(kinds map[string]string, files map[string]map[string]string, pname, path, key string) (string, error) {
+	kind, ok := kinds[pname]
+	if !ok {
+		return "", fmt.Errorf("provider %q is not in config.providers", pname)
+	}
+	switch kind {
+	case "env":
+		v, ok := os.LookupEnv(key)
+		if !ok {
+			return "", fmt.Errorf("environment variable %s is not set", key)
+		}
+		return v, nil
+	case "dir":
+		if path == "" {
+			return "", errors.New("want ${" + pname + ":DIRECTORY:FILE}")
+		}
+		b, err := os.ReadFile(filepath.Join(path, key))
+		if err != nil {
+			return "", fmt.Errorf("reading a secret: %w", err)
+		}
+		return string(b), nil
+	default: // file
+		if path == "" {
+			return "", errors.New("want ${" + pname + ":FILE:KEY}")
+		}
+		fv, ok := files[path]
+		if !ok {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return "", fmt.Errorf("reading a secret: %w", err)
+			}
+			if fv, _, _, err = readProperties(b, path); err != nil {
+				return "", err
+			}
+			files[path] = fv
+		}
+		v, ok := fv[key]
+		if !ok {
+			return "", fmt.Errorf("no key %s in %s", key, path)
+		}
+		return v, nil
+	}
 }
