@@ -2,29 +2,16 @@ package kafka
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kplan-dev/kplan/internal/topology"
-)
-
-// ErrUnreachable and ErrAuth classify connection failures of Admin calls so
-// callers can tell "no broker answered" from "a broker refused us".
-var (
-	ErrUnreachable = errors.New("cluster unreachable")
-	ErrAuth        = errors.New("authentication failed")
 )
 
 // Admin is the lazily built admin client of one cluster: nothing connects
@@ -33,9 +20,10 @@ type Admin struct {
 	opts    ConnOptions
 	version string
 
-	once sync.Once
-	cl   *kgo.Client
-	err  error
+	once  sync.Once
+	cl    *kgo.Client
+	props Properties
+	err   error
 }
 
 // NewAdmin returns an Admin for opts; the client is built on first use.
@@ -48,7 +36,7 @@ func NewAdmin(opts ConnOptions, version string) *Admin {
 
 // Client returns the underlying franz-go client, building it on first use.
 func (a *Admin) Client() (*kgo.Client, error) {
-	a.once.Do(func() { a.cl, a.err = NewClient(a.opts, a.version) })
+	a.once.Do(func() { a.cl, a.props, a.err = newClient(a.opts, a.version) })
 	return a.cl, a.err
 }
 
@@ -164,23 +152,19 @@ func (a *Admin) WaitBrokers(ctx context.Context, n int) error {
 	}
 }
 
-// classify wraps err with ErrAuth or ErrUnreachable when it is one of those.
+// classify turns a connection failure into a *ConnError (by the types in
+// err's chain, never its text); other errors are returned as they are.
 func (a *Admin) classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if isAuth(err) {
-		return fmt.Errorf("%w at %s: %w", ErrAuth, a.seeds(), err)
+	var ce *ConnError
+	if errors.As(err, &ce) {
+		return err
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-		// A Kafka listener drops a client whose security settings it does
-		// not speak (PLAINTEXT against SASL, a rejected SASL exchange).
-		return fmt.Errorf("%w at %s: the broker closed the connection; check security.protocol, sasl.mechanism and the credentials in --command-config: %w",
-			ErrAuth, a.seeds(), err)
-	}
-	var netErr net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) || errors.Is(err, kgo.ErrClientClosed) {
-		return fmt.Errorf("%w: no broker at %s answered within %s: %w", ErrUnreachable, a.seeds(), a.opts.Timeout, err)
+	if c := classifyConn(err, a.props); c != nil {
+		c.Addr, c.Timeout = a.seeds(), a.opts.Timeout
+		return c
 	}
 	return err
 }
@@ -189,40 +173,10 @@ func (a *Admin) seeds() string {
 	if a.opts.BootstrapServers != "" {
 		return a.opts.BootstrapServers
 	}
+	if a.props.BootstrapServers != "" {
+		return a.props.BootstrapServers
+	}
 	return "bootstrap.servers of " + a.opts.CommandConfig
-}
-
-// isAuth reports whether err is a SASL, ACL or TLS refusal, by its type:
-// Kafka's error codes (franz-go's *kerr.Error), a failure of kplan's SASL
-// mechanisms (*saslError), franz-go's guess that a broker closed the
-// connection for want of TLS or SASL (*kgo.ErrFirstReadEOF), and Go's TLS
-// and certificate errors.
-func isAuth(err error) bool {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		switch ke {
-		case kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism, kerr.IllegalSaslState,
-			kerr.ClusterAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed,
-			kerr.TransactionalIDAuthorizationFailed, kerr.DelegationTokenAuthorizationFailed:
-			return true
-		}
-	}
-	var (
-		se       *saslError
-		firstEOF *kgo.ErrFirstReadEOF
-	)
-	if errors.As(err, &se) || errors.As(err, &firstEOF) {
-		return true
-	}
-	var (
-		certErr    *tls.CertificateVerificationError
-		unknownCA  x509.UnknownAuthorityError
-		hostErr    x509.HostnameError
-		recordErr  tls.RecordHeaderError
-		alertError tls.AlertError
-	)
-	return errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) ||
-		errors.As(err, &recordErr) || errors.As(err, &alertError)
 }
 
 func accept(filter func(string) bool, topic string) bool {

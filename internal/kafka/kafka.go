@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
@@ -31,18 +32,30 @@ type ConnOptions struct {
 
 // NewClient builds a franz-go client with ClientID "kplan/"+version.
 func NewClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client, error) {
-	var security []kgo.Opt
+	cl, _, err := newClient(opts, version, extra...)
+	return cl, err
+}
+
+// newClient builds the client and returns the properties it used (the
+// PLAINTEXT defaults without a command config).
+func newClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client, Properties, error) {
+	props := Properties{SecurityProtocol: "PLAINTEXT"}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
 	if opts.CommandConfig != "" {
-		props, err := LoadClientProperties(opts.CommandConfig)
-		if err != nil {
-			return nil, err
+		var err error
+		if props, err = LoadClientProperties(opts.CommandConfig); err != nil {
+			return nil, props, err
 		}
 		if opts.BootstrapServers == "" {
 			opts.BootstrapServers = props.BootstrapServers
 		}
-		if security, err = props.Opts(); err != nil {
-			return nil, err
-		}
+	}
+	security, err := props.opts(timeout)
+	if err != nil {
+		return nil, props, err
 	}
 	var seeds []string
 	for s := range strings.SplitSeq(opts.BootstrapServers, ",") {
@@ -51,11 +64,7 @@ func NewClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client,
 		}
 	}
 	if len(seeds) == 0 {
-		return nil, errors.New("--bootstrap-server: no address given (or bootstrap.servers in --command-config)")
-	}
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = 10 * time.Second
+		return nil, props, errkind.Usagef("", "--bootstrap-server: no address given (or bootstrap.servers in --command-config)")
 	}
 	base := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
@@ -68,9 +77,9 @@ func NewClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client,
 	base = append(base, security...)
 	cl, err := kgo.NewClient(append(base, extra...)...)
 	if err != nil {
-		return nil, fmt.Errorf("kafka client: %w", err)
+		return nil, props, errkind.Usagef("", "kafka client: %w", err)
 	}
-	return cl, nil
+	return cl, props, nil
 }
 
 // WaitBrokers returns nil once every broker in want answers metadata and

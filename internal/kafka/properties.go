@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -39,6 +40,9 @@ type Properties struct {
 	TrustPEM []byte
 	CertPEM  []byte
 	KeyPEM   []byte
+	// TrustFrom names where TrustPEM came from, for messages: the
+	// truststore file, the inline setting, or "" (the system's CAs).
+	TrustFrom string
 	// NoHostnameCheck is ssl.endpoint.identification.algorithm set empty:
 	// the chain is still verified, the broker's name is not (as in Kafka).
 	NoHostnameCheck bool
@@ -132,6 +136,12 @@ func (p *Properties) tls(vals map[string]string, where func(string) string) erro
 		if p.TrustPEM, err = pemSetting(vals, "ssl.truststore", "ssl.truststore.certificates", where); err != nil {
 			return err
 		}
+		switch {
+		case vals["ssl.truststore.certificates"] != "":
+			p.TrustFrom = "ssl.truststore.certificates"
+		case p.TrustPEM != nil:
+			p.TrustFrom = "ssl.truststore.location=" + vals["ssl.truststore.location"]
+		}
 		if p.CertPEM, err = pemSetting(vals, "ssl.keystore", "ssl.keystore.certificate.chain", where); err != nil {
 			return err
 		}
@@ -178,15 +188,36 @@ func LoadClientProperties(path string) (Properties, error) {
 	return ParseProperties(b, path)
 }
 
-// Opts turns the properties into franz-go options (TLS and SASL).
-func (p Properties) Opts() ([]kgo.Opt, error) {
-	var opts []kgo.Opt
+// Opts turns the properties into franz-go options (TLS and SASL), dialing
+// within 10 s.
+func (p Properties) Opts() ([]kgo.Opt, error) { return p.opts(0) }
+
+// opts turns the properties into franz-go options (TLS and SASL), dialing
+// within timeout (0: 10 s). Connection failures come back typed (see
+// ConnError) through the dialer's *HandshakeError and *TLSReplyError.
+func (p Properties) opts(timeout time.Duration) ([]kgo.Opt, error) {
+	cfg, err := p.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	opts := []kgo.Opt{kgo.Dialer(dialer{timeout: timeout, tls: cfg}.dial)}
+	if m := p.saslMechanism(); m != nil {
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
+}
+
+// TLSConfig is the TLS configuration of the properties, nil without TLS.
+func (p Properties) TLSConfig() (*tls.Config, error) {
 	if strings.HasSuffix(p.SecurityProtocol, "SSL") {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if p.TrustPEM != nil {
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(p.TrustPEM) {
-				return nil, fmt.Errorf("--command-config: truststore holds no PEM certificate")
+				return nil, errkind.Usagef("", "--command-config: truststore holds no PEM certificate")
 			}
 			cfg.RootCAs = pool
 		}
@@ -218,16 +249,13 @@ func (p Properties) Opts() ([]kgo.Opt, error) {
 		if p.CertPEM != nil {
 			cert, err := tls.X509KeyPair(p.CertPEM, p.KeyPEM)
 			if err != nil {
-				return nil, fmt.Errorf("--command-config: keystore: %w", err)
+				return nil, errkind.Usagef("", "--command-config: keystore: %w", err)
 			}
 			cfg.Certificates = []tls.Certificate{cert}
 		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
+		return cfg, nil
 	}
-	if m := p.saslMechanism(); m != nil {
-		opts = append(opts, kgo.SASL(m))
-	}
-	return opts, nil
+	return nil, nil
 }
 
 // saslMechanism is the SASL mechanism of the properties, nil without SASL.

@@ -29,7 +29,7 @@ linger.ms=5
 	assert.Equal(t, `s3"cret`, p.Password)
 	opts, err := p.Opts()
 	require.NoError(t, err)
-	assert.Len(t, opts, 1)
+	assert.Len(t, opts, 2, "the dialer and SASL")
 }
 
 func TestParsePropertiesErrors(t *testing.T) {
