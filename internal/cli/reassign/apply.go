@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -208,7 +209,16 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 		Poll:        o.Poll,
 		Clock:       clock,
 		NoElect:     o.NoElect,
-		Progress:    o.progress(),
+	}
+	// The last state a progress event reported: what an interrupted wait
+	// prints.
+	var last *apply.Result
+	show := o.progress()
+	ao.Progress = func(e apply.Event) {
+		if e.Kind == apply.EventAccepted || e.Kind == apply.EventProgress {
+			last = e.Result
+		}
+		show(e)
 	}
 	var res *apply.Result
 	switch o.Mode {
@@ -218,6 +228,9 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 		res, err = apply.Cancel(ctx, adm, plan, ao)
 	default:
 		res, err = apply.Execute(ctx, adm, plan, ao)
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, apply.ErrNotDone) && last != nil {
+		return o.interrupted(ctx, adm, plan, last)
 	}
 	if err != nil {
 		return o.spell(err)
@@ -239,6 +252,52 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 		return cmdutil.SilentExit(cmdutil.ExitRuntime)
 	}
 	return nil
+}
+
+// interrupted ends a wait cut short by SIGINT or SIGTERM (ctx cancelled)
+// once the controller accepted the moves: it removes the throttle from the
+// running brokers and the plan's topics, prints the last state seen and
+// says what is left. The cleanup has its own bounded time.
+func (o *ApplyOptions) interrupted(ctx context.Context, adm apply.Admin, plan []topology.Partition, last *apply.Result) error {
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	partial := *last
+	partial.Outcome = apply.StillInProgress
+	throttle := ""
+	if o.Throttle > 0 {
+		throttle = "; the throttle was removed, so it runs unthrottled"
+		if err := o.clearThrottle(cctx, adm, plan); err != nil {
+			throttle = fmt.Sprintf("; removing the throttle failed (%v): --verify or --cancel removes it", err)
+		}
+	}
+	if err := o.render(&partial); err != nil {
+		return err
+	}
+	left := len(partial.Partitions) - partial.Complete
+	return errkind.New(errkind.Runtime, "", "interrupted (%w) with %d of %d partitions complete: the reassignment of the other %d goes on in the cluster%s; follow it with kplan reassign apply %s --verify or stop it with --cancel",
+		context.Cause(ctx), partial.Complete, len(partial.Partitions), left, throttle, o.Plan)
+}
+
+// clearThrottle removes the replication throttle from every running
+// broker and from the plan's topics, as --verify does.
+func (o *ApplyOptions) clearThrottle(ctx context.Context, adm apply.Admin, plan []topology.Partition) error {
+	topics := map[string]bool{}
+	for _, p := range plan {
+		topics[p.Topic] = true
+	}
+	c, err := adm.Snapshot(ctx, func(t string) bool { return topics[t] })
+	if err != nil {
+		return err
+	}
+	brokers := make([]int32, 0, len(c.Brokers))
+	for _, b := range c.Brokers {
+		brokers = append(brokers, b.ID)
+	}
+	return adm.ClearThrottle(ctx, brokers, slices.Sorted(maps.Keys(topics)))
 }
 
 // loadPlan reads the plan file.

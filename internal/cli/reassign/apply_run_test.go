@@ -236,3 +236,52 @@ func TestApplyElectPartial(t *testing.T) {
 		})
 	}
 }
+
+// The regression: an interrupt (SIGINT cancels the command's context)
+// while apply waits used to end with "stopped waiting" alone, leaving the
+// throttle on the brokers and printing nothing. Now the throttle is
+// removed from the running brokers and the plan's topics, the last state
+// seen is printed, and the error says what goes on and how to stop it.
+func TestApplyInterrupted(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		throttle int64
+		clearErr error
+		calls    string
+		note     string
+	}{
+		{"throttled", 1000, nil, "SetThrottle 1000 [1 2 3] map[a:[0:1 0:2 1:1 1:2]] map[a:[0:3 1:3]];Reassign a-0 [2 3];Reassign a-1 [1 3];ClearThrottle [1 2 3] [a]",
+			"; the throttle was removed, so it runs unthrottled;"},
+		{"clearing fails", 1000, errors.New("CLUSTER_AUTHORIZATION_FAILED"), "SetThrottle 1000 [1 2 3] map[a:[0:1 0:2 1:1 1:2]] map[a:[0:3 1:3]];Reassign a-0 [2 3];Reassign a-1 [1 3];ClearThrottle [1 2 3] [a]",
+			"; removing the throttle failed (CLUSTER_AUTHORIZATION_FAILED): --verify or --cancel removes it;"},
+		{"unthrottled", 0, nil, "Reassign a-0 [2 3];Reassign a-1 [1 3]", ";"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			adm := skewed()
+			adm.FinishPerPoll = 1
+			if tc.clearErr != nil {
+				adm.Errs["ClearThrottle"] = tc.clearErr
+			}
+			path := filepath.Join(t.TempDir(), "plan.json")
+			require.NoError(t, os.WriteFile(path, []byte(twoMoves), 0o644))
+			ios, _, out, errOut := iostreams.Test()
+			f := cmdutil.NewTestFactory()
+			f.IOStreams = ios
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			clock := applytest.NewClock()
+			clock.Cancel = cancel // the interrupt comes during the first wait
+			o := &ApplyOptions{IO: ios, f: f, Format: report.Table, Plan: path, BootstrapServers: "k1:9092", Mode: apply.ModeExecute,
+				Timeout: time.Second, Poll: time.Second, LabDir: t.TempDir(), admin: adm, clock: clock, Yes: true, Throttle: tc.throttle}
+			err := runApply(ctx, o)
+			require.Error(t, err)
+			assert.Equal(t, cmdutil.ExitRuntime, cmdutil.ExitCode(err))
+			assert.Equal(t, "interrupted (context canceled) with 1 of 2 partitions complete: the reassignment of the other 1 goes on in the cluster"+tc.note+
+				" follow it with kplan reassign apply "+path+" --verify or stop it with --cancel", err.Error())
+			assert.Equal(t, tc.calls, strings.Join(adm.Calls, ";"))
+			first, _, _ := strings.Cut(out.String(), "\n")
+			assert.Equal(t, "kplan reassign apply (execute): in progress: 1 of 2 partitions complete", first, "the partial result")
+			assert.Contains(t, errOut.String(), "1 of 2 partitions complete, 1 in progress")
+		})
+	}
+}
