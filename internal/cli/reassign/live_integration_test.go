@@ -16,13 +16,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kplan-dev/kplan/internal/app"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
-func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
+// asKplan makes the test binary run as kplan (its arguments are kplan's),
+// so a test can interrupt a real kplan process with SIGINT.
+const asKplan = "KPLAN_TEST_AS_KPLAN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asKplan) == "1" {
+		os.Exit(app.Main())
+	}
+	os.Exit(labtest.Main(m))
+}
 
 // kafkaTool runs one of Kafka's own command-line tools from the lab's jars.
 func kafkaTool(t *testing.T, ctx context.Context, class string, args ...string) (string, error) {
