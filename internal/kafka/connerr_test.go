@@ -108,7 +108,7 @@ func closingListener(t *testing.T, reply []byte) string {
 				return
 			}
 			go func() {
-				defer conn.Close()
+				defer conn.Close() //nolint:errcheck // the test listener drops the connection
 				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 				buf := make([]byte, 5)
 				if _, err := io.ReadFull(conn, buf); err != nil {

@@ -17,9 +17,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
@@ -38,17 +35,18 @@ func TestApplyInterruptRemovesThrottle(t *testing.T) {
 	// Two partitions on brokers 1 and 2, 3 MB each: moving them to broker
 	// 3 at 50 kB/s takes a minute, far longer than the test waits.
 	topic := fmt.Sprintf("interrupt-%d", time.Now().UnixNano())
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test",
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(1<<20))
+	conn := kafka.ConnOptions{BootstrapServers: lab.Bootstrap}
+	cl, err := kafka.NewClient(conn, "test")
 	require.NoError(t, err)
 	defer cl.Close()
 	require.NoError(t, kafka.CreateTopic(ctx, cl, topic, [][]int32{{1, 2}, {2, 1}}, nil))
-	value := []byte(strings.Repeat("x", 100_000))
-	require.Eventually(t, func() bool {
-		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: value}).FirstErr() == nil
-	}, 30*time.Second, 200*time.Millisecond, "the new topic never took a record")
-	for i := range 60 {
-		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: value}).FirstErr())
+	require.NoError(t, kafka.FillPartitions(ctx, conn, topic, []int32{0, 1}, 30, 100_000))
+	adm := kafka.NewAdmin(conn, "test")
+	defer adm.Close()
+	throttles := func() []string {
+		got, err := adm.ThrottleConfigs(ctx, []int32{1, 2, 3}, []string{topic})
+		require.NoError(t, err)
+		return got
 	}
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	require.NoError(t, os.WriteFile(plan, []byte(`{"version":1,"partitions":[`+
@@ -71,8 +69,7 @@ func TestApplyInterruptRemovesThrottle(t *testing.T) {
 	for sc.Scan() {
 		stderr = append(stderr, sc.Text())
 		if !interrupted && strings.Contains(sc.Text(), "partitions complete") {
-			throttled := dynamicConfigs(t, ctx, cl, topic)
-			require.Contains(t, throttled, "broker 3: follower.replication.throttled.rate=50000", "the throttle was never set")
+			require.Contains(t, throttles(), "broker 3: follower.replication.throttled.rate=50000", "the throttle was never set")
 			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 			interrupted = true
 		}
@@ -104,34 +101,10 @@ func TestApplyInterruptRemovesThrottle(t *testing.T) {
 	assert.Contains(t, last, "goes on in the cluster; the throttle was removed, so it runs unthrottled; follow it with kplan reassign apply "+plan+" --verify or stop it with --cancel")
 
 	// No throttle left on any broker or on the topic.
-	assert.Empty(t, dynamicConfigs(t, ctx, cl, topic), "throttle configs left behind")
+	assert.Empty(t, throttles(), "throttle configs left behind")
 
 	// Leave the shared lab as it was: the move finishes (unthrottled) or is
 	// cancelled.
 	code, _, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--cancel", "--yes")
 	assert.Equal(t, 0, code, errOut)
-}
-
-// dynamicConfigs lists the throttle configs set on the lab's brokers and on
-// topic, as "broker N: key=value" or "topic T: key=value".
-func dynamicConfigs(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) []string {
-	t.Helper()
-	adm := kadm.NewClient(cl)
-	var got []string
-	brokers, err := adm.DescribeBrokerConfigs(ctx, 1, 2, 3)
-	require.NoError(t, err)
-	topics, err := adm.DescribeTopicConfigs(ctx, topic)
-	require.NoError(t, err)
-	for kind, rcs := range map[string]kadm.ResourceConfigs{"broker": brokers, "topic": topics} {
-		for _, rc := range rcs {
-			require.NoError(t, rc.Err, rc.Name)
-			for _, c := range rc.Configs {
-				dynamic := c.Source != kmsg.ConfigSourceDefaultConfig && c.Source != kmsg.ConfigSourceStaticBrokerConfig
-				if dynamic && strings.Contains(c.Key, "replication.throttled") && c.Value != nil && *c.Value != "" {
-					got = append(got, fmt.Sprintf("%s %s: %s=%s", kind, rc.Name, c.Key, *c.Value))
-				}
-			}
-		}
-	}
-	return got
 }

@@ -1,0 +1,76 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FillPartitions writes records records of size bytes to each of the
+// partitions of topic, acknowledged by every in-sync replica: data for a
+// reassignment or a throttle to move.
+func FillPartitions(ctx context.Context, opts ConnOptions, topic string, partitions []int32, records, size int) error {
+	cl, err := NewClient(opts, "fill", kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(int32(max(size+1024, 1<<20))))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	value := bytes.Repeat([]byte("x"), size)
+	for range records {
+		for _, p := range partitions {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: value}).FirstErr(); err != nil {
+				return fmt.Errorf("writing to %s/%d: %w", topic, p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ThrottleConfigs lists the replication throttle configs set dynamically
+// on brokers and on topics, as "broker N: key=value" and "topic T:
+// key=value" (read with DescribeConfigs): empty once a throttle is gone.
+func (a *Admin) ThrottleConfigs(ctx context.Context, brokers []int32, topics []string) ([]string, error) {
+	adm, err := a.kadm()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
+	var got []string
+	collect := func(kind string, rcs kadm.ResourceConfigs, err error) error {
+		if err != nil {
+			return a.classify(fmt.Errorf("describe %s configs: %w", kind, err))
+		}
+		for _, rc := range rcs {
+			if rc.Err != nil {
+				return fmt.Errorf("describe %s %s configs: %w", kind, rc.Name, rc.Err)
+			}
+			for _, c := range rc.Configs {
+				dynamic := c.Source != kmsg.ConfigSourceDefaultConfig && c.Source != kmsg.ConfigSourceStaticBrokerConfig
+				if dynamic && strings.Contains(c.Key, "replication.throttled") && c.Value != nil && *c.Value != "" {
+					got = append(got, fmt.Sprintf("%s %s: %s=%s", kind, rc.Name, c.Key, *c.Value))
+				}
+			}
+		}
+		return nil
+	}
+	if len(brokers) > 0 {
+		rcs, err := adm.DescribeBrokerConfigs(ctx, brokers...)
+		if err := collect("broker", rcs, err); err != nil {
+			return nil, err
+		}
+	}
+	if len(topics) > 0 {
+		rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+		if err := collect("topic", rcs, err); err != nil {
+			return nil, err
+		}
+	}
+	return got, nil
+}
