@@ -192,3 +192,40 @@ func TestAdminBadCommandConfig(t *testing.T) {
 	assert.Contains(t, err.Error(), "missing.properties")
 	a.Close()
 }
+
+// TestThrottleConfigs: a throttle SetThrottle writes shows in
+// ThrottleConfigs (read back with DescribeConfigs) until ClearThrottle
+// removes it; FillPartitions writes the records it is asked for.
+func TestThrottleConfigs(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(2, "orders"))
+	require.NoError(t, err)
+	defer c.Close()
+	conn := ConnOptions{BootstrapServers: strings.Join(c.ListenAddrs(), ","), Timeout: 5 * time.Second}
+	ctx := context.Background()
+	require.NoError(t, FillPartitions(ctx, conn, "orders", []int32{0, 1}, 3, 1000))
+	a := NewAdmin(conn, "test")
+	defer a.Close()
+	sizes, err := a.LogDirSizes(ctx, nil)
+	require.NoError(t, err)
+	for p := range int32(2) {
+		assert.GreaterOrEqual(t, sizes[topology.Key{Topic: "orders", Partition: p}], int64(3*1000))
+	}
+
+	none, err := a.ThrottleConfigs(ctx, []int32{0, 1, 2}, []string{"orders"})
+	require.NoError(t, err)
+	assert.Empty(t, none)
+	require.NoError(t, a.SetThrottle(ctx, topology.Throttle{Rate: 50_000, Brokers: []int32{0, 1, 2},
+		Leaders: map[string][]string{"orders": {"0:0"}}, Followers: map[string][]string{"orders": {"0:1"}}}))
+	got, err := a.ThrottleConfigs(ctx, []int32{0, 1, 2}, []string{"orders"})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{
+		"broker 0: leader.replication.throttled.rate=50000", "broker 0: follower.replication.throttled.rate=50000",
+		"broker 1: leader.replication.throttled.rate=50000", "broker 1: follower.replication.throttled.rate=50000",
+		"broker 2: leader.replication.throttled.rate=50000", "broker 2: follower.replication.throttled.rate=50000",
+		"topic orders: leader.replication.throttled.replicas=0:0", "topic orders: follower.replication.throttled.replicas=0:1",
+	}, got)
+	require.NoError(t, a.ClearThrottle(ctx, []int32{0, 1, 2}, []string{"orders"}))
+	none, err = a.ThrottleConfigs(ctx, []int32{0, 1, 2}, []string{"orders"})
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
