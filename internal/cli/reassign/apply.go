@@ -96,7 +96,10 @@ the plan; when every partition is complete it removes the throttle and
 elects the preferred leaders as above. Exit 0: complete; exit 3: still in
 progress; exit 1: a partition is neither.
 --cancel cancels the plan's reassignments still in progress (the partitions
-return to their previous replicas) and removes the throttle.`,
+return to their previous replicas) and removes the throttle.
+
+Interrupted (Ctrl-C, SIGTERM) while it waits, apply removes the throttle,
+prints the state reached and says what goes on in the cluster (exit 1).`,
 		Example: `  $ kplan reassign --bootstrap-server k1:9092 --out plan.json --rollback rollback.json
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --throttle 50MB/s --yes
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --verify
