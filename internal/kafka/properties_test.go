@@ -65,6 +65,10 @@ func FuzzParseProperties(f *testing.F) {
 	f.Add("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=x username=\"u\" password=\"p\";\n")
 	f.Add("a=b\\\nc\n")
 	f.Add("security.protocol=SSL\nssl.truststore.certificates=-----BEGIN\n")
+	f.Add("bootstrap.servers=${env:KPLAN_FUZZ_UNSET}:9092\n")
+	f.Add("sasl.jaas.config=x password=\"${file:/nonexistent/secrets.properties:password}\";\n")
+	f.Add("config.providers=env,x\nconfig.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider\na=${x:y}${env:}\n")
+	f.Add("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\nsasl.jaas.config=x;\nsasl.oauthbearer.token.endpoint.url=file:///nonexistent\n")
 	f.Fuzz(func(t *testing.T, body string) {
 		p, err := ParseProperties([]byte(body), "f")
 		if err != nil {
