@@ -75,6 +75,10 @@ func TestBadInputEverywhere(t *testing.T) {
 	missing := filepath.Join(in, "missing.json")
 	unreadable := in // a directory: open succeeds, read fails
 	o := func(name string) string { return filepath.Join(out, name) }
+	// nodir is an output path whose directory does not exist: the write
+	// fails, and the files written before it must not stay.
+	nodir := func(name string) string { return filepath.Join(out, "nodir", name) }
+	aFile := write("a-file", "")
 	sizeOK := []string{"--plan", "../../plans/raptis-prototype.yaml"} // a complete plan; each row spoils one flag
 
 	tests := []badInput{
@@ -102,6 +106,7 @@ func TestBadInputEverywhere(t *testing.T) {
 		{append([]string{"size", "sweep", "--vary", "bogus"}, sizeOK...), 2, "--vary"},
 		{append([]string{"size", "sweep", "--vary", "consumers=10:1:1"}, sizeOK...), 2, "--vary"},
 		{append([]string{"size", "sweep", "--vary", "consumers=1:10:1", "--plot", o("sweep.png"), "--strategy", "bogus"}, sizeOK...), 2, "--strategy"},
+		{append([]string{"size", "sweep", "--vary", "consumers=1:10:1", "--plot", nodir("sweep.png")}, sizeOK...), 2, "--plot"},
 		{[]string{"size", "sweep", "--vary", "consumers=1:10:1", "--plan", badYAML, "--plot", o("sweep2.png")}, 2, badYAML + ": line 2"},
 
 		// audit
@@ -117,6 +122,7 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"audit", "--from", layout, "--topics", "("}, 2, "--topics"},
 		{[]string{"audit", "--from", layout, "--save-snapshot", o("snap.json"), "--by", "bogus"}, 2, "--by"},
 		{[]string{"audit", "--from", badJSON, "--save-snapshot", o("snap2.json")}, 2, badJSON + ":3"},
+		{[]string{"audit", "--from", layout, "--save-snapshot", nodir("snap.json")}, 2, "--save-snapshot"},
 		{[]string{"audit", "--from", layout, "--timeout", "soon"}, 2, "--timeout"},
 		{[]string{"audit", "--bootstrap-server", "127.0.0.1:1", "--command-config", unreadable}, 2, "--command-config"},
 		{[]string{"audit", "--bootstrap-server", "127.0.0.1:1", "--command-config", missing}, 2, "--command-config"},
@@ -131,6 +137,9 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"reassign", "--from", layout, "--brokers", "1-3", "--replication-factor", "9", "--out", o("plan.json"), "--rollback", o("rollback.json"), "--election-out", o("elect.json")}, 2, "--replication-factor"},
 		{[]string{"reassign", "--from", layout, "--brokers", "1-3", "--topics", "(", "--out", o("plan.json")}, 2, "--topics"},
 		{[]string{"reassign", "--from", layout, "--brokers", "1-3", "--out", o("same.json"), "--rollback", o("same.json")}, 2, "--rollback"},
+		{[]string{"reassign", "--from", layout, "--brokers", "1-4", "--out", nodir("plan.json"), "--rollback", o("rollback.json"), "--election-out", o("elect.json")}, 2, nodir("plan.json")},
+		{[]string{"reassign", "--from", layout, "--brokers", "1-4", "--out", o("plan.json"), "--rollback", nodir("rollback.json"), "--election-out", o("elect.json")}, 2, nodir("rollback.json")},
+		{[]string{"reassign", "--from", layout, "--brokers", "1-4", "--out", o("plan.json"), "--waves", "2", "--election-out", nodir("elect.json")}, 2, nodir("elect.json")},
 		{[]string{"reassign", "--bootstrap-server", "127.0.0.1:1", "--command-config", unreadable, "--out", o("plan.json")}, 2, "--command-config"},
 
 		// reassign apply
@@ -163,6 +172,8 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"chaos", "--kill", "busiest", "--bootstrap-server", "127.0.0.1:1", "--killer", "bogus"}, 2, "--killer"},
 		{[]string{"chaos", "--kill", "busiest", "--bootstrap-server", "127.0.0.1:1", "--killer", "exec", "--kill-cmd", "true", "--command-config", unreadable, "--report", o("report")}, 2, "--command-config"},
 
+		{[]string{"chaos", "--kill", "none", "--report", filepath.Join(aFile, "report")}, 2, "--report"},
+
 		// chaos cleanup
 		{[]string{"chaos", "cleanup"}, 2, "--namespace"},
 		{[]string{"chaos", "cleanup", "--namespace", "kafka", "--kubeconfig", missing}, 2, "--kubeconfig"},
@@ -190,6 +201,7 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"generate", "layout", "--scatter", "2", "--out", o("layout.json")}, 2, "--scatter"},
 		{[]string{"generate", "layout", "--racks", "-1", "--out", o("layout.json")}, 2, "--racks"},
 		{[]string{"generate", "layout", "-o", "xml", "--out", o("layout.json")}, 2, "xml"},
+		{[]string{"generate", "layout", "--out", nodir("layout.json")}, 2, "--out"},
 
 		// version
 		{[]string{"version", "-o", "xml"}, 2, "xml"},
