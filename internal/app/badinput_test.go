@@ -66,6 +66,7 @@ func TestBadInputEverywhere(t *testing.T) {
 	badJSON := write("bad.json", "{\"version\":1,\"partitions\":[\n{\"topic\":\"A\",\"partition\":0,\"replicas\":[1,2]},\n{\"topic\":\"A\",\"partition\":1,\"replicas\":[2,}\n]}\n")
 	// YAML's scanner errors carry the right line; yaml.v3's parser errors
 	// (an unclosed [) name the line before, so the rows use the former.
+	badDescribe := write("describe.txt", "Topic: A\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\nTopic: A\tPartition: 1\tLeader: 1\tReplicas: 1,x\tIsr: 1\n")
 	badYAML := write("bad.yaml", "throughput: 100MB/s\nconsumers: 4: 5\n")
 	unknownKey := write("unknown.yaml", "throughput: 100MB/s\nconsumer: 4\n")
 	badRates := write("rates.txt", "A=1\nB=fast\n")
@@ -97,6 +98,7 @@ func TestBadInputEverywhere(t *testing.T) {
 		{append([]string{"size", "-o", "xml"}, sizeOK...), 2, "xml"},
 		{append([]string{"size", "--election-time", "soon"}, sizeOK...), 2, "--election-time"},
 		{append([]string{"size", "--cores-per-broker", "many"}, sizeOK...), 2, "--cores-per-broker"},
+		{append([]string{"size", "--strategy", "ms-cnfl", "--draws", "-5"}, sizeOK...), 2, "--draws"},
 		{[]string{"size", "--plan", missing}, 2, missing},
 		{[]string{"size", "--plan", badYAML}, 2, badYAML + ": line 2"},
 		{[]string{"size", "--plan", unknownKey}, 2, unknownKey + ":2"},
@@ -112,7 +114,9 @@ func TestBadInputEverywhere(t *testing.T) {
 		// audit
 		{[]string{"audit", "--from", missing}, 2, missing},
 		{[]string{"audit", "--from", badJSON}, 2, badJSON + ":3"},
+		{[]string{"audit", "--from", badDescribe}, 2, badDescribe + ":2: Replicas"},
 		{[]string{"audit", "--from", layout, "--by", "bogus"}, 2, "--by"},
+		{[]string{"audit", "--from", layout, "--max-overlaps", "-1"}, 2, "--max-overlaps"},
 		{[]string{"audit", "--from", layout, "--fail-on", "bogus"}, 2, "--fail-on"},
 		{[]string{"audit", "--from", layout, "--what-if", "broker-x"}, 2, "--what-if"},
 		{[]string{"audit", "--from", layout, "--rates", "A=fast"}, 2, "--rates"},
@@ -134,6 +138,9 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"reassign", "--from", layout, "--brokers", "1,x", "--out", o("plan.json")}, 2, "--brokers"},
 		{[]string{"reassign", "--from", layout, "--brokers", "1-3", "--waves", "2"}, 2, "--waves"},
 		{[]string{"reassign", "--from", layout, "--brokers", "1-3", "--cell-size", "2"}, 2, "--cell-size"},
+		{[]string{"reassign", "--from", layout, "--brokers", "1-4", "--waves", "-1", "--out", o("plan.json")}, 2, "--waves"},
+		{[]string{"reassign", "--from", layout, "--brokers", "1-4", "--max-moves-per-wave", "-1", "--out", o("plan.json")}, 2, "--max-moves-per-wave"},
+		{[]string{"reassign", "--from", badDescribe, "--brokers", "1-4", "--out", o("plan.json")}, 2, badDescribe + ":2"},
 		{[]string{"reassign", "--from", layout, "--brokers", "1-3", "--replication-factor", "9", "--out", o("plan.json"), "--rollback", o("rollback.json"), "--election-out", o("elect.json")}, 2, "--replication-factor"},
 		{[]string{"reassign", "--from", layout, "--brokers", "1-3", "--topics", "(", "--out", o("plan.json")}, 2, "--topics"},
 		{[]string{"reassign", "--from", layout, "--brokers", "1-3", "--out", o("same.json"), "--rollback", o("same.json")}, 2, "--rollback"},
@@ -162,6 +169,10 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"chaos", "--kill", "busiest", "--assignment", "1,1"}, 2, "--assignment"},
 		{[]string{"chaos", "--kill", "busiest", "--cluster", "bogus"}, 2, "--cluster"},
 		{[]string{"chaos", "--kill", "busiest", "--phase-duration", "soon"}, 2, "--phase-duration"},
+		{[]string{"chaos", "--kill", "none", "--repeat", "0", "--report", o("report")}, 2, "--repeat"},
+		{[]string{"chaos", "--kill", "none", "--record-size", "-1"}, 2, "--record-size"},
+		{[]string{"chaos", "--kill", "none", "--brokers", "0"}, 2, "--brokers"},
+		{[]string{"chaos", "--kill", "none", "--partitions", "-1"}, 2, "--partitions"},
 		{[]string{"chaos", "--kill", "busiest", "--keys", "zipf:x:1", "--layout", layout}, 2, "--keys"},
 		{[]string{"chaos", "--kill", "busiest", "--layout", badJSON}, 2, badJSON + ":3"},
 		{[]string{"chaos", "--workload", badWorkload, "--report", o("report")}, 2, badWorkload + ": yaml: line 2"},
@@ -198,6 +209,8 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"generate", "layout", "--brokers", "0", "--out", o("layout.json")}, 2, "--brokers"},
 		{[]string{"generate", "layout", "--replication-factor", "10", "--brokers", "3", "--out", o("layout.json")}, 2, "--replication-factor"},
 		{[]string{"generate", "layout", "--skew", "-1", "--out", o("layout.json")}, 2, "--skew"},
+		{[]string{"generate", "layout", "--topics", "0", "--out", o("layout.json")}, 2, "--topics"},
+		{[]string{"generate", "layout", "--partitions", "5", "--topics", "10", "--out", o("layout.json")}, 2, "--partitions"},
 		{[]string{"generate", "layout", "--scatter", "2", "--out", o("layout.json")}, 2, "--scatter"},
 		{[]string{"generate", "layout", "--racks", "-1", "--out", o("layout.json")}, 2, "--racks"},
 		{[]string{"generate", "layout", "-o", "xml", "--out", o("layout.json")}, 2, "xml"},
