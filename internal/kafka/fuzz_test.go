@@ -56,10 +56,5 @@ func leakable(body, password string) bool {
 	if len(password) < 6 || strings.Count(body, "PASSWORD") != strings.Count(body, `password="PASSWORD"`) || !strings.Contains(body, "PASSWORD") {
 		return false
 	}
-	for _, r := range password {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return false
-		}
-	}
-	return true
+	return strings.Trim(password, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == ""
 }
