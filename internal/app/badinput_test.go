@@ -64,9 +64,9 @@ func TestBadInputEverywhere(t *testing.T) {
 {"topic":"B","partition":0,"replicas":[3,1]}]}
 `)
 	badJSON := write("bad.json", "{\"version\":1,\"partitions\":[\n{\"topic\":\"A\",\"partition\":0,\"replicas\":[1,2]},\n{\"topic\":\"A\",\"partition\":1,\"replicas\":[2,}\n]}\n")
+	badDescribe := write("describe.txt", "Topic: A\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\nTopic: A\tPartition: 1\tLeader: 1\tReplicas: 1,x\tIsr: 1\n")
 	// YAML's scanner errors carry the right line; yaml.v3's parser errors
 	// (an unclosed [) name the line before, so the rows use the former.
-	badDescribe := write("describe.txt", "Topic: A\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\nTopic: A\tPartition: 1\tLeader: 1\tReplicas: 1,x\tIsr: 1\n")
 	badYAML := write("bad.yaml", "throughput: 100MB/s\nconsumers: 4: 5\n")
 	unknownKey := write("unknown.yaml", "throughput: 100MB/s\nconsumer: 4\n")
 	badRates := write("rates.txt", "A=1\nB=fast\n")
