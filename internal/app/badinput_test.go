@@ -132,6 +132,8 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"audit", "--from", badJSON, "--save-snapshot", o("snap2.json")}, 2, badJSON + ":3"},
 		{[]string{"audit", "--from", layout, "--save-snapshot", nodir("snap.json")}, 2, "--save-snapshot"},
 		{[]string{"audit", "--from", layout, "--timeout", "soon"}, 2, "--timeout"},
+		{[]string{"audit", "--bootstrap-server", "127.0.0.1:1", "--timeout", "0s", "--save-snapshot", o("snap.json")}, 2, "--timeout: want a positive duration"},
+		{[]string{"reassign", "--bootstrap-server", "127.0.0.1:1", "--timeout", "-1s", "--brokers", "1-3", "--out", o("plan.json")}, 2, "--timeout: want a positive duration"},
 		{[]string{"audit", "--bootstrap-server", "127.0.0.1:1", "--command-config", unreadable}, 2, "--command-config"},
 		{[]string{"audit", "--bootstrap-server", "127.0.0.1:1", "--command-config", missing}, 2, "--command-config"},
 		{[]string{"audit", "--bootstrap-server", "127.0.0.1:1", "--command-config", badProps, "--save-snapshot", o("snap3.json")}, 2, badProps + ":2"},
