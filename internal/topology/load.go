@@ -353,6 +353,11 @@ func LoadDescribe(data []byte, name string) (*Cluster, error) {
 			if p.ISR == nil {
 				p.ISR = []int32{}
 			}
+			for _, r := range p.ISR {
+				if !slices.Contains(p.Replicas, r) {
+					return nil, fail("Isr", "in-sync replica %d is not among replicas %v", r, p.Replicas)
+				}
+			}
 		}
 		if off, ok := fields["Offline"]; ok && off != "" {
 			if p.Offline, err = idList(off); err != nil {

@@ -162,7 +162,7 @@ func runSweep(_ context.Context, opts *SweepOptions) error {
 	spec, _ := specFor(opts.Vary)
 	if opts.Plot != "" {
 		if err := report.WritePanelsPNG(opts.Plot, sweepPanels(out, spec), 3); err != nil {
-			return err
+			return cmdutil.UsageErrorf("--plot: %w", err)
 		}
 	}
 	if opts.CSV {

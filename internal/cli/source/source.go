@@ -49,6 +49,9 @@ func (o *Options) Validate() error {
 	if _, err := regexp.Compile(o.Topics); err != nil {
 		return cmdutil.UsageErrorf("--topics: %w", err)
 	}
+	if o.Timeout <= 0 {
+		return cmdutil.UsageErrorf("--timeout: want a positive duration, got %s", o.Timeout)
+	}
 	return nil
 }
 
