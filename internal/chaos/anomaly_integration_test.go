@@ -84,6 +84,10 @@ func TestDuplicateCheckCatchesDuplicates(t *testing.T) {
 	t.Logf("kplan: sent %d acked %d lost %d duplicates %d never acked %d; read back: %d distinct, %d extra copies",
 		p.Sent, p.Acked, p.Lost, p.Duplicates, p.NeverAcked, read.distinct, read.extra)
 	require.Zero(t, p.NeverAcked, "every record was answered")
+	// Measured 5, 5 and 192 extra copies in three runs: the records of
+	// broker 2's last fetch before the pause are on it but not yet
+	// acknowledged (the high watermark moves one fetch later).
+	assert.Positive(t, read.extra, "the lab duplicated records (acks=all without idempotence, retries through the kill)")
 	assert.Equal(t, read.extra, p.Duplicates, "kplan's duplicate count equals the extra copies in the topic")
 	assert.Equal(t, p.Sent-read.distinct, p.Lost, "kplan's lost count equals the records missing from the topic")
 	assert.Zero(t, p.Lost, "acks=all loses nothing while an in-sync replica survives")
