@@ -124,6 +124,11 @@ type Config struct {
 	Objective time.Duration
 	// Acks is all (with idempotence) or 1.
 	Acks Acks
+	// NoIdempotence makes acks=all producers retry without idempotence, as
+	// Kafka's producers did before 3.0: a retried batch the old leader had
+	// replicated but not answered is written twice. The duplicate check's
+	// test uses it to make the lab duplicate records.
+	NoIdempotence bool
 	// Restore restarts the killed broker after the after phase, elects
 	// preferred leaders and measures a recovered phase.
 	Restore bool

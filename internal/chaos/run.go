@@ -549,6 +549,9 @@ func (r *runner) newProducers(runID uint64) error {
 			kopts = append(kopts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 		} else {
 			kopts = append(kopts, kgo.RequiredAcks(kgo.AllISRAcks()))
+			if cfg.NoIdempotence {
+				kopts = append(kopts, kgo.DisableIdempotentWrite())
+			}
 		}
 		cl, err := kafka.NewClient(r.clientOpts(), cfg.Version, kopts...)
 		if err != nil {

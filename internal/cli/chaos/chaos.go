@@ -741,6 +741,17 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 			}
 			rc.Assignment = chaos.RingAssignment(brokers, opts.Partitions, opts.ReplicationFactor)
 		}
+		if i > 0 && soak(opts, c) {
+			// The previous cycle's broker catches up first: the kill's
+			// safety check refuses an under-replicated cluster.
+			if _, err := chaos.WaitFullISR(ctx, c, cfg.Conn, cfg.Version, isrWait); err != nil {
+				if rcl == nil {
+					c.Close()
+				}
+				runErr = err
+				break
+			}
+		}
 		res, err := chaos.Run(ctx, c, rc)
 		if err == nil && res.KilledBroker >= 0 && c.Real() && !rc.Restore && i < opts.Repeat-1 {
 			// The next run needs every broker back.
@@ -756,10 +767,20 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		}
 		if res != nil {
 			runs = append(runs, res)
+			if opts.Repeat > 1 {
+				fmt.Fprintln(io.ErrOut, cycleLine(i+1, opts.Repeat, res))
+			}
 		}
 		if err != nil {
 			runErr = err
 			break
+		}
+	}
+	if runErr == nil && len(runs) > 0 && cfg.Restore && runs[len(runs)-1].KilledBroker >= 0 {
+		// Kafka's promise holds while an in-sync replica survives: after
+		// the last restore every broker must be back in every ISR.
+		if err := checkWhole(ctx, opts, rcl, cfg); err != nil {
+			runErr = err
 		}
 	}
 	if len(runs) == 0 {
@@ -791,6 +812,59 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	if runErr != nil {
 		return mapErr(runErr, opts)
 	}
+	return nil
+}
+
+// isrWait bounds the wait for a restarted broker to be back in every ISR.
+const isrWait = 2 * time.Minute
+
+// soak reports whether runs repeat kill and restore cycles on a real
+// cluster: each cycle waits for the previous one's broker to be back in
+// every ISR.
+func soak(opts *Options, c chaos.Cluster) bool {
+	return opts.Repeat > 1 && opts.Config.Restore && opts.Config.Target.Kind != chaos.TargetNone && c.Real()
+}
+
+// cycleLine is one repetition's progress line: the kill, the failover and
+// the loss check.
+func cycleLine(i, n int, res *chaos.Result) string {
+	var sent, acked, lost, dups, never int64
+	for _, p := range res.Partitioners {
+		sent += p.Sent
+		acked += p.Acked
+		lost += p.Lost
+		dups += p.Duplicates
+		never += p.NeverAcked
+	}
+	kill := "no kill"
+	if res.KilledBroker >= 0 {
+		kill = fmt.Sprintf("killed broker %d", res.KilledBroker)
+		if res.FailoverMS != nil {
+			kill += fmt.Sprintf(", failover %.0f ms", *res.FailoverMS)
+		}
+	}
+	return fmt.Sprintf("chaos: cycle %d/%d: %s, records sent %d, acked %d, lost %d, duplicates %d, never acked %d", i, n, kill, sent, acked, lost, dups, never)
+}
+
+// checkWhole checks, after runs that killed and restored brokers on a real
+// cluster, that every broker is back in every ISR, and says so.
+func checkWhole(ctx context.Context, opts *Options, rcl *remote.Cluster, cfg chaos.Config) error {
+	var c chaos.Cluster = rcl
+	if rcl == nil {
+		var err error
+		if c, err = openCluster(opts); err != nil {
+			return err
+		}
+		defer c.Close()
+	}
+	if !c.Real() {
+		return nil
+	}
+	rep, err := chaos.WaitFullISR(ctx, c, cfg.Conn, cfg.Version, isrWait)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(opts.IO.ErrOut, "chaos: "+rep.String())
 	return nil
 }
 
