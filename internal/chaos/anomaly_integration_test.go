@@ -79,18 +79,25 @@ func TestLossCheckCatchesLoss(t *testing.T) {
 }
 
 func TestDuplicateCheckCatchesDuplicates(t *testing.T) {
-	res, read := runAnomaly(t, "anomaly-dup", AcksAll, true)
-	p := res.Partitioners[0]
-	t.Logf("kplan: sent %d acked %d lost %d duplicates %d never acked %d; read back: %d distinct, %d extra copies",
-		p.Sent, p.Acked, p.Lost, p.Duplicates, p.NeverAcked, read.distinct, read.extra)
-	require.Zero(t, p.NeverAcked, "every record was answered")
-	// Measured 5, 5 and 192 extra copies in three runs: the records of
+	// Measured 5, 5, 192 and 5 extra copies in four runs: the records of
 	// broker 2's last fetch before the pause are on it but not yet
-	// acknowledged (the high watermark moves one fetch later).
-	assert.Positive(t, read.extra, "the lab duplicated records (acks=all without idempotence, retries through the kill)")
-	assert.Equal(t, read.extra, p.Duplicates, "kplan's duplicate count equals the extra copies in the topic")
-	assert.Equal(t, p.Sent-read.distinct, p.Lost, "kplan's lost count equals the records missing from the topic")
-	assert.Zero(t, p.Lost, "acks=all loses nothing while an in-sync replica survives")
+	// acknowledged (the high watermark moves one fetch later). A pause that
+	// lands while the follower has nothing new to fetch duplicates nothing,
+	// so the scenario runs up to three times until the lab produced a real
+	// duplicate; kplan's counts must equal the independent read every time.
+	var caught int64
+	for attempt := 1; attempt <= 3 && caught == 0; attempt++ {
+		res, read := runAnomaly(t, fmt.Sprintf("anomaly-dup%d", attempt), AcksAll, true)
+		p := res.Partitioners[0]
+		t.Logf("attempt %d: kplan: sent %d acked %d lost %d duplicates %d never acked %d; read back: %d distinct, %d extra copies",
+			attempt, p.Sent, p.Acked, p.Lost, p.Duplicates, p.NeverAcked, read.distinct, read.extra)
+		require.Zero(t, p.NeverAcked, "every record was answered")
+		assert.Equal(t, read.extra, p.Duplicates, "kplan's duplicate count equals the extra copies in the topic")
+		assert.Equal(t, p.Sent-read.distinct, p.Lost, "kplan's lost count equals the records missing from the topic")
+		assert.Zero(t, p.Lost, "acks=all loses nothing while an in-sync replica survives")
+		caught = read.extra
+	}
+	assert.Positive(t, caught, "the lab duplicated records (acks=all without idempotence, retries through the kill) in one of three attempts")
 }
 
 // readBack is what an independent read of the topic found.
