@@ -118,7 +118,7 @@ func start(o Options) (*Lab, error) {
 	defer cancel()
 	cfg := localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: d, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker, Security: o.Security}
 	clientConfig := ""
-	if o.Security != "" && o.Security != localkafka.SecurityPlaintext {
+	if localkafka.Secured(o.Security) {
 		clientConfig = localkafka.ClientConfigPath(d)
 	}
 	s, uerr := localkafka.Up(ctx, cfg, kafka.BrokersReady(clientConfig))

@@ -93,8 +93,16 @@ func normalizeSecurity(mode string) (string, error) {
 	return "", errkind.Usagef(FieldSecurity, "unknown mode %q (want %s)", mode, strings.Join(SecurityModes, ", "))
 }
 
-// secured reports whether mode needs TLS material and a client config.
+// secured reports whether a normalized mode needs TLS material and a
+// client config.
 func secured(mode string) bool { return mode != "" && mode != SecurityPlaintext }
+
+// Secured reports whether Config.Security asks for a secured lab (any
+// case; an unknown mode is not secured, and Validate refuses it).
+func Secured(mode string) bool {
+	m, err := normalizeSecurity(mode)
+	return err == nil && secured(m)
+}
 
 func sasl(mode string) bool { return strings.HasPrefix(mode, "sasl_") }
 

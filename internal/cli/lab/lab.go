@@ -145,7 +145,7 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	defer cancel()
 	start := opts.Now()
 	clientConfig := ""
-	if opts.Config.Security != "" && opts.Config.Security != localkafka.SecurityPlaintext {
+	if localkafka.Secured(opts.Config.Security) {
 		dir, err := filepath.Abs(opts.Config.Dir)
 		if err != nil {
 			return err
