@@ -85,7 +85,19 @@ func newClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client,
 // WaitBrokers returns nil once every broker in want answers metadata and
 // is listed as a live broker; it makes one attempt per call.
 func WaitBrokers(ctx context.Context, bootstrap []string, want []int32) error {
-	cl, err := NewClient(ConnOptions{BootstrapServers: strings.Join(bootstrap, ","), Timeout: 2 * time.Second}, "lab")
+	return BrokersReady("")(ctx, bootstrap, want)
+}
+
+// BrokersReady is WaitBrokers through the client properties at
+// commandConfig ("" for none): a secured lab's readiness check.
+func BrokersReady(commandConfig string) func(ctx context.Context, bootstrap []string, want []int32) error {
+	return func(ctx context.Context, bootstrap []string, want []int32) error {
+		return waitBrokers(ctx, ConnOptions{BootstrapServers: strings.Join(bootstrap, ","), CommandConfig: commandConfig, Timeout: 2 * time.Second}, want)
+	}
+}
+
+func waitBrokers(ctx context.Context, conn ConnOptions, want []int32) error {
+	cl, err := NewClient(conn, "lab")
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,9 @@ import (
 type Lab struct {
 	State     *localkafka.State
 	Bootstrap string
+	// ClientConfig is a secured lab's client.properties (SCRAM-SHA-512
+	// user, or the client certificate under "ssl"); "" for plaintext.
+	ClientConfig string
 }
 
 // Options shape the binary's lab.
@@ -38,6 +41,9 @@ type Options struct {
 	// LoopbackPerBroker gives broker N the address 127.0.0.(1+N)
 	// (localkafka.Config.Loopback).
 	LoopbackPerBroker bool
+	// Security is localkafka.Config.Security: "" (plaintext), "sasl_ssl",
+	// "ssl" or "sasl_plaintext".
+	Security string
 }
 
 var (
@@ -110,11 +116,16 @@ func start(o Options) (*Lab, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s, uerr := localkafka.Up(ctx, localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: d, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker}, kafka.WaitBrokers)
+	cfg := localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: d, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker, Security: o.Security}
+	clientConfig := ""
+	if localkafka.Secured(o.Security) {
+		clientConfig = localkafka.ClientConfigPath(d)
+	}
+	s, uerr := localkafka.Up(ctx, cfg, kafka.BrokersReady(clientConfig))
 	if uerr != nil {
 		return nil, uerr
 	}
-	l := &Lab{State: s}
+	l := &Lab{State: s, ClientConfig: s.ClientConfig()}
 	for i, b := range s.Bootstrap() {
 		if i > 0 {
 			l.Bootstrap += ","

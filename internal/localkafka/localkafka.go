@@ -80,6 +80,11 @@ type Config struct {
 	// Controller listeners stay on 127.0.0.1. Not with BandwidthBps, whose
 	// namespaces give every node an address already.
 	Loopback bool
+	// Security is the client listener's mode: "" or SecurityPlaintext,
+	// SecuritySASLSSL, SecuritySSL (mTLS) or SecuritySASLPlaintext. A
+	// secured lab gets a CA and node certificates, SCRAM users and a
+	// client.properties (State.Security).
+	Security string
 }
 
 // LoopbackAddr is broker id's address under Config.Loopback: 127.0.0.(1+id).
@@ -105,6 +110,9 @@ func (c Config) Validate() error {
 	}
 	if c.Dir == "" {
 		return errkind.Usagef(FieldDir, "empty: the lab needs a directory")
+	}
+	if _, err := normalizeSecurity(c.Security); err != nil {
+		return err
 	}
 	if c.Loopback && c.BandwidthBps > 0 {
 		return errkind.Usagef(FieldLoopback, "cannot be combined with a broker bandwidth limit (each broker already has its namespace's address)")
@@ -147,6 +155,13 @@ type State struct {
 	Net       *Net      `json:"net,omitempty"`
 	// CPUQuota is each broker's CPU cap in CPUs (0: none).
 	CPUQuota float64 `json:"cpu_quota,omitempty"`
+	// Security describes a secured lab's client listener and files; nil
+	// for a plaintext lab.
+	Security *Security `json:"security,omitempty"`
+
+	// secrets are the SCRAM passwords while Up writes files and formats
+	// storage; never saved in lab.json.
+	secrets *labSecrets
 }
 
 // ErrNoLab is what a NoLabError is (errors.Is): the directory holds no lab.
@@ -392,7 +407,7 @@ func properties(cfg Config, nodes []Node, n Node) string {
 	var roles, listeners []string
 	if n.Broker {
 		roles = append(roles, "broker")
-		listeners = append(listeners, fmt.Sprintf("PLAINTEXT://%s:%d", n.Addr, n.Port))
+		listeners = append(listeners, fmt.Sprintf("%s://%s:%d", listenerName(cfg.Security), n.Addr, n.Port))
 	}
 	if n.Controller {
 		roles = append(roles, "controller")
@@ -406,7 +421,7 @@ func properties(cfg Config, nodes []Node, n Node) string {
 		"controller.quorum.voters=" + strings.Join(voters, ","),
 		"listeners=" + strings.Join(listeners, ","),
 		"controller.listener.names=CONTROLLER",
-		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"listener.security.protocol.map=" + protocolMap(cfg.Security),
 		"log.dirs=" + filepath.Join(n.Dir, "data"),
 		"num.partitions=1",
 		fmt.Sprintf("offsets.topic.replication.factor=%d", rf),
@@ -421,8 +436,8 @@ func properties(cfg Config, nodes []Node, n Node) string {
 	}
 	if n.Broker {
 		lines = append(lines,
-			"inter.broker.listener.name=PLAINTEXT",
-			fmt.Sprintf("advertised.listeners=PLAINTEXT://%s:%d", n.Addr, n.Port),
+			"inter.broker.listener.name="+listenerName(cfg.Security),
+			fmt.Sprintf("advertised.listeners=%s://%s:%d", listenerName(cfg.Security), n.Addr, n.Port),
 			"broker.rack="+n.Rack)
 	}
 	if cfg.FastFailover {
@@ -483,7 +498,8 @@ func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
 // run it: java, the jars, the privileges the caps need, a directory free of
 // running labs and of other files, free ports.
 func prepare(cfg Config) (Config, error) {
-	if err := cfg.Validate(); err != nil {
+	err := cfg.Validate()
+	if err != nil {
 		return cfg, err
 	}
 	if cfg.HeapMB == 0 {
@@ -491,6 +507,9 @@ func prepare(cfg Config) (Config, error) {
 	}
 	if cfg.Java == "" {
 		cfg.Java = "java"
+	}
+	if cfg.Security, err = normalizeSecurity(cfg.Security); err != nil {
+		return cfg, err
 	}
 	jars, err := FindJars(cfg.JarsDir)
 	if err != nil {
@@ -561,8 +580,14 @@ func newState(cfg Config) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &State{Version: 1, ClusterID: id, Dir: cfg.Dir, JarsDir: cfg.JarsDir, Java: cfg.Java, HeapMB: cfg.HeapMB,
-		Started: time.Now().UTC(), Nodes: plan(cfg), CPUQuota: cfg.CPUQuota}, nil
+	s := &State{Version: 1, ClusterID: id, Dir: cfg.Dir, JarsDir: cfg.JarsDir, Java: cfg.Java, HeapMB: cfg.HeapMB,
+		Started: time.Now().UTC(), Nodes: plan(cfg), CPUQuota: cfg.CPUQuota}
+	if sasl(cfg.Security) {
+		if s.secrets, err = newSecrets(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // writeFiles clears the lab directory (a previous lab's files) and writes
@@ -577,11 +602,19 @@ func (s *State) writeFiles(cfg Config) error {
 	if err := os.WriteFile(filepath.Join(s.Dir, "log4j2.properties"), []byte(log4j2), 0o644); err != nil {
 		return err
 	}
+	if err := s.writeSecurity(cfg.Security, s.secrets, s.Started); err != nil {
+		return err
+	}
+	perm := os.FileMode(0o644)
+	if secured(cfg.Security) {
+		perm = 0o600 // the broker's own SCRAM password
+	}
 	for _, n := range s.Nodes {
 		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(n.Config, []byte(properties(cfg, s.Nodes, n)), 0o644); err != nil {
+		lines := properties(cfg, s.Nodes, n) + strings.Join(securityLines(cfg.Security, s.Dir, n, s.secrets), "\n")
+		if err := os.WriteFile(n.Config, []byte(strings.TrimRight(lines, "\n")+"\n"), perm); err != nil {
 			return err
 		}
 	}
@@ -646,7 +679,8 @@ func (s *State) format(ctx context.Context) error {
 	errs := make(chan error, len(s.Nodes))
 	for _, n := range s.Nodes {
 		go func() {
-			cmd := exec.CommandContext(ctx, s.Java, s.jvmArgs("kafka.tools.StorageTool", "format", "-t", s.ClusterID, "-c", n.Config)...)
+			args := append([]string{"kafka.tools.StorageTool", "format", "-t", s.ClusterID, "-c", n.Config}, scramArgs(s.mode(), s.secrets)...)
+			cmd := exec.CommandContext(ctx, s.Java, s.jvmArgs(args...)...)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				errs <- fmt.Errorf("formatting node-%d storage: %w: %s", n.ID, err, lastLines(string(out), 3))

@@ -25,6 +25,7 @@ const Label = "real (kplan lab: Kafka brokers on this machine)"
 type Cluster struct {
 	state *localkafka.State
 	admin *kgo.Client
+	conn  kafka.ConnOptions
 }
 
 // New opens the lab whose state is in dir (localkafka.DefaultDir() when
@@ -42,8 +43,11 @@ func New(dir string, conn kafka.ConnOptions, version string) (*Cluster, error) {
 	return Open(s, conn, version)
 }
 
-// Open returns the lab described by s. Every broker must be running.
+// Open returns the lab described by s. Every broker must be running. A
+// secured lab's client properties (s.ClientConfig) are used unless conn
+// names a command config of its own.
 func Open(s *localkafka.State, conn kafka.ConnOptions, version string) (*Cluster, error) {
+	conn = labConn(s, conn)
 	var dead []int32
 	for _, n := range s.Brokers() {
 		if !n.Alive() {
@@ -57,7 +61,21 @@ func Open(s *localkafka.State, conn kafka.ConnOptions, version string) (*Cluster
 	if err != nil {
 		return nil, fmt.Errorf("lab client: %w", err)
 	}
-	return &Cluster{state: s, admin: cl}, nil
+	return &Cluster{state: s, admin: cl, conn: conn}, nil
+}
+
+// Conn is the connection settings the lab's clients use: the caller's, with
+// the lab's client properties when the lab is secured and the caller named
+// none. The experiment's producers and consumers take them too.
+func (l *Cluster) Conn() kafka.ConnOptions { return l.conn }
+
+// labConn is conn with the lab's client properties when the lab is
+// secured and conn names none (an explicit --command-config wins).
+func labConn(s *localkafka.State, conn kafka.ConnOptions) kafka.ConnOptions {
+	if conn.CommandConfig == "" {
+		conn.CommandConfig = s.ClientConfig()
+	}
+	return conn
 }
 
 // Kind implements chaos.Cluster.
@@ -116,7 +134,7 @@ func (l *Cluster) Kill(_ context.Context, id int32) error { return l.state.Kill(
 // Restart implements chaos.Cluster: start the JVM again and wait until it
 // answers.
 func (l *Cluster) Restart(ctx context.Context, id int32) error {
-	return l.state.Restart(ctx, id, kafka.WaitBrokers)
+	return l.state.Restart(ctx, id, kafka.BrokersReady(l.conn.CommandConfig))
 }
 
 // ElectPreferred implements chaos.Cluster. A restarted broker must catch up

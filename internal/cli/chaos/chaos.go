@@ -613,6 +613,7 @@ func openCluster(opts *Options) (chaos.Cluster, error) {
 		if err != nil {
 			return nil, cmdutil.Usage(fmt.Errorf("--cluster lab: %w", err))
 		}
+		opts.Config.Conn = c.Conn() // a secured lab's client.properties, unless --command-config
 		return c, nil
 	}
 	c, err := embedded.NewCluster(opts.Brokers, opts.Config.Version)
@@ -698,6 +699,7 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 			if c, err = openCluster(opts); err != nil {
 				return err
 			}
+			cfg.Conn = opts.Config.Conn
 		}
 		rc := cfg
 		rc.Seed = cfg.Seed + uint64(i)

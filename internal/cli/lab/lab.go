@@ -11,6 +11,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -64,15 +65,16 @@ type UpOptions struct {
 	// (empty: look for them).
 	Config  localkafka.Config
 	Timeout time.Duration
-	// Ready checks that the brokers answer (kafka.WaitBrokers).
-	Ready localkafka.Ready
+	// Ready makes the check that the brokers answer, through the lab's
+	// client properties ("" for a plaintext lab): kafka.BrokersReady.
+	Ready func(clientConfig string) localkafka.Ready
 	// Now is the clock for the "ready in" line.
 	Now func() time.Time
 }
 
 // NewCmdUp returns `kplan lab up`. runF replaces the run function in tests.
 func NewCmdUp(f *cmdutil.Factory, runF func(context.Context, *UpOptions) error) *cobra.Command {
-	opts := &UpOptions{IO: f.IOStreams, Ready: kafka.WaitBrokers, Now: f.Now}
+	opts := &UpOptions{IO: f.IOStreams, Ready: readyCheck, Now: f.Now}
 	var bandwidth string
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -85,11 +87,21 @@ controllers (ids 9001-9003) join. It prints the bootstrap servers on stdout.
 --broker-bandwidth and --broker-cpu give each broker a capacity of its own
 (a network namespace with a tc limit, a cgroup CPU quota); both need root.
 --loopback-per-broker gives broker-N the address 127.0.0.(1+N), so that each
-broker advertises a host of its own (as pods on Kubernetes have IPs).`,
+broker advertises a host of its own (as pods on Kubernetes have IPs).
+
+--security secures the client listener, inter-broker traffic included:
+sasl_ssl (TLS and SCRAM-SHA-512), ssl (TLS with client certificates, mTLS)
+or sasl_plaintext (SCRAM without TLS). kplan makes a CA and one certificate
+per node with Go's crypto (PEM, in DIR/tls), SCRAM users with random
+passwords at format time, and a client.properties (mode 0600) that kplan's
+--command-config and Kafka's own tools accept; its path is printed on
+stderr and shown by ` + "`kplan lab status`" + `. The controllers talk over mTLS in
+every secured mode (SCRAM credentials live in the metadata log they serve).`,
 		Example: `  $ kplan lab up
   $ kplan lab up --brokers 6 --base-port 29092 --dir /tmp/big-lab
   $ kplan lab up --kafka-jars ~/kafka_2.13-4.3.1/libs --heap-mb 512
   $ kplan lab up --loopback-per-broker
+  $ kplan lab up --security sasl_ssl
   $ sudo kplan lab up --broker-bandwidth 5MB/s --broker-cpu 0.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -121,6 +133,7 @@ broker advertises a host of its own (as pods on Kubernetes have IPs).`,
 	fs.StringVar(&bandwidth, "broker-bandwidth", "", "limit each broker's link to this rate (e.g. 5MB/s): every broker runs in its own network namespace with a tc tbf limit; needs root and iproute2")
 	fs.Float64Var(&opts.Config.CPUQuota, "broker-cpu", 0, "cap each broker JVM at this fraction of one CPU (e.g. 0.25) through a cgroup CFS quota, 0 for no cap; needs root and a cgroup cpu controller")
 	fs.BoolVar(&opts.Config.Loopback, "loopback-per-broker", false, "broker-N listens on and advertises 127.0.0.(1+N) instead of 127.0.0.1 (controllers stay on 127.0.0.1), so each broker has a host of its own, as pods have IPs")
+	fs.StringVar(&opts.Config.Security, "security", localkafka.SecurityPlaintext, "client listener security: "+strings.Join(localkafka.SecurityModes, ", ")+" (TLS material, SCRAM users and a client.properties are made in --dir)")
 	fs.IntVar(&opts.Config.HeapMB, "heap-mb", localkafka.DefaultHeapMB, "heap of each broker JVM in MiB")
 	fs.DurationVar(&opts.Timeout, "timeout", 120*time.Second, "give up when brokers are not ready within this time")
 	return cmd
@@ -131,13 +144,45 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	start := opts.Now()
-	s, err := localkafka.Up(ctx, opts.Config, opts.Ready)
+	clientConfig := ""
+	if localkafka.Secured(opts.Config.Security) {
+		dir, err := filepath.Abs(opts.Config.Dir)
+		if err != nil {
+			return err
+		}
+		clientConfig = localkafka.ClientConfigPath(dir)
+	}
+	ready := opts.Ready
+	if ready == nil {
+		ready = readyCheck
+	}
+	s, err := localkafka.Up(ctx, opts.Config, ready(clientConfig))
 	if err != nil {
 		return flagErr(err)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "lab up: %d brokers ready in %.1fs (dir %s)\n", len(s.Brokers()), opts.Now().Sub(start).Seconds(), s.Dir)
+	if sec := s.Security; sec != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "client properties (%s, mode 0600): %s\n", describeSecurity(sec), sec.ClientConfig)
+		if sec.ClientConfig256 != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "SCRAM-SHA-256 user %s: %s\n", localkafka.ClientUser256, sec.ClientConfig256)
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "  $ kplan audit --bootstrap-server %s --command-config %s\n", s.Bootstrap()[0], sec.ClientConfig)
+	}
 	fmt.Fprintln(opts.IO.Out, strings.Join(s.Bootstrap(), ","))
 	return nil
+}
+
+// readyCheck is the readiness check through clientConfig ("" for none).
+func readyCheck(clientConfig string) localkafka.Ready { return kafka.BrokersReady(clientConfig) }
+
+// describeSecurity says how a client authenticates to a secured lab.
+func describeSecurity(sec *localkafka.Security) string {
+	switch sec.Mode {
+	case localkafka.SecuritySSL:
+		return sec.Protocol + ", client certificate"
+	default:
+		return sec.Protocol + ", SCRAM-SHA-512 user " + localkafka.ClientUser
+	}
 }
 
 // BrokerOptions are the parsed arguments of `kplan lab kill` and
@@ -148,8 +193,9 @@ type BrokerOptions struct {
 	Broker int32
 	// Timeout bounds the wait for a restarted broker (restart only).
 	Timeout time.Duration
-	// Ready checks that the brokers answer (restart only).
-	Ready localkafka.Ready
+	// Ready makes the check that the brokers answer, through the lab's
+	// client properties (restart only).
+	Ready func(clientConfig string) localkafka.Ready
 }
 
 // parseBroker fills opts.Broker from an argument such as "broker-3".
@@ -217,7 +263,7 @@ func labBroker(dir string, id int32) (*localkafka.State, *localkafka.Node, error
 // NewCmdRestart returns `kplan lab restart`. runF replaces the run function
 // in tests.
 func NewCmdRestart(f *cmdutil.Factory, runF func(context.Context, *BrokerOptions) error) *cobra.Command {
-	opts := &BrokerOptions{IO: f.IOStreams, Ready: kafka.WaitBrokers}
+	opts := &BrokerOptions{IO: f.IOStreams, Ready: readyCheck}
 	cmd := &cobra.Command{
 		Use:   "restart broker-N",
 		Short: "Start a killed broker again and wait until it answers",
@@ -252,7 +298,11 @@ func runRestart(ctx context.Context, opts *BrokerOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	if err := s.Restart(ctx, n.ID, opts.Ready); err != nil {
+	ready := opts.Ready
+	if ready == nil {
+		ready = readyCheck
+	}
+	if err := s.Restart(ctx, n.ID, ready(s.ClientConfig())); err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "broker-%d is back (pid %d)\n", n.ID, n.PID)
@@ -301,7 +351,7 @@ func runElect(ctx context.Context, opts *ElectOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(s.Bootstrap(), ",")}, opts.Version)
+	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(s.Bootstrap(), ","), CommandConfig: s.ClientConfig()}, opts.Version)
 	if err != nil {
 		return err
 	}

@@ -48,12 +48,12 @@ func TestNewCmdUp(t *testing.T) {
 		check func(*testing.T, *lab.UpOptions)
 	}{
 		{"defaults", "--dir /tmp/l", func(t *testing.T, o *lab.UpOptions) {
-			assert.Equal(t, localkafka.Config{Brokers: 3, Dir: "/tmp/l", BasePort: 19092, FastFailover: true, HeapMB: 384}, o.Config)
+			assert.Equal(t, localkafka.Config{Brokers: 3, Dir: "/tmp/l", BasePort: 19092, FastFailover: true, HeapMB: 384, Security: "plaintext"}, o.Config)
 			assert.Equal(t, 120*time.Second, o.Timeout)
 			assert.NotNil(t, o.Ready)
 		}},
-		{"every flag", "--dir /tmp/l --brokers 6 --kafka-jars /opt/kafka/libs --base-port 29092 --fast-failover=false --broker-bandwidth 5MB/s --broker-cpu 0.25 --heap-mb 512 --timeout 3m", func(t *testing.T, o *lab.UpOptions) {
-			assert.Equal(t, localkafka.Config{Brokers: 6, JarsDir: "/opt/kafka/libs", Dir: "/tmp/l", BasePort: 29092, HeapMB: 512, BandwidthBps: 5_000_000, CPUQuota: 0.25}, o.Config)
+		{"every flag", "--dir /tmp/l --brokers 6 --kafka-jars /opt/kafka/libs --base-port 29092 --fast-failover=false --broker-bandwidth 5MB/s --broker-cpu 0.25 --heap-mb 512 --timeout 3m --security sasl_ssl", func(t *testing.T, o *lab.UpOptions) {
+			assert.Equal(t, localkafka.Config{Brokers: 6, JarsDir: "/opt/kafka/libs", Dir: "/tmp/l", BasePort: 29092, HeapMB: 512, BandwidthBps: 5_000_000, CPUQuota: 0.25, Security: "sasl_ssl"}, o.Config)
 			assert.Equal(t, 3*time.Minute, o.Timeout)
 		}},
 		{"loopback per broker", "--dir /tmp/l --loopback-per-broker", func(t *testing.T, o *lab.UpOptions) {
@@ -87,6 +87,8 @@ func TestNewCmdUpValidates(t *testing.T) {
 		{"--heap-mb -5", "--heap-mb: want a heap in MiB"},
 		{"--broker-bandwidth fast", "--broker-bandwidth: rate \"fast\" has no /s"},
 		{"--timeout 0s", "--timeout: want a positive duration"},
+		{"--security tls", `--security: unknown mode "tls" (want plaintext, sasl_ssl, ssl, sasl_plaintext)`},
+		{"--security sasl_scram", `--security: unknown mode "sasl_scram"`},
 		{"--loopback-per-broker --broker-bandwidth 5MB/s", "--loopback-per-broker: cannot be combined with a broker bandwidth limit"},
 	} {
 		t.Run(tc.args, func(t *testing.T) {

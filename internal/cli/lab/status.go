@@ -33,6 +33,10 @@ type StatusOptions struct {
 	// Snapshot reads the layout from the live brokers' addresses (tests
 	// replace it).
 	Snapshot func(ctx context.Context, bootstrap []string) (*topology.Cluster, error)
+
+	// clientConfig is the lab's client properties ("" for a plaintext
+	// lab), which runStatus reads from the lab's state.
+	clientConfig string
 }
 
 // NewCmdStatus returns `kplan lab status`. runF replaces the run function in
@@ -71,7 +75,7 @@ live brokers' metadata (none when every broker is dead).`,
 
 // liveSnapshot reads the layout through kplan's franz-go client.
 func (o *StatusOptions) liveSnapshot(ctx context.Context, bootstrap []string) (*topology.Cluster, error) {
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(bootstrap, ","), Timeout: o.Timeout / 2}, o.Version)
+	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(bootstrap, ","), CommandConfig: o.clientConfig, Timeout: o.Timeout / 2}, o.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +89,7 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		return err
 	}
 	st := newStatus(s)
+	opts.clientConfig = s.ClientConfig()
 	var live []string
 	for _, b := range st.Brokers {
 		if b.Alive {
@@ -105,10 +110,14 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 
 // Status is the JSON of `kplan lab status`.
 type Status struct {
-	Schema          string         `json:"schema"`
-	Dir             string         `json:"dir"`
-	ClusterID       string         `json:"cluster_id"`
-	Bootstrap       string         `json:"bootstrap_servers"`
+	Schema    string `json:"schema"`
+	Dir       string `json:"dir"`
+	ClusterID string `json:"cluster_id"`
+	Bootstrap string `json:"bootstrap_servers"`
+	// Security is the client listener's protocol of a secured lab, and
+	// ClientConfig its client properties; both empty for a plaintext lab.
+	Security        string         `json:"security,omitempty"`
+	ClientConfig    string         `json:"client_config,omitempty"`
 	Brokers         []BrokerStatus `json:"brokers"`
 	Topics          int            `json:"topics"`
 	Partitions      int            `json:"partitions"`
@@ -131,6 +140,9 @@ type BrokerStatus struct {
 func newStatus(s *localkafka.State) Status {
 	st := Status{Schema: StatusSchema, Dir: s.Dir, ClusterID: s.ClusterID, Bootstrap: strings.Join(s.Bootstrap(), ","),
 		Brokers: []BrokerStatus{}, UnderReplicated: []string{}, Offline: []string{}}
+	if s.Security != nil {
+		st.Security, st.ClientConfig = s.Security.Protocol, s.Security.ClientConfig
+	}
 	for _, n := range s.Brokers() {
 		addr := net.JoinHostPort(n.Addr, strconv.Itoa(n.Port))
 		st.Brokers = append(st.Brokers, BrokerStatus{ID: n.ID, Rack: n.Rack, Address: addr, PID: n.PID, Alive: n.Alive()})
@@ -176,6 +188,9 @@ func (st Status) doc() report.Document {
 	}
 	brokers.Notes = []string{
 		fmt.Sprintf("%d topics, %d partitions; under-replicated: %s; offline: %s", st.Topics, st.Partitions, list(st.UnderReplicated), list(st.Offline)),
+	}
+	if st.Security != "" {
+		brokers.Notes = append(brokers.Notes, fmt.Sprintf("security %s: --command-config %s", st.Security, st.ClientConfig))
 	}
 	return report.Document{Title: fmt.Sprintf("kplan lab in %s (cluster %s, bootstrap %s)", st.Dir, st.ClusterID, st.Bootstrap), Sections: []report.Section{brokers}}
 }
