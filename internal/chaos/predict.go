@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -10,11 +9,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
-
-// predicted is one partitioner's predicted load in one phase.
-type predicted struct {
-	load map[int32]float64
-}
 
 // predictionBasis says what a partitioner's predictions rest on, or why it
 // has none: a producer without a rate cap writes as fast as the brokers take
@@ -37,7 +31,7 @@ func (r *runner) predictionBasis(prods []*producer) (string, bool) {
 // phase began with, after from Kafka's election with the victim gone (what
 // `kplan audit --what-if` computes), recovered from the preferred leaders.
 // ok is false for phases without a prediction.
-func (r *runner) predict(l *leg, prods []*producer, ph Phase) (predicted, bool) {
+func (r *runner) predict(l *leg, prods []*producer, ph Phase) (map[int32]float64, bool) {
 	c := &topology.Cluster{}
 	for _, id := range r.brokers {
 		c.Brokers = append(c.Brokers, topology.Broker{ID: id})
@@ -49,7 +43,7 @@ func (r *runner) predict(l *leg, prods []*producer, ph Phase) (predicted, bool) 
 	case PhaseAfter:
 		src = l.preKill
 		if l.victim < 0 {
-			return predicted{}, false
+			return nil, false
 		}
 		for i := range c.Brokers {
 			if c.Brokers[i].ID == l.victim {
@@ -58,21 +52,21 @@ func (r *runner) predict(l *leg, prods []*producer, ph Phase) (predicted, bool) 
 		}
 	case PhaseRecovered:
 	default:
-		return predicted{}, false
+		return nil, false
 	}
 	if ph != PhaseRecovered && src == nil {
-		return predicted{}, false
+		return nil, false
 	}
 	var loads []workload.Topic
 	for _, p := range prods {
-		loads = append(loads, workload.Topic{Name: p.wname, Rate: float64(p.rate), Keys: r.keysOf(p)})
+		loads = append(loads, workload.Topic{Name: p.wname, Rate: float64(p.rate), Keys: p.keySpec})
 		assign := r.assign[p.topic]
 		for part, reps := range assign {
 			tp := topology.Partition{Topic: p.wname, Partition: int32(part), Replicas: slices.Clone(reps), Leader: reps[0]}
 			if src != nil {
 				pms := src.topics[p.topic]
 				if part >= len(pms) {
-					return predicted{}, false
+					return nil, false
 				}
 				tp.Leader = pms[part].leader
 				if r.c.Real() {
@@ -90,27 +84,17 @@ func (r *runner) predict(l *leg, prods []*producer, ph Phase) (predicted, bool) 
 	c.Normalize()
 	ps, err := audit.PredictShares(c, loads, prods[0].name, audit.ShareOptions{Regime: audit.RateCapped})
 	if err != nil {
-		return predicted{}, false
+		return nil, false
 	}
-	return predicted{load: ps.Load}, true
-}
-
-// keysOf is the key distribution p writes.
-func (r *runner) keysOf(p *producer) workload.Keys {
-	for _, st := range r.streams {
-		if st.topic == p.topic && st.part == p.name {
-			return st.keys
-		}
-	}
-	return workload.Keys{}
+	return ps.Load, true
 }
 
 // setPrediction fills out's predicted and measured shares over the same
 // brokers: those that led a partition in the phase and those the prediction
 // loads. Measured shares are of acknowledged bytes.
-func setPrediction(out *PhaseResult, pred predicted, bytes map[int32]int64) {
+func setPrediction(out *PhaseResult, pred map[int32]float64, bytes map[int32]int64) {
 	over := slices.Clone(out.Leaders)
-	for id, v := range pred.load {
+	for id, v := range pred {
 		if v > 0 && !slices.Contains(over, id) {
 			over = append(over, id)
 		}
@@ -119,7 +103,7 @@ func setPrediction(out *PhaseResult, pred predicted, bytes map[int32]int64) {
 	var ptotal float64
 	var mtotal int64
 	for _, id := range over {
-		ptotal += pred.load[id]
+		ptotal += pred[id]
 		mtotal += bytes[id]
 	}
 	if ptotal <= 0 {
@@ -129,7 +113,7 @@ func setPrediction(out *PhaseResult, pred predicted, bytes map[int32]int64) {
 	var worst, hi float64
 	for _, id := range over {
 		k := strconv.Itoa(int(id))
-		ps := pred.load[id] / ptotal
+		ps := pred[id] / ptotal
 		out.PredictedShare[k] = round4(ps)
 		hi = max(hi, ps)
 		if mtotal > 0 {
@@ -145,6 +129,3 @@ func setPrediction(out *PhaseResult, pred predicted, bytes map[int32]int64) {
 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
-
-// describeKeys is a producer's keys as results show them.
-func describeKeys(k workload.Keys) string { return fmt.Sprint(k) }

@@ -126,12 +126,14 @@ type producer struct {
 	wname string
 	rate  int64 // bytes/s, 0: as fast as it can
 	keys  *workload.Sampler
-	cl    *kgo.Client
-	cfg   *Config
-	epoch time.Time
-	now   func() time.Time
-	runID uint64
-	phase *atomic.Int32 // the leg's current phase
+	// keySpec is the distribution keys draws from (keyless: none).
+	keySpec workload.Keys
+	cl      *kgo.Client
+	cfg     *Config
+	epoch   time.Time
+	now     func() time.Time
+	runID   uint64
+	phase   *atomic.Int32 // the leg's current phase
 
 	mu      sync.Mutex
 	phases  [numPhases]*phaseStats

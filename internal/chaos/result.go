@@ -226,7 +226,7 @@ func (r *runner) result() *Result {
 	if len(cfg.Workload) > 0 {
 		res.Assignment = ""
 		for _, w := range cfg.Workload {
-			wr := WorkloadTopicResult{Name: w.Name, RateBytesPerS: w.Rate, Keys: describeKeys(w.Keys)}
+			wr := WorkloadTopicResult{Name: w.Name, RateBytesPerS: w.Rate, Keys: w.Keys.String()}
 			for _, st := range r.streams {
 				if st.wname == w.Name {
 					wr.Assignment = FormatAssignment(r.assign[st.topic])

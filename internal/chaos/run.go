@@ -560,6 +560,7 @@ func (r *runner) newProducers(runID uint64) error {
 		}
 		bind(cl)
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1))
+		p.keySpec = st.keys
 		if st.keys.Keyed() {
 			p.keys = workload.NewSampler(st.keys, rand.New(rand.NewPCG(cfg.Seed^0x6b657973, uint64(i)+1)))
 		}
