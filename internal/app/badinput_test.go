@@ -226,6 +226,14 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"version", "-o", "xml"}, 2, "xml"},
 		{[]string{"version", "extra"}, 2, "extra"},
 	}
+	runBadInputs(t, tests, out, lab)
+}
+
+// runBadInputs runs each row and checks it: the documented exit code, one
+// line on stderr naming the flag, file or field, nothing left in out, and
+// no lab directory made at lab. Other files add their verbs' rows with it.
+func runBadInputs(t *testing.T, tests []badInput, out, lab string) {
+	t.Helper()
 	for _, tc := range tests {
 		name := strings.Join(tc.args, " ")
 		t.Run(name, func(t *testing.T) {
