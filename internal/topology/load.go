@@ -242,6 +242,9 @@ func (jp jsonPartition) partition(topics map[string]string) (Partition, string, 
 	}
 	t, ok := topics[*jp.Topic]
 	if !ok {
+		if msg := topicNameFault(*jp.Topic); msg != "" {
+			return p, "topic", msg
+		}
 		t = *jp.Topic
 		topics[t] = t
 	}
@@ -321,6 +324,9 @@ func LoadDescribe(data []byte, name string) (*Cluster, error) {
 		if t, ok := topics[topic]; ok {
 			topic = t
 		} else {
+			if msg := topicNameFault(topic); msg != "" {
+				return nil, fail("Topic", "%s", msg)
+			}
 			topics[topic] = topic
 		}
 		pn, err := strconv.ParseInt(fields["Partition"], 10, 32)
@@ -419,4 +425,29 @@ func idList(s string) ([]int32, error) {
 		out = append(out, int32(v))
 	}
 	return out, nil
+}
+
+// maxTopicName is Kafka's limit on a topic name's length
+// (org.apache.kafka.common.internals.Topic.MAX_NAME_LENGTH).
+const maxTopicName = 249
+
+// topicNameFault returns why Kafka would not accept name as a topic (its
+// Topic.validate: 1 to 249 of ASCII letters, digits, '.', '_' and '-', and
+// neither "." nor ".."), or "" when it would. Layouts that name topics
+// Kafka cannot hold are someone else's data: a name kplan wrote back
+// (snapshots, reassignment JSON) would not be the name it read.
+func topicNameFault(name string) string {
+	switch {
+	case name == "." || name == "..":
+		return fmt.Sprintf("%q is not a legal topic name", name)
+	case len(name) > maxTopicName:
+		return fmt.Sprintf("topic name is %d characters long; Kafka allows %d", len(name), maxTopicName)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Sprintf("%q: a topic name holds only ASCII letters, digits, '.', '_' and '-'", name)
+		}
+	}
+	return ""
 }

@@ -246,3 +246,34 @@ func TestNormalizeMarksMissing(t *testing.T) {
 	c.Normalize()
 	assert.Equal(t, 3, c.LiveBrokers())
 }
+
+// Found by FuzzLoad (testdata/fuzz/FuzzLoad/d161f0fe1c73075d): a topic
+// name with a byte that is not UTF-8 loaded from describe text, and its
+// snapshot came back with U+FFFD in its place. Names Kafka would refuse
+// are refused at load, in both formats, naming the file and line.
+func TestLoadRejectsTopicsKafkaCannotHold(t *testing.T) {
+	long := strings.Repeat("t", 250)
+	tests := []struct {
+		name, body, want string
+	}{
+		{"describe, not UTF-8", "Topic:\xf7\tPartition:0\tLeader:3\tReplicas:3\n", "in.txt:1: Topic"},
+		{"describe, space", "Topic: a b\tPartition: 0\tLeader: 1\tReplicas: 1\n", "in.txt:1: Topic"},
+		{"describe, too long", "Topic: " + long + "\tPartition: 0\tLeader: 1\tReplicas: 1\n", "250 characters"},
+		{"json, dot dot", `{"version":1,"partitions":[{"topic":"..","partition":0,"replicas":[1]}]}`, `".." is not a legal topic name`},
+		{"json, slash", "{\"version\":1,\"partitions\":[\n{\"topic\":\"a/b\",\"partition\":0,\"replicas\":[1]}]}", "in.txt:2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(tc.body), "in.txt")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "\n")
+			var le *LoadError
+			require.ErrorAs(t, err, &le)
+		})
+	}
+	for _, ok := range []string{"a", "A.b_c-9", "__consumer_offsets", strings.Repeat("x", 249)} {
+		_, err := Load(strings.NewReader("Topic: "+ok+"\tPartition: 0\tLeader: 1\tReplicas: 1\n"), "in.txt")
+		assert.NoError(t, err, ok)
+	}
+}
