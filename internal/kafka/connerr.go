@@ -168,7 +168,17 @@ func classifyConn(err error, p Properties) *ConnError {
 	case errors.As(err, &se):
 		c.Reason, c.Detail = AuthFailed, fmt.Sprintf("the SASL login failed%s: %v", p.who(), err)
 	case errors.As(err, &unknownCA):
-		c.Reason, c.Detail = UntrustedCert, fmt.Sprintf("the broker's certificate (%s) is not signed by a CA in %s", describeCert(unknownCA.Cert), p.trust())
+		// x509 names the last certificate of the chain it could build, which
+		// is the broker's own only when the broker sends no chain: Kafka
+		// sends its keystore's chain, so name the leaf and where it ended.
+		leaf, ends := unknownCA.Cert, ""
+		if errors.As(err, &certErr) && len(certErr.UnverifiedCertificates) > 0 {
+			leaf = certErr.UnverifiedCertificates[0]
+		}
+		if unknownCA.Cert != nil && leaf != nil && !unknownCA.Cert.Equal(leaf) {
+			ends = fmt.Sprintf(" (its chain ends at %q, not in that file)", unknownCA.Cert.Subject.String())
+		}
+		c.Reason, c.Detail = UntrustedCert, fmt.Sprintf("the broker's certificate (%s) is not signed by a CA in %s%s", describeCert(leaf), p.trust(), ends)
 	case errors.As(err, &certErr) && !errors.As(err, &hostErr) && !errors.As(err, &invalid):
 		var cert *x509.Certificate
 		if len(certErr.UnverifiedCertificates) > 0 {
