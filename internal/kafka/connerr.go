@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kplan-dev/kplan/internal/errkind"
 )
@@ -275,4 +276,23 @@ func describeCert(c *x509.Certificate) string {
 		return "no certificate"
 	}
 	return fmt.Sprintf("subject %q, issuer %q", c.Subject.String(), c.Issuer.String())
+}
+
+// Ping asks the cluster for its brokers within the connection timeout: the
+// first call of a verb that then works through its own clients, so that a
+// cluster it cannot reach or log in to fails at once with the one line of
+// a *ConnError.
+func (a *Admin) Ping(ctx context.Context) error {
+	cl, err := a.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	if _, err := req.RequestWith(ctx, cl); err != nil {
+		return a.classify(fmt.Errorf("metadata: %w", err))
+	}
+	return nil
 }
