@@ -357,6 +357,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
+	var created []string
 	for _, t := range r.topics {
 		have, ok, err := r.c.Layout(ctx, t)
 		if err != nil {
@@ -378,6 +379,7 @@ func (r *runner) prepare(ctx context.Context) error {
 		if err := r.c.CreateTopic(ctx, t, r.assign[t]); err != nil {
 			return err
 		}
+		created = append(created, t)
 	}
 	// A partition whose only replica is the victim has nowhere to fail over.
 	if cfg.Target.Kind == TargetBroker {
@@ -398,7 +400,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	for {
 		m, err := fetchMeta(ctx, r.admin, r.topics)
 		if err == nil && m.allLed(r.topics, -1) {
-			return nil
+			return r.syncNewTopics(ctx, created)
 		}
 		if r.now().After(deadline) {
 			if err == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kplan-dev/kplan/internal/errkind"
 )
@@ -168,7 +169,17 @@ func classifyConn(err error, p Properties) *ConnError {
 	case errors.As(err, &se):
 		c.Reason, c.Detail = AuthFailed, fmt.Sprintf("the SASL login failed%s: %v", p.who(), err)
 	case errors.As(err, &unknownCA):
-		c.Reason, c.Detail = UntrustedCert, fmt.Sprintf("the broker's certificate (%s) is not signed by a CA in %s", describeCert(unknownCA.Cert), p.trust())
+		// x509 names the last certificate of the chain it could build, which
+		// is the broker's own only when the broker sends no chain: Kafka
+		// sends its keystore's chain, so name the leaf and where it ended.
+		leaf, ends := unknownCA.Cert, ""
+		if errors.As(err, &certErr) && len(certErr.UnverifiedCertificates) > 0 {
+			leaf = certErr.UnverifiedCertificates[0]
+		}
+		if unknownCA.Cert != nil && leaf != nil && !unknownCA.Cert.Equal(leaf) {
+			ends = fmt.Sprintf(" (its chain ends at %q, not in that file)", unknownCA.Cert.Subject.String())
+		}
+		c.Reason, c.Detail = UntrustedCert, fmt.Sprintf("the broker's certificate (%s) is not signed by a CA in %s%s", describeCert(leaf), p.trust(), ends)
 	case errors.As(err, &certErr) && !errors.As(err, &hostErr) && !errors.As(err, &invalid):
 		var cert *x509.Certificate
 		if len(certErr.UnverifiedCertificates) > 0 {
@@ -265,4 +276,23 @@ func describeCert(c *x509.Certificate) string {
 		return "no certificate"
 	}
 	return fmt.Sprintf("subject %q, issuer %q", c.Subject.String(), c.Issuer.String())
+}
+
+// Ping asks the cluster for its brokers within the connection timeout: the
+// first call of a verb that then works through its own clients, so that a
+// cluster it cannot reach or log in to fails at once with the one line of
+// a *ConnError.
+func (a *Admin) Ping(ctx context.Context) error {
+	cl, err := a.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	if _, err := req.RequestWith(ctx, cl); err != nil {
+		return a.classify(fmt.Errorf("metadata: %w", err))
+	}
+	return nil
 }

@@ -92,6 +92,13 @@ func serverTLS(t *testing.T, ca, clients *testCA) *tls.Config {
 	return cfg
 }
 
+// withChain makes a listener's certificate chain hold ca's certificate
+// after the leaf, as Kafka sends its PEM keystore's chain.
+func withChain(cfg *tls.Config, ca *testCA) *tls.Config {
+	cfg.Certificates[0].Certificate = append(cfg.Certificates[0].Certificate, ca.cert.Raw)
+	return cfg
+}
+
 // closingListener accepts connections, reads what the client sends and
 // answers with reply (nil: nothing) before closing: a plaintext Kafka
 // listener drops a TLS ClientHello (its size field is absurd), a TLS
@@ -171,6 +178,7 @@ func TestConnectionFailures(t *testing.T) {
 	tls12.MaxVersion = tls.VersionTLS12
 	mtls12 := cluster(kfake.TLS(tls12))
 	tlsKfake := cluster(kfake.TLS(serverTLS(t, ca, nil)))
+	chained := cluster(append(scram, kfake.TLS(withChain(serverTLS(t, ca, nil), ca)))...)
 	plainPort := closingListener(t, nil)
 	// What a JVM TLS listener answers to a plaintext request: a fatal
 	// unexpected_message alert.
@@ -191,6 +199,11 @@ func TestConnectionFailures(t *testing.T) {
 			Closed, errkind.Usage, []string{"authentication failed at " + saslTLS + ": the broker closed the connection: check security.protocol, sasl.mechanism and the credentials"}},
 		{"untrusted certificate", saslTLS, "security.protocol=SASL_SSL\nssl.truststore.type=PEM\nssl.truststore.location=" + otherFile + "\n" + jaas(password),
 			UntrustedCert, errkind.Usage, []string{"untrusted certificate at " + saslTLS + ": ", `subject "CN=kplan-test-broker,O=kplan test"`, `issuer "CN=kplan test CA,O=kplan test"`, "ssl.truststore.location=" + otherFile}},
+		// Found on Kafka 4.3.1: x509 names the chain's last certificate, the
+		// CA a broker sends after its own; the line names the broker's.
+		{"untrusted certificate sent with its chain", chained, "security.protocol=SASL_SSL\nssl.truststore.type=PEM\nssl.truststore.location=" + otherFile + "\n" + jaas(password),
+			UntrustedCert, errkind.Usage, []string{"untrusted certificate at " + chained + ": ", `subject "CN=kplan-test-broker,O=kplan test"`, `issuer "CN=kplan test CA,O=kplan test"`,
+				"ssl.truststore.location=" + otherFile + ` (its chain ends at "CN=kplan test CA,O=kplan test", not in that file)`}},
 		{"untrusted without a truststore", tlsKfake, "security.protocol=SSL\n",
 			UntrustedCert, errkind.Usage, []string{"untrusted certificate at " + tlsKfake + ": ", `subject "CN=kplan-test-broker,O=kplan test"`, "the system's CAs"}},
 		{"mTLS without a client certificate", mtls, "security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=" + caFile + "\n",

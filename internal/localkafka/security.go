@@ -1,9 +1,15 @@
 package localkafka
 
 import (
+	"crypto/pbkdf2"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"hash"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,23 +64,78 @@ type Security struct {
 // until the files are written and storage formatted.
 type labSecrets struct {
 	broker, client, client256 string
+	// scram are the users' SCRAM credentials as kafka-storage format
+	// stores them: salted, so that no password is in its argv.
+	scram []scramCredential
 }
 
-func newPassword() (string, error) {
+// scramIterations is the PBKDF2 iteration count of the lab's SCRAM
+// credentials: Kafka's minimum (and default) for both mechanisms.
+const scramIterations = 4096
+
+// scramCredential is one user's SCRAM credential for --add-scram.
+type scramCredential struct {
+	mechanism, name string
+	salt, salted    []byte
+}
+
+// arg is the credential as kafka-storage format's --add-scram value, which
+// takes a salted password in place of the password (Kafka's ScramParser:
+// salt and saltedpassword in standard base64).
+func (c scramCredential) arg() string {
+	return fmt.Sprintf(`%s=[name=%s,iterations=%d,salt="%s",saltedpassword="%s"]`, c.mechanism, c.name, scramIterations,
+		base64.StdEncoding.EncodeToString(c.salt), base64.StdEncoding.EncodeToString(c.salted))
+}
+
+// saltedPassword is SCRAM's SaltedPassword (RFC 5802 section 3):
+// Hi(password, salt, i), that is PBKDF2 with HMAC of the mechanism's hash
+// and one block of output, as Kafka's ScramFormatter computes it.
+func saltedPassword(mechanism, password string, salt []byte, iterations int) ([]byte, error) {
+	var h func() hash.Hash
+	switch mechanism {
+	case "SCRAM-SHA-512":
+		h = sha512.New
+	case "SCRAM-SHA-256":
+		h = sha256.New
+	default:
+		return nil, fmt.Errorf("unknown SCRAM mechanism %q", mechanism)
+	}
+	return pbkdf2.Key(h, password, salt, iterations, h().Size())
+}
+
+func newPassword(r io.Reader) (string, error) {
 	var b [18]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(b[:]), nil
 }
 
-func newSecrets() (*labSecrets, error) {
+func newSecrets() (*labSecrets, error) { return makeSecrets(rand.Reader) }
+
+// makeSecrets draws the passwords and the SCRAM salts from r.
+func makeSecrets(r io.Reader) (*labSecrets, error) {
 	var s labSecrets
 	for _, p := range []*string{&s.broker, &s.client, &s.client256} {
 		var err error
-		if *p, err = newPassword(); err != nil {
+		if *p, err = newPassword(r); err != nil {
 			return nil, fmt.Errorf("generating a password: %w", err)
 		}
+	}
+	for _, u := range []struct{ mechanism, name, password string }{
+		{"SCRAM-SHA-512", BrokerUser, s.broker},
+		{"SCRAM-SHA-512", ClientUser, s.client},
+		{"SCRAM-SHA-256", ClientUser256, s.client256},
+	} {
+		c := scramCredential{mechanism: u.mechanism, name: u.name, salt: make([]byte, 32)}
+		if _, err := io.ReadFull(r, c.salt); err != nil {
+			return nil, fmt.Errorf("generating a SCRAM salt: %w", err)
+		}
+		var err error
+		if c.salted, err = saltedPassword(u.mechanism, u.password, c.salt, scramIterations); err != nil {
+			return nil, fmt.Errorf("salting the password of SCRAM user %s: %w", u.name, err)
+		}
+		s.scram = append(s.scram, c)
 	}
 	return &s, nil
 }
@@ -164,16 +225,21 @@ func securityLines(mode string, dir string, n Node, sec *labSecrets) []string {
 	return lines
 }
 
-// scramArgs are kafka-storage format's --add-scram arguments.
+// scramArgs are kafka-storage format's --add-scram arguments: salted
+// credentials, never a password, since a process's argv is visible to every
+// user of the machine. The salted password still lets one log in as the
+// user (it is credential-equivalent, RFC 5802 section 9), but it is in the
+// format process's argv only for its few seconds, and no longer in the
+// plain form a password manager or a shell history would reuse.
 func scramArgs(mode string, sec *labSecrets) []string {
 	if !sasl(mode) || sec == nil {
 		return nil
 	}
-	return []string{
-		"--add-scram", fmt.Sprintf("SCRAM-SHA-512=[name=%s,password=%s]", BrokerUser, sec.broker),
-		"--add-scram", fmt.Sprintf("SCRAM-SHA-512=[name=%s,password=%s]", ClientUser, sec.client),
-		"--add-scram", fmt.Sprintf("SCRAM-SHA-256=[name=%s,password=%s]", ClientUser256, sec.client256),
+	var args []string
+	for _, c := range sec.scram {
+		args = append(args, "--add-scram", c.arg())
 	}
+	return args
 }
 
 // writeSecurity writes the CA, one keystore per node (and the client's

@@ -1,8 +1,12 @@
 package localkafka
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -58,12 +62,93 @@ func TestSecuredProperties(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, []string{
-		"--add-scram", "SCRAM-SHA-512=[name=broker,password=b-pass]",
-		"--add-scram", "SCRAM-SHA-512=[name=kplan,password=c-pass]",
-		"--add-scram", "SCRAM-SHA-256=[name=kplan256,password=c256-pass]",
-	}, scramArgs(SecuritySASLSSL, sec))
+}
+
+// TestScramArgs: kafka-storage format gets each SCRAM user as a salted
+// credential (name, iterations, salt, salted password) that Kafka's
+// ScramParser reads, and never a password: argv is visible to every user of
+// the machine (ps, /proc/PID/cmdline).
+func TestScramArgs(t *testing.T) {
+	sec, err := newSecrets()
+	require.NoError(t, err)
+	passwords := []string{sec.broker, sec.client, sec.client256}
+	for _, mode := range []string{SecuritySASLSSL, SecuritySASLPlaintext} {
+		args := scramArgs(mode, sec)
+		require.Len(t, args, 6, mode)
+		joined := strings.Join(args, " ")
+		for _, pw := range passwords {
+			require.NotEmpty(t, pw)
+			assert.NotContains(t, joined, pw, "a password in kafka-storage's argv")
+		}
+		assert.NotContains(t, joined, ",password=", "Kafka's plain password form")
+		re := regexp.MustCompile(`^(SCRAM-SHA-512|SCRAM-SHA-256)=\[name=(\w+),iterations=4096,salt="([A-Za-z0-9+/=]+)",saltedpassword="([A-Za-z0-9+/=]+)"\]$`)
+		users := map[string]string{}
+		for i := 0; i < len(args); i += 2 {
+			assert.Equal(t, "--add-scram", args[i])
+			m := re.FindStringSubmatch(args[i+1])
+			require.NotNil(t, m, "%s: not Kafka's salted --add-scram form", args[i+1])
+			users[m[2]] = m[1]
+			salt, err := base64.StdEncoding.DecodeString(m[3])
+			require.NoError(t, err)
+			salted, err := base64.StdEncoding.DecodeString(m[4])
+			require.NoError(t, err)
+			pw := map[string]string{BrokerUser: sec.broker, ClientUser: sec.client, ClientUser256: sec.client256}[m[2]]
+			want, err := saltedPassword(m[1], pw, salt, 4096)
+			require.NoError(t, err)
+			assert.Equal(t, want, salted, "%s's salted password", m[2])
+		}
+		assert.Equal(t, map[string]string{BrokerUser: "SCRAM-SHA-512", ClientUser: "SCRAM-SHA-512", ClientUser256: "SCRAM-SHA-256"}, users)
+	}
 	assert.Nil(t, scramArgs(SecuritySSL, sec), "no SCRAM users under ssl")
+	assert.Nil(t, scramArgs(SecurityPlaintext, sec))
+
+	other, err := newSecrets()
+	require.NoError(t, err)
+	assert.NotEqual(t, sec.scram[0].salt, other.scram[0].salt, "a fresh salt per lab")
+}
+
+// TestSaltedPassword checks SCRAM's SaltedPassword against an outside
+// reference for each mechanism: RFC 7677's SCRAM-SHA-256 exchange (the
+// client proof and server signature derive from it) and, for SCRAM-SHA-512
+// (no RFC vector), Kafka 4.3.1's own ScramFormatter.saltedPassword run on
+// the same inputs.
+func TestSaltedPassword(t *testing.T) {
+	t.Run("RFC 7677", func(t *testing.T) {
+		salt, err := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
+		require.NoError(t, err)
+		salted, err := saltedPassword("SCRAM-SHA-256", "pencil", salt, 4096)
+		require.NoError(t, err)
+		authMessage := "n=user,r=rOprNGfwEbeRWgbNEkqO," +
+			"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096," +
+			"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
+		mac := func(key []byte, msg string) []byte {
+			h := hmac.New(sha256.New, key)
+			h.Write([]byte(msg))
+			return h.Sum(nil)
+		}
+		clientKey := mac(salted, "Client Key")
+		stored := sha256.Sum256(clientKey)
+		sig := mac(stored[:], authMessage)
+		proof := make([]byte, len(clientKey))
+		for i := range proof {
+			proof[i] = clientKey[i] ^ sig[i]
+		}
+		assert.Equal(t, "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=", base64.StdEncoding.EncodeToString(proof), "ClientProof")
+		assert.Equal(t, "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=", base64.StdEncoding.EncodeToString(mac(mac(salted, "Server Key"), authMessage)), "ServerSignature")
+	})
+	// new ScramFormatter(ScramMechanism.X).saltedPassword("pencil", salt, 4096),
+	// base64, with kafka-clients-4.3.1.jar.
+	salt := []byte("kplan-test-salt-0123456789abcdef")
+	for mech, want := range map[string]string{
+		"SCRAM-SHA-512": "AAdV8yk14e/DrOcgnC1k9Jge4MRMkKGDxARao7IMd1NLvBZLvyO+r6RqpSBBgaNGTtRmx1ZuX9WRNYKvGv2C1A==",
+		"SCRAM-SHA-256": "3InmGAElNFHcgMTBwEabgUO6nIdC0WHPyzW+DKkID4Q=",
+	} {
+		got, err := saltedPassword(mech, "pencil", salt, 4096)
+		require.NoError(t, err, mech)
+		assert.Equal(t, want, base64.StdEncoding.EncodeToString(got), "%s: Kafka's ScramFormatter", mech)
+	}
+	_, err := saltedPassword("SCRAM-SHA-1", "pencil", salt, 4096)
+	assert.ErrorContains(t, err, "SCRAM-SHA-1")
 }
 
 // TestWriteSecurity: the files a secured lab writes are what kplan's own

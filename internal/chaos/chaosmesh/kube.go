@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	"github.com/go-logr/logr"
@@ -45,6 +46,10 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// apiTimeout bounds each request to the Kubernetes API server (a variable
+// for the tests).
+var apiTimeout = 10 * time.Second
+
 // restConfig loads the Kubernetes client configuration the way kubectl
 // does: the explicit file, else KUBECONFIG or ~/.kube/config, else the
 // pod's in-cluster account. Its errors are one line naming the field.
@@ -75,6 +80,11 @@ func restConfig(kubeconfig, context string) (*rest.Config, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "kplan"
+	// client-go sets no timeout: a request to an API server that accepts the
+	// connection and never answers would wait for ever.
+	if cfg.Timeout == 0 {
+		cfg.Timeout = apiTimeout
+	}
 	// Kubernetes' deprecation warnings would go to stderr between kplan's
 	// lines.
 	cfg.WarningHandler = rest.NoWarnings{}

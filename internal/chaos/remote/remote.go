@@ -93,6 +93,15 @@ func New(ctx context.Context, o Options) (*Cluster, error) {
 	if len(seeds) == 0 {
 		return nil, errkind.Usagef("bootstrap-server", "no address given")
 	}
+	// One bounded call first: a cluster that does not answer, or refuses
+	// the TLS or SASL settings, fails within the connection timeout with
+	// kafka.ConnError's one line naming the address.
+	ping := kafka.NewAdmin(o.Conn, o.Version)
+	err := ping.Ping(ctx)
+	ping.Close()
+	if err != nil {
+		return nil, err
+	}
 	cl, err := kafka.NewClient(o.Conn, o.Version, kgo.MetadataMinAge(100*time.Millisecond), kgo.RetryTimeout(10*time.Second))
 	if err != nil {
 		return nil, err

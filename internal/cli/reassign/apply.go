@@ -153,7 +153,7 @@ prints the state reached and says what goes on in the cluster (exit 1).`,
 	fs := cmd.Flags()
 	fs.StringVar(&opts.BootstrapServers, "bootstrap-server", "", "the cluster: host:port[,host:port...]")
 	fs.StringVar(&opts.CommandConfig, "command-config", "", "Kafka client properties file (bootstrap.servers, security.protocol, sasl.*, ssl.* as PEM)")
-	fs.DurationVar(&opts.Timeout, "timeout", 15*time.Second, "give up on each request to the cluster after this long")
+	fs.DurationVar(&opts.Timeout, "timeout", 10*time.Second, "give up on each request to the cluster after this long")
 	fs.StringVar(&throttle, "throttle", "none", "replication throttle while replicas move, e.g. 50MB/s (none: no throttle)")
 	fs.BoolVar(&verify, "verify", false, "report the plan's progress; remove the throttle once it is complete")
 	fs.BoolVar(&cancel, "cancel", false, "cancel the plan's reassignments in progress and remove the throttle")

@@ -43,7 +43,7 @@ func TestNewCmdApply(t *testing.T) {
 			assert.Equal(t, apply.ModeExecute, o.Mode)
 			assert.Zero(t, o.Throttle)
 			assert.False(t, o.Yes)
-			assert.Equal(t, 15*time.Second, o.Timeout)
+			assert.Equal(t, 10*time.Second, o.Timeout)
 		}},
 		{"throttle", "plan.json --bootstrap-server k:9092 --throttle 50MB/s --yes --no-wait", func(t *testing.T, o *reassign.ApplyOptions) {
 			assert.Equal(t, int64(50_000_000), o.Throttle)

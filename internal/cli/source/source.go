@@ -34,7 +34,7 @@ func AddFlags(cmd *cobra.Command, o *Options) {
 	fs.StringVar(&o.BootstrapServers, "bootstrap-server", "", "read a live cluster: host:port[,host:port...]")
 	fs.StringVar(&o.CommandConfig, "command-config", "", "Kafka client properties file (bootstrap.servers, security.protocol, sasl.*, ssl.* as PEM)")
 	fs.StringVar(&o.Topics, "topics", "", "only topics matching this regular expression")
-	fs.DurationVar(&o.Timeout, "timeout", 15*time.Second, "give up on a live cluster after this long")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "give up on a live cluster after this long")
 }
 
 // Validate checks that exactly one source is given.

@@ -35,9 +35,9 @@ func TestFlagsAndValidate(t *testing.T) {
 		wantErr string
 		want    source.Options
 	}{
-		{"file", []string{"--from", "a.json", "--topics", "^x"}, "", source.Options{From: "a.json", Topics: "^x", Timeout: 15 * time.Second}},
+		{"file", []string{"--from", "a.json", "--topics", "^x"}, "", source.Options{From: "a.json", Topics: "^x", Timeout: 10 * time.Second}},
 		{"live", []string{"--bootstrap-server", "k:9092", "--timeout", "2s"}, "", source.Options{BootstrapServers: "k:9092", Timeout: 2 * time.Second}},
-		{"config only", []string{"--command-config", "c.properties"}, "", source.Options{CommandConfig: "c.properties", Timeout: 15 * time.Second}},
+		{"config only", []string{"--command-config", "c.properties"}, "", source.Options{CommandConfig: "c.properties", Timeout: 10 * time.Second}},
 		{"none", nil, "no layout: give --from FILE or --bootstrap-server HOST:PORT", source.Options{}},
 		{"both", []string{"--from", "a", "--bootstrap-server", "k:1"}, "--from and --bootstrap-server/--command-config: give one source", source.Options{}},
 		{"bad regex", []string{"--from", "a", "--topics", "("}, "--topics", source.Options{}},

@@ -77,9 +77,9 @@ func TestSecuredLabVerbs(t *testing.T) {
 
 	// chaos on the lab: the lab's client.properties are used by itself.
 	// On a loaded machine brokers can miss their 3 s session and drop out
-	// of ISRs for a while: wait for a calm lab, and let the kill through
-	// should the fresh scratch topics not be in sync yet (this test is
-	// about security; the safety checks have their own tests).
+	// of ISRs for a while: wait for a calm lab. chaos itself waits for the
+	// scratch topics it creates to be in sync before its safety check, so
+	// the kill goes through that check (no --allow-unavailable).
 	require.Eventually(t, func() bool {
 		var s struct {
 			UnderReplicated []string `json:"under_replicated"`
@@ -88,11 +88,12 @@ func TestSecuredLabVerbs(t *testing.T) {
 		return code == 0 && json.Unmarshal([]byte(out), &s) == nil && len(s.UnderReplicated) == 0
 	}, time.Minute, time.Second)
 	report := filepath.Join(work, "chaos")
-	code, out, errOut = tr.kplan(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", dir, "--kill", "broker-2", "--restore", "--allow-unavailable",
+	code, out, errOut = tr.kplan(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", dir, "--kill", "broker-2", "--restore",
 		"--warmup", "1s", "--phase-duration", "2s", "--rate", "50kB/s", "--report", report, "-o", "json")
 	require.Equal(t, 0, code, errOut)
 	var res chaos.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	t.Logf("chaos notes: %q", res.Notes)
 	require.NotEmpty(t, res.Partitioners)
 	for _, p := range res.Partitioners {
 		assert.Positive(t, p.Acked, "%s: records acknowledged over SASL_SSL", p.Name)
