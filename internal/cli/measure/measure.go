@@ -489,7 +489,6 @@ func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafk
 	if err != nil {
 		return nil, err
 	}
-	progress("DEBUG windows %v elapsed %s", pw.Bytes, pw.Elapsed)
 	if plan.Produce, err = measure.ThroughputOf(pw.Bytes, pw.Window, opts.Duration, pw.Records); err != nil {
 		return nil, fmt.Errorf("Tp: %w", err)
 	}
