@@ -310,12 +310,13 @@ func (m *Measurer) MeasureProduce(ctx context.Context, s ProduceSpec) (Windows, 
 	start := time.Now()
 	wc := newWindowCounter(start, s.Window)
 	var firstErr atomic.Pointer[error]
-	pctx, cancel := context.WithDeadline(ctx, start.Add(s.Duration))
-	defer cancel()
-	for pctx.Err() == nil && firstErr.Load() == nil {
-		cl.Produce(pctx, &kgo.Record{Topic: s.Topic, Partition: s.Partition, Value: value}, func(r *kgo.Record, err error) {
+	deadline := start.Add(s.Duration)
+	// Records carry ctx, not the run's deadline: a non-idempotent producer
+	// would drop the buffered ones at the deadline instead of sending them.
+	for time.Now().Before(deadline) && firstErr.Load() == nil && ctx.Err() == nil {
+		cl.Produce(ctx, &kgo.Record{Topic: s.Topic, Partition: s.Partition, Value: value}, func(r *kgo.Record, err error) {
 			if err != nil {
-				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				if !errors.Is(err, context.Canceled) {
 					firstErr.CompareAndSwap(nil, &err)
 				}
 				return
