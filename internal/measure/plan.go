@@ -71,6 +71,17 @@ type Plan struct {
 	Handles      Handles       `json:"max_handles"`
 }
 
+// FormatMs writes d in milliseconds in Go duration syntax ("0.969ms",
+// "25ms"): ASCII, exact to the nanosecond, what kplan size parses.
+func FormatMs(d time.Duration) string {
+	ms := d / time.Millisecond
+	frac := d % time.Millisecond
+	if frac == 0 {
+		return fmt.Sprintf("%dms", ms)
+	}
+	return strings.TrimRight(fmt.Sprintf("%d.%06d", ms, frac), "0") + "ms"
+}
+
 // Row is one measured input for a table.
 type Row struct {
 	Key, Symbol, Value, Spread, How string
@@ -81,11 +92,11 @@ func (p *Plan) Rows() []Row {
 	rows := []Row{
 		{"partition-produce-rate", "Tp", units.FormatRate(p.Produce.BytesPerSec), p.Produce.Windows.describe(formatMBps), p.produceHow()},
 		{"partition-consume-rate", "Tc", units.FormatRate(p.Consume.BytesPerSec), p.Consume.Windows.describe(formatMBps), p.consumeHow()},
-		{"replication-latency", "l_r", p.Replication.Latency.String(), p.Replication.Diff.describe(formatMs), p.replicationHow()},
+		{"replication-latency", "l_r", FormatMs(p.Replication.Latency), p.Replication.Diff.describe(formatMs), p.replicationHow()},
 	}
 	switch {
 	case p.Election != nil:
-		rows = append(rows, Row{"election-time", "u", p.Election.PerPartition.String(), p.Election.PerPartitionMs.describe(formatMs), p.electionHow()})
+		rows = append(rows, Row{"election-time", "u", FormatMs(p.Election.PerPartition), p.Election.PerPartitionMs.describe(formatMs), p.electionHow()})
 	case p.ElectionTime > 0:
 		rows = append(rows, Row{"election-time", "u", p.ElectionTime.String(), "not measured", "given with --election-time"})
 	default:

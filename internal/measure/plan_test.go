@@ -80,3 +80,15 @@ func TestPlanJSON(t *testing.T) {
 	assert.Equal(t, int64(22_000_000), back.Produce.BytesPerSec)
 	assert.Equal(t, 4200*time.Microsecond, back.Election.PerPartition)
 }
+
+func TestFormatMs(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		969 * time.Microsecond: "0.969ms", 25 * time.Millisecond: "25ms", 2951 * time.Microsecond: "2.951ms",
+		time.Microsecond: "0.001ms", time.Nanosecond: "0.000001ms", 1500 * time.Millisecond: "1500ms",
+	} {
+		assert.Equal(t, want, FormatMs(d))
+		back, err := time.ParseDuration(want)
+		require.NoError(t, err)
+		assert.Equal(t, d, back, "round trip of %s", want)
+	}
+}
