@@ -184,6 +184,26 @@ func (m *Measurer) DeleteScratch(ctx context.Context) ([]string, error) {
 	m.mu.Lock()
 	m.created = slices.DeleteFunc(m.created, func(t string) bool { return slices.Contains(deleted, t) })
 	m.mu.Unlock()
+	// Deletion is asynchronous: wait (within the bound) until metadata no
+	// longer lists them, so that "deleted" means gone.
+	for len(deleted) > 0 {
+		md, err := kadm.NewClient(cl).Metadata(ctx, deleted...)
+		if err != nil {
+			break
+		}
+		left := false
+		for _, t := range md.Topics {
+			left = left || t.Err == nil
+		}
+		if !left {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return deleted, errors.Join(append(errs, fmt.Errorf("topics %v still listed after deletion", deleted))...)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	return deleted, errors.Join(errs...)
 }
 
