@@ -42,7 +42,7 @@ func TestMeasurerOnKfake(t *testing.T) {
 		assert.Equal(t, w.Total, sum, "windows add up")
 	}
 
-	cw, err := m.MeasureConsume(ctx, ConsumeSpec{Topic: "kplan-measure-t-tp", Duration: 300 * time.Millisecond, Window: 100 * time.Millisecond})
+	cw, err := m.MeasureConsume(ctx, ConsumeSpec{Topic: "kplan-measure-t-tp", Duration: time.Second, Window: 250 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Positive(t, cw.Records)
 

@@ -490,7 +490,7 @@ func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafk
 		return nil, err
 	}
 	if plan.Produce, err = measure.ThroughputOf(pw.Bytes, pw.Window, opts.Duration, pw.Records); err != nil {
-		return nil, fmt.Errorf("Tp: %w", err)
+		return nil, fmt.Errorf("measuring Tp: %w", err)
 	}
 	progress("Tp = %s", units.FormatRate(plan.Produce.BytesPerSec))
 
@@ -500,7 +500,7 @@ func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafk
 		return nil, err
 	}
 	if plan.Consume, err = measure.ThroughputOf(cw.Bytes, cw.Window, opts.Duration, cw.Records); err != nil {
-		return nil, fmt.Errorf("Tc: %w", err)
+		return nil, fmt.Errorf("measuring Tc: %w", err)
 	}
 	progress("Tc = %s", units.FormatRate(plan.Consume.BytesPerSec))
 

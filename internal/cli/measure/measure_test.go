@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kplan-dev/kplan/internal/cli/size"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
@@ -99,31 +98,40 @@ func TestNewCmdMeasureRefuses(t *testing.T) {
 	}
 }
 
+// fake is an in-process cluster.
+type fake struct{ addrs []string }
+
+func newFake(t *testing.T, brokers int) fake {
+	t.Helper()
+	addrs, stop, err := kafka.FakeCluster(brokers)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	return fake{addrs: addrs}
+}
+
 // kfakeOpts is a short run against an in-process cluster.
-func kfakeOpts(t *testing.T, c *kfake.Cluster, out string) (*Options, *bytes.Buffer, *bytes.Buffer) {
+func kfakeOpts(t *testing.T, c fake, out string) (*Options, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	t.Setenv("KPLAN_LAB_DIR", t.TempDir()) // no lab here
 	ios, _, stdout, stderr := iostreams.Test()
 	f := cmdutil.NewTestFactory()
 	o := &Options{IO: ios, Now: f.Now, Version: "test", Args: []string{"kplan", "measure", "--test"},
-		Conn: kafka.ConnOptions{BootstrapServers: strings.Join(c.ListenAddrs(), ","), Timeout: 5 * time.Second},
-		Out:  out, Format: "json", Acks: kafka.AcksAll, RecordSize: 100, Duration: 300 * time.Millisecond, Window: 100 * time.Millisecond,
+		Conn: kafka.ConnOptions{BootstrapServers: strings.Join(c.addrs, ","), Timeout: 5 * time.Second},
+		Out:  out, Format: "json", Acks: kafka.AcksAll, RecordSize: 100, Duration: time.Second, Window: 250 * time.Millisecond,
 		ReplicationSamples: 5, ReplicationRecordSize: 10, ElectionPartitions: 4, ElectionRounds: 2,
 		MaxHandles: 1000, Consumers: 2, MaxReplicationLatency: 200 * time.Millisecond, MaxUnavailability: 2 * time.Second}
 	return o, stdout, stderr
 }
 
 func TestRunMeasureOnKfake(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	require.NoError(t, err)
-	defer c.Close()
+	c := newFake(t, 3)
 	out := filepath.Join(t.TempDir(), "plan.yaml")
 	o, stdout, stderr := kfakeOpts(t, c, out)
 	o.Yes = true
 	require.NoError(t, runMeasure(context.Background(), o))
 
 	var plan mm.Plan
-	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &plan))
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &plan))
 	assert.Positive(t, plan.Produce.BytesPerSec)
 	assert.Positive(t, plan.Consume.BytesPerSec)
 	assert.Positive(t, plan.Replication.Latency)
@@ -159,14 +167,12 @@ func TestRunMeasureOnKfake(t *testing.T) {
 // TestRunMeasureRefusesWithoutYes: a cluster that is not the local lab gets
 // the plan and exit 4, with nothing created or written.
 func TestRunMeasureRefusesWithoutYes(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	require.NoError(t, err)
-	defer c.Close()
+	c := newFake(t, 1)
 	out := filepath.Join(t.TempDir(), "plan.yaml")
 	o, stdout, _ := kfakeOpts(t, c, out)
 	o.ElectionPartitions = 0
 	o.Format = "table"
-	err = runMeasure(context.Background(), o)
+	err := runMeasure(context.Background(), o)
 	require.Error(t, err)
 	assert.Equal(t, cmdutil.ExitRefused, cmdutil.ExitCode(err))
 	assert.ErrorContains(t, err, "--yes")
@@ -176,24 +182,20 @@ func TestRunMeasureRefusesWithoutYes(t *testing.T) {
 }
 
 func TestRunMeasureNeedsMaxHandlesOffLab(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	require.NoError(t, err)
-	defer c.Close()
+	c := newFake(t, 1)
 	o, _, _ := kfakeOpts(t, c, "")
 	o.MaxHandles, o.Yes, o.ElectionPartitions = 0, true, 0
-	err = runMeasure(context.Background(), o)
+	err := runMeasure(context.Background(), o)
 	assert.ErrorContains(t, err, "--max-handles: required")
 	assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
 	assert.Empty(t, listTopics(t, c))
 }
 
 func TestRunMeasureElectionNeedsReplicas(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	require.NoError(t, err)
-	defer c.Close()
+	c := newFake(t, 1)
 	o, _, _ := kfakeOpts(t, c, "")
 	o.Yes = true
-	err = runMeasure(context.Background(), o)
+	err := runMeasure(context.Background(), o)
 	assert.ErrorContains(t, err, "--election-partitions: leadership cannot move with replication factor 1")
 	assert.Empty(t, listTopics(t, c))
 }
@@ -201,9 +203,7 @@ func TestRunMeasureElectionNeedsReplicas(t *testing.T) {
 // TestRunMeasureCancelled: Ctrl-C during the run still deletes the scratch
 // topics and writes no plan.
 func TestRunMeasureCancelled(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	require.NoError(t, err)
-	defer c.Close()
+	c := newFake(t, 3)
 	out := filepath.Join(t.TempDir(), "plan.yaml")
 	o, _, _ := kfakeOpts(t, c, out)
 	o.Yes, o.Duration = true, 5*time.Second
@@ -214,15 +214,15 @@ func TestRunMeasureCancelled(t *testing.T) {
 		}
 		cancel()
 	}()
-	err = runMeasure(ctx, o)
+	err := runMeasure(ctx, o)
 	require.Error(t, err)
 	assert.NoFileExists(t, out)
 	assert.Empty(t, listTopics(t, c))
 }
 
-func listTopics(t *testing.T, c *kfake.Cluster) []string {
+func listTopics(t *testing.T, c fake) []string {
 	t.Helper()
-	snap, err := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: strings.Join(c.ListenAddrs(), ",")}, "test").Snapshot(context.Background(), nil)
+	snap, err := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: strings.Join(c.addrs, ",")}, "test").Snapshot(context.Background(), nil)
 	require.NoError(t, err)
 	var names []string
 	for _, p := range snap.Partitions {
