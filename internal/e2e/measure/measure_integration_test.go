@@ -4,6 +4,7 @@ package measure
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,9 +50,16 @@ func TestMeasureSecuredLab(t *testing.T) {
 			code, _, errOut := kplan(t, ctx, append(append(tc.args, short...), "--out", plan)...)
 			require.Equal(t, 0, code, "stderr: %s", errOut)
 			assert.Contains(t, errOut, "measure: deleted ")
-			code, out, errOut := kplan(t, ctx, "size", "--plan", plan, "--throughput", "1MB/s", "--strategy", "bromax")
+			code, out, errOut := kplan(t, ctx, "size", "--plan", plan, "--throughput", "1MB/s", "--strategy", "bromax", "-o", "json")
 			require.Equal(t, 0, code, "stderr: %s", errOut)
-			assert.Contains(t, out, "bromax    yes")
+			var sized struct {
+				Results []struct {
+					Feasible bool `json:"feasible"`
+				} `json:"results"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &sized))
+			require.Len(t, sized.Results, 1)
+			assert.True(t, sized.Results[0].Feasible, "bromax on the measured plan")
 		})
 	}
 	// Without the lab's client.properties the secured listener refuses.
