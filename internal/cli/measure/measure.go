@@ -5,17 +5,626 @@
 package measure
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/localkafka"
+	"github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/units"
 )
+
+// ScratchPrefix starts the name of every topic measure creates.
+const ScratchPrefix = "kplan-measure-"
+
+// Options are the parsed flags of `kplan measure`.
+type Options struct {
+	IO  *iostreams.IOStreams
+	Now func() time.Time
+	// Version is kplan's, for the client id.
+	Version string
+	// Args is the command line, stated in the plan.
+	Args []string
+
+	Conn   kafka.ConnOptions
+	Lab    bool
+	LabDir string
+	Out    string
+	Format report.Format
+	Yes    bool
+	Keep   bool
+
+	Acks       kafka.Acks
+	RecordSize int
+	Duration   time.Duration
+	Window     time.Duration
+	Linger     time.Duration
+
+	ReplicationSamples    int
+	ReplicationInterval   time.Duration
+	ReplicationRecordSize int
+
+	ElectionPartitions int
+	ElectionRounds     int
+	ElectionTime       time.Duration
+
+	MaxHandles int64
+	// ReplicationFactor is 0 for min(3, brokers); MaxBrokers 0 for the
+	// cluster's brokers.
+	ReplicationFactor     int
+	Throughput            int64
+	Consumers             int64
+	MaxBrokers            int64
+	MaxReplicationLatency time.Duration
+	MaxUnavailability     time.Duration
+}
+
+type rawFlags struct {
+	bootstrap, commandConfig, cluster, labDir string
+	timeout                                   time.Duration
+	out                                       string
+	output                                    cmdutil.OutputFlag
+	yes, keep                                 bool
+	acks                                      string
+	recordSize                                int
+	duration, window, linger                  time.Duration
+	lrSamples, lrRecordSize                   int
+	lrInterval                                time.Duration
+	electPartitions, electRounds              int
+	electionTime                              string
+	maxHandles                                int64
+	rf                                        int
+	throughput                                string
+	consumers, maxBrokers                     int64
+	maxL, maxU                                string
+}
 
 // NewCmdMeasure returns `kplan measure` and its subcommands.
 func NewCmdMeasure(f *cmdutil.Factory) *cobra.Command {
+	return newCmdMeasure(f, nil)
+}
+
+// newCmdMeasure is NewCmdMeasure with the run function replaceable in
+// tests.
+func newCmdMeasure(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	var r rawFlags
 	cmd := &cobra.Command{
-		Use:   "measure",
+		Use:   "measure (--bootstrap-server HOST:PORT | --cluster lab) [--out plans/NAME.yaml] [flags]",
 		Short: "Measure the sizing model's inputs on a live cluster",
+		Long: `Measure the inputs kplan size needs (Raptis et al., seed 002) on a live
+cluster and write them as a plan file:
+
+  Tp    partition-produce-rate   one partition, one producer as fast as it can
+  Tc    partition-consume-rate   one partition, one consumer from the start
+  l_r   replication-latency      acks=all minus acks=1, paired samples
+  u     election-time            preferred elections of many partitions, per partition
+  Hmax  max-handles              the lab brokers' limits, or --max-handles
+
+Every key of the plan carries a comment: how it was measured, over how many
+samples, with its spread, and the client settings. The requirements (c, r,
+B, L, U and, with --throughput, T) come from flags with defaults; give T to
+kplan size (kplan size --plan FILE --throughput 50MB/s).
+
+Scratch topics named kplan-measure-* are created (replication factor
+--replication-factor, default min(3, brokers)) and deleted at the end, also
+on error and Ctrl-C, unless --keep. On a cluster that is not the local kplan
+lab, kplan prints what it will create and write and needs --yes.
+
+u here is a cheap estimate that stops no broker; kplan measure
+unavailability fits u from broker kills and is the better number.`,
+		Example: `  $ kplan measure --cluster lab --out plans/lab-measured.yaml
+  $ kplan size --plan plans/lab-measured.yaml --throughput 50MB/s
+  $ kplan measure --bootstrap-server 127.0.0.1:19092 --duration 5s -o json
+  $ kplan measure --cluster lab --acks 1 --record-size 512 --election-partitions 0 --election-time 25ms
+  $ kplan measure --bootstrap-server kafka-1:9093 --command-config client.properties --max-handles 30000 --out plans/prod.yaml --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := r.options(cmd, f)
+			if err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runMeasure(cmd.Context(), opts)
+		},
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&r.bootstrap, "bootstrap-server", "", "measure the Kafka cluster at HOST:PORT[,...]")
+	fs.StringVar(&r.commandConfig, "command-config", "", "Kafka client properties file (bootstrap.servers, security.protocol, sasl.*, ssl.* as PEM)")
+	fs.StringVar(&r.cluster, "cluster", "", "lab: measure the running kplan lab (its addresses and, when secured, its client.properties)")
+	fs.StringVar(&r.labDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
+	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "timeout of each admin request and of connecting")
+	fs.StringVar(&r.out, "out", "", "write the plan file (YAML) here, atomically")
+	cmdutil.AddOutputFlag(cmd, &r.output)
+	fs.BoolVar(&r.yes, "yes", false, "create scratch topics and write on a cluster that is not the local kplan lab")
+	fs.BoolVar(&r.keep, "keep", false, "keep the scratch topics (default: deleted at the end)")
+	fs.StringVar(&r.acks, "acks", "all", "Tp's producer acks: all (idempotent), 1 or 0")
+	fs.IntVar(&r.recordSize, "record-size", 1024, "Tp's and Tc's record size in bytes")
+	fs.DurationVar(&r.duration, "duration", 10*time.Second, "how long Tp's producer and Tc's consumer run each")
+	fs.DurationVar(&r.window, "window", time.Second, "window of Tp's and Tc's rate samples")
+	fs.DurationVar(&r.linger, "linger", 10*time.Millisecond, "Tp's producer linger (franz-go's default)")
+	fs.IntVar(&r.lrSamples, "replication-samples", 200, "l_r: pairs of records (one at acks=all, one at acks=1)")
+	fs.DurationVar(&r.lrInterval, "replication-interval", 10*time.Millisecond, "l_r: pause between pairs")
+	fs.IntVar(&r.lrRecordSize, "replication-record-size", 100, "l_r: record size in bytes")
+	fs.IntVar(&r.electPartitions, "election-partitions", 100, "u: partitions whose leadership moves in each round (0: do not measure u)")
+	fs.IntVar(&r.electRounds, "election-rounds", 3, "u: rounds of leadership moves")
+	fs.StringVar(&r.electionTime, "election-time", "", "u to write when --election-partitions 0, e.g. 25ms")
+	fs.Int64Var(&r.maxHandles, "max-handles", 0, "Hmax: partition replicas per broker (required on a cluster that is not the local lab, whose limits kplan cannot read)")
+	fs.IntVar(&r.rf, "replication-factor", 0, "the scratch topics' replication factor and the plan's r (default min(3, brokers))")
+	fs.StringVar(&r.throughput, "throughput", "", "the plan's T, e.g. 50MB/s (default: none, give it to kplan size)")
+	fs.Int64Var(&r.consumers, "consumers", 1, "the plan's c: consumers in the consumer group")
+	fs.Int64Var(&r.maxBrokers, "max-brokers", 0, "the plan's B (default: the cluster's brokers)")
+	fs.StringVar(&r.maxL, "max-replication-latency", "200ms", "the plan's L: replication latency threshold")
+	fs.StringVar(&r.maxU, "max-unavailability", "2s", "the plan's U: unavailability threshold")
 	cmd.AddCommand(NewCmdUnavailability(f, nil), NewCmdBatching(f, nil))
 	return cmd
+}
+
+// MaxRecordSize bounds --record-size and --replication-record-size.
+const MaxRecordSize = 1 << 20
+
+func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
+	opts := &Options{IO: f.IOStreams, Now: f.Now, Version: f.Version, Yes: r.yes, Keep: r.keep, Out: r.out, LabDir: r.labDir,
+		RecordSize: r.recordSize, Duration: r.duration, Window: r.window, Linger: r.linger,
+		ReplicationSamples: r.lrSamples, ReplicationInterval: r.lrInterval, ReplicationRecordSize: r.lrRecordSize,
+		ElectionPartitions: r.electPartitions, ElectionRounds: r.electRounds, MaxHandles: r.maxHandles,
+		ReplicationFactor: r.rf, Consumers: r.consumers, MaxBrokers: r.maxBrokers, Args: commandLine(cmd)}
+	var err error
+	if opts.Format, err = r.output.Format(); err != nil {
+		return nil, err
+	}
+	switch r.cluster {
+	case "":
+		if r.bootstrap == "" && r.commandConfig == "" {
+			return nil, cmdutil.UsageErrorf("--bootstrap-server: required (or --cluster lab)")
+		}
+	case "lab":
+		opts.Lab = true
+		if r.bootstrap != "" {
+			return nil, cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
+		}
+	default:
+		return nil, cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server)", r.cluster)
+	}
+	if cmd.Flags().Changed("lab-dir") && r.labDir == "" {
+		return nil, cmdutil.UsageErrorf("--lab-dir: empty")
+	}
+	if r.timeout <= 0 {
+		return nil, cmdutil.UsageErrorf("--timeout: want a positive duration, got %s", r.timeout)
+	}
+	opts.Conn = kafka.ConnOptions{BootstrapServers: r.bootstrap, CommandConfig: r.commandConfig, Timeout: r.timeout}
+	switch r.acks {
+	case "all", "-1":
+		opts.Acks = kafka.AcksAll
+	case "1":
+		opts.Acks = kafka.AcksLeader
+	case "0":
+		opts.Acks = kafka.AcksNone
+	default:
+		return nil, cmdutil.UsageErrorf("--acks: want all, 1 or 0, got %q", r.acks)
+	}
+	checks := []struct {
+		ok   bool
+		flag string
+		msg  string
+	}{
+		{r.recordSize >= 1 && r.recordSize <= MaxRecordSize, "record-size", fmt.Sprintf("want 1 to %d bytes, got %d", MaxRecordSize, r.recordSize)},
+		{r.lrRecordSize >= 1 && r.lrRecordSize <= MaxRecordSize, "replication-record-size", fmt.Sprintf("want 1 to %d bytes, got %d", MaxRecordSize, r.lrRecordSize)},
+		{r.window >= time.Millisecond, "window", fmt.Sprintf("want at least 1ms, got %s", r.window)},
+		{r.duration >= r.window && r.duration <= 24*time.Hour, "duration", fmt.Sprintf("want at least one --window (%s) and at most 24h, got %s", r.window, r.duration)},
+		{r.linger >= 0, "linger", fmt.Sprintf("must not be negative, got %s", r.linger)},
+		{r.lrSamples >= 1 && r.lrSamples <= 1_000_000, "replication-samples", fmt.Sprintf("want 1 to 1000000, got %d", r.lrSamples)},
+		{r.lrInterval >= 0, "replication-interval", fmt.Sprintf("must not be negative, got %s", r.lrInterval)},
+		{r.electPartitions >= 0 && r.electPartitions <= 10_000, "election-partitions", fmt.Sprintf("want 0 (do not measure) to 10000, got %d", r.electPartitions)},
+		{r.electRounds >= 1 && r.electRounds <= 1000, "election-rounds", fmt.Sprintf("want 1 to 1000, got %d", r.electRounds)},
+		{r.maxHandles >= 0, "max-handles", fmt.Sprintf("want a positive number, got %d", r.maxHandles)},
+		{r.rf >= 0 && r.rf <= 64, "replication-factor", fmt.Sprintf("want 1 to 64, got %d", r.rf)},
+		{r.consumers >= 1, "consumers", fmt.Sprintf("want at least 1, got %d", r.consumers)},
+		{r.maxBrokers >= 0, "max-brokers", fmt.Sprintf("want a positive number, got %d", r.maxBrokers)},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			return nil, cmdutil.UsageErrorf("--%s: %s", c.flag, c.msg)
+		}
+	}
+	if cmd.Flags().Changed("max-handles") && r.maxHandles == 0 {
+		return nil, cmdutil.UsageErrorf("--max-handles: want a positive number, got 0")
+	}
+	if cmd.Flags().Changed("replication-factor") && r.rf == 0 {
+		return nil, cmdutil.UsageErrorf("--replication-factor: want 1 to 64, got 0")
+	}
+	if cmd.Flags().Changed("max-brokers") && r.maxBrokers == 0 {
+		return nil, cmdutil.UsageErrorf("--max-brokers: want a positive number, got 0")
+	}
+	if r.throughput != "" {
+		if opts.Throughput, err = units.ParseRate(r.throughput); err != nil {
+			return nil, cmdutil.UsageErrorf("--throughput: %w", err)
+		}
+	}
+	pos := func(flag, text string) (time.Duration, error) {
+		d, err := units.ParseDuration(text)
+		if err != nil {
+			return 0, cmdutil.UsageErrorf("--%s: %w", flag, err)
+		}
+		if d <= 0 {
+			return 0, cmdutil.UsageErrorf("--%s: must be positive, got %s", flag, text)
+		}
+		return d, nil
+	}
+	if opts.MaxReplicationLatency, err = pos("max-replication-latency", r.maxL); err != nil {
+		return nil, err
+	}
+	if opts.MaxUnavailability, err = pos("max-unavailability", r.maxU); err != nil {
+		return nil, err
+	}
+	if r.electionTime != "" {
+		if r.electPartitions != 0 {
+			return nil, cmdutil.UsageErrorf("--election-time: only with --election-partitions 0 (u is measured otherwise)")
+		}
+		if opts.ElectionTime, err = pos("election-time", r.electionTime); err != nil {
+			return nil, err
+		}
+	}
+	if r.out != "" {
+		if err := checkOutDir(r.out); err != nil {
+			return nil, err
+		}
+	}
+	return opts, nil
+}
+
+// commandLine is the command as typed, for the plan's comment: the flags
+// given, in order of their names (no flag holds a secret).
+func commandLine(cmd *cobra.Command) []string {
+	out := []string{"kplan", "measure"}
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		out = append(out, "--"+fl.Name, fl.Value.String())
+	})
+	return out
+}
+
+// checkOutDir refuses an --out whose directory does not exist, before any
+// cluster is touched.
+func checkOutDir(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return cmdutil.UsageErrorf("--out: directory %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return cmdutil.UsageErrorf("--out: %s is not a directory", dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return cmdutil.UsageErrorf("--out: %s is a directory", path)
+	}
+	return nil
+}
+
+// target is the cluster measured, resolved.
+type target struct {
+	conn  kafka.ConnOptions
+	state *localkafka.State // the local lab's, when it is the lab
+	label string
+}
+
+// resolve finds the cluster: --cluster lab reads the lab's state; a
+// --bootstrap-server cluster is the lab when its cluster id is the lab's.
+func resolve(opts *Options) (target, error) {
+	dir := opts.LabDir
+	if dir == "" {
+		dir = localkafka.DefaultDir()
+	}
+	if opts.Lab {
+		s, err := localkafka.Load(dir)
+		if err != nil {
+			return target{}, errkind.Wrap(errkind.KindOf(err), "", fmt.Errorf("--cluster lab: %w", err))
+		}
+		conn := opts.Conn.WithSeeds(s.Bootstrap())
+		if conn.CommandConfig == "" {
+			conn.CommandConfig = s.ClientConfig()
+		}
+		return target{conn: conn, state: s, label: "kplan lab " + s.Dir + " (" + strings.Join(s.Bootstrap(), ",") + ")"}, nil
+	}
+	t := target{conn: opts.Conn, label: opts.Conn.BootstrapServers}
+	if t.label == "" {
+		t.label = "bootstrap.servers of " + opts.Conn.CommandConfig
+	}
+	if s, err := localkafka.Load(dir); err == nil {
+		t.state = s // confirmed by cluster id once connected
+	}
+	return t, nil
+}
+
+// Planned is what a run will create and write, printed before a run that
+// needs --yes.
+type Planned struct {
+	Cluster string   `json:"cluster"`
+	Topics  []string `json:"topics"`
+	Actions []string `json:"actions"`
+}
+
+func planned(opts *Options, label string, topics scratch, rf int) Planned {
+	p := Planned{Cluster: label, Topics: []string{topics.produce, topics.replication}}
+	p.Actions = []string{
+		fmt.Sprintf("create %s (1 partition, replication factor %d); write to it for %s as fast as one producer can (acks=%s, %d-byte records); read it for %s", topics.produce, rf, opts.Duration, opts.Acks, opts.RecordSize, opts.Duration),
+		fmt.Sprintf("create %s (1 partition, replication factor %d); write %d pairs of %d-byte records at acks=all and acks=1", topics.replication, rf, opts.ReplicationSamples, opts.ReplicationRecordSize),
+	}
+	if opts.ElectionPartitions > 0 {
+		p.Topics = append(p.Topics, topics.election)
+		p.Actions = append(p.Actions, fmt.Sprintf("create %s (%d partitions, replication factor %d); %d times: reorder its replicas and elect the preferred leaders (leadership of these partitions moves; no broker stops)", topics.election, opts.ElectionPartitions, rf, opts.ElectionRounds))
+	}
+	if opts.Keep {
+		p.Actions = append(p.Actions, "keep the topics (--keep)")
+	} else {
+		p.Actions = append(p.Actions, "delete the topics at the end, also on error and Ctrl-C")
+	}
+	return p
+}
+
+type scratch struct{ produce, replication, election string }
+
+func scratchTopics(now time.Time) scratch {
+	stamp := now.UTC().Format("20060102-150405")
+	return scratch{ScratchPrefix + stamp + "-tp", ScratchPrefix + stamp + "-lr", ScratchPrefix + stamp + "-u"}
+}
+
+func runMeasure(ctx context.Context, opts *Options) (err error) {
+	t, err := resolve(opts)
+	if err != nil {
+		return err
+	}
+	progress := func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, "measure: "+format+"\n", a...) }
+	m := kafka.NewMeasurer(t.conn, opts.Version)
+	defer m.Close()
+	info, err := m.Info(ctx)
+	if err != nil {
+		return err
+	}
+	isLab := t.state != nil && (opts.Lab || t.state.ClusterID == info.ClusterID)
+	if !isLab {
+		t.state = nil
+	}
+	if len(info.Brokers) == 0 {
+		return errkind.New(errkind.Runtime, "", "the cluster lists no brokers")
+	}
+	rf := opts.ReplicationFactor
+	if rf == 0 {
+		rf = min(3, len(info.Brokers))
+	}
+	if rf > len(info.Brokers) {
+		return cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", rf, len(info.Brokers))
+	}
+	if rf < 2 && opts.ElectionPartitions > 0 {
+		return cmdutil.UsageErrorf("--election-partitions: leadership cannot move with replication factor 1 (give --election-partitions 0 and --election-time D)")
+	}
+	handles, err := readHandles(opts, t.state)
+	if err != nil {
+		return err
+	}
+	topics := scratchTopics(opts.Now())
+	if !isLab && !opts.Yes {
+		p := planned(opts, t.label, topics, rf)
+		if err := report.Render(opts.IO.Out, opts.Format, p, func() report.Document { return plannedDoc(p) }); err != nil {
+			return err
+		}
+		return errkind.Refusedf("", "--yes: not given: %s is not the local kplan lab; kplan creates topics and writes there only with --yes (the plan is above)", t.label)
+	}
+	if !opts.Keep {
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			deleted, derr := m.DeleteScratch(cctx)
+			if len(deleted) > 0 {
+				progress("deleted %s", strings.Join(deleted, ", "))
+			}
+			if derr != nil {
+				progress("could not delete every scratch topic: %v (delete %s* by hand)", derr, ScratchPrefix)
+				if err == nil {
+					err = derr
+				}
+			}
+		}()
+	}
+	plan, err := measureAll(ctx, opts, m, info, topics, rf, progress)
+	if err != nil {
+		return err
+	}
+	plan.Handles = handles
+	plan.Machine.KafkaVersion = kafkaVersion(t.state, info.VersionGuess)
+	plan.Machine.Cluster = t.label
+	if opts.Out != "" {
+		if err := report.WriteFileAtomic(opts.Out, plan.YAML()); err != nil {
+			return errkind.Wrap(errkind.Runtime, "", fmt.Errorf("--out: %w", err))
+		}
+		progress("wrote %s", opts.Out)
+	}
+	return report.Render(opts.IO.Out, opts.Format, plan, func() report.Document { return planDoc(plan) })
+}
+
+// measureAll runs the four measurements and returns the plan without
+// Hmax.
+func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafka.ClusterInfo, topics scratch, rf int, progress func(string, ...any)) (*measure.Plan, error) {
+	host, _ := os.Hostname()
+	plan := &measure.Plan{
+		Date:    opts.Now(),
+		Command: strings.Join(opts.Args, " "),
+		Machine: measure.Machine{Host: host, Cores: runtime.NumCPU(), ClusterID: info.ClusterID, Brokers: len(info.Brokers)},
+		Settings: measure.Settings{Acks: opts.Acks.String(), RecordSize: opts.RecordSize, Duration: opts.Duration, Window: opts.Window,
+			Linger: opts.Linger, MaxBuffered: maxBuffered, ReplicationFactor: rf, ReplicationRecordSize: opts.ReplicationRecordSize,
+			ReplicationInterval: opts.ReplicationInterval, ElectionRounds: opts.ElectionRounds},
+		Requirements: measure.Requirements{Throughput: opts.Throughput, Consumers: opts.Consumers, ReplicationFactor: int64(rf),
+			MaxBrokers: opts.MaxBrokers, MaxReplicationLatency: opts.MaxReplicationLatency, MaxUnavailability: opts.MaxUnavailability},
+		ElectionTime: opts.ElectionTime,
+	}
+	if plan.Requirements.MaxBrokers == 0 {
+		plan.Requirements.MaxBrokers = int64(len(info.Brokers))
+	}
+	if plan.Requirements.MaxBrokers < int64(rf) {
+		return nil, cmdutil.UsageErrorf("--max-brokers: %d is fewer than the replication factor %d", plan.Requirements.MaxBrokers, rf)
+	}
+	progress("cluster %s: %d brokers, replication factor %d", info.ClusterID, len(info.Brokers), rf)
+
+	progress("Tp: creating %s", topics.produce)
+	if err := m.CreateScratch(ctx, topics.produce, 1, rf, info.Brokers); err != nil {
+		return nil, err
+	}
+	progress("Tp: one producer, acks=%s, %d-byte records, for %s", opts.Acks, opts.RecordSize, opts.Duration)
+	pw, err := m.MeasureProduce(ctx, kafka.ProduceSpec{Topic: topics.produce, Acks: opts.Acks, RecordSize: opts.RecordSize,
+		Duration: opts.Duration, Window: opts.Window, Linger: opts.Linger, MaxBufferedRecords: maxBuffered})
+	if err != nil {
+		return nil, err
+	}
+	if plan.Produce, err = measure.ThroughputOf(pw.Bytes, pw.Window, opts.Duration, pw.Records); err != nil {
+		return nil, fmt.Errorf("measuring Tp: %w", err)
+	}
+	progress("Tp = %s", units.FormatRate(plan.Produce.BytesPerSec))
+
+	progress("Tc: one consumer from the start, for %s", opts.Duration)
+	cw, err := m.MeasureConsume(ctx, kafka.ConsumeSpec{Topic: topics.produce, Duration: opts.Duration, Window: opts.Window})
+	if err != nil {
+		return nil, err
+	}
+	if plan.Consume, err = measure.ThroughputOf(cw.Bytes, cw.Window, opts.Duration, cw.Records); err != nil {
+		return nil, fmt.Errorf("measuring Tc: %w", err)
+	}
+	progress("Tc = %s", units.FormatRate(plan.Consume.BytesPerSec))
+
+	progress("l_r: creating %s; %d pairs at acks=all and acks=1", topics.replication, opts.ReplicationSamples)
+	if err := m.CreateScratch(ctx, topics.replication, 1, rf, info.Brokers); err != nil {
+		return nil, err
+	}
+	pairs, err := m.MeasureReplication(ctx, kafka.ReplicationSpec{Topic: topics.replication, RecordSize: opts.ReplicationRecordSize,
+		Samples: opts.ReplicationSamples, Interval: opts.ReplicationInterval, Warmup: replicationWarmup})
+	if err != nil {
+		return nil, err
+	}
+	var all, leader []time.Duration
+	for _, p := range pairs {
+		all, leader = append(all, p.All), append(leader, p.Leader)
+	}
+	if plan.Replication, err = measure.ReplicationOf(all, leader); err != nil {
+		return nil, err
+	}
+	progress("l_r = %s", plan.Replication.Latency)
+
+	if opts.ElectionPartitions > 0 {
+		progress("u: creating %s (%d partitions); %d rounds of preferred elections", topics.election, opts.ElectionPartitions, opts.ElectionRounds)
+		if err := m.CreateScratch(ctx, topics.election, opts.ElectionPartitions, rf, info.Brokers); err != nil {
+			return nil, err
+		}
+		rounds, err := m.MeasureElection(ctx, topics.election, opts.ElectionPartitions, opts.ElectionRounds)
+		if err != nil {
+			return nil, err
+		}
+		var writable, elect []time.Duration
+		for _, r := range rounds {
+			writable, elect = append(writable, r.Writable), append(elect, r.Elect)
+		}
+		e, err := measure.ElectionOf(writable, elect, opts.ElectionPartitions)
+		if err != nil {
+			return nil, err
+		}
+		plan.Election = &e
+		progress("u = %s", e.PerPartition)
+	}
+	return plan, nil
+}
+
+// maxBuffered is Tp's producer buffer in records; replicationWarmup the
+// l_r pairs sent before counting.
+const (
+	maxBuffered       = 10000
+	replicationWarmup = 10
+)
+
+// readHandles is Hmax: --max-handles, else the lab brokers' limits.
+func readHandles(opts *Options, lab *localkafka.State) (measure.Handles, error) {
+	if opts.MaxHandles > 0 {
+		return measure.Handles{Value: opts.MaxHandles, Given: true}, nil
+	}
+	if lab == nil {
+		return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required on a cluster that is not the local kplan lab (kplan cannot read its brokers' limits)")
+	}
+	var open int64
+	for _, n := range lab.Brokers() {
+		text, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", n.PID))
+		if err != nil {
+			return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required: broker %d's limits are not readable: %w", n.ID, err)
+		}
+		v, err := measure.ParseOpenFiles(string(text))
+		if err != nil {
+			return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required: broker %d's limits: %w", n.ID, err)
+		}
+		if open == 0 || v < open {
+			open = v
+		}
+	}
+	text, err := os.ReadFile("/proc/sys/vm/max_map_count")
+	if err != nil {
+		return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required: vm.max_map_count is not readable: %w", err)
+	}
+	maps, err := measure.ParseMaxMapCount(string(text))
+	if err != nil {
+		return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required: vm.max_map_count: %w", err)
+	}
+	h, err := measure.HandlesOf(open, maps)
+	if err != nil {
+		return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required: %w", err)
+	}
+	return h, nil
+}
+
+// kafkaVersion reads the lab's jars' version, else franz-go's guess.
+func kafkaVersion(lab *localkafka.State, guess string) string {
+	if lab != nil {
+		if ms, _ := filepath.Glob(filepath.Join(lab.JarsDir, "kafka_2.13-*.jar")); len(ms) > 0 {
+			slices.Sort(ms)
+			v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(ms[0]), "kafka_2.13-"), ".jar")
+			if v != "" && !strings.ContainsAny(v, "-") {
+				return v + " (the lab's jars)"
+			}
+		}
+	}
+	if guess == "" {
+		return ""
+	}
+	return guess + " (guessed by franz-go from the brokers' ApiVersions)"
+}
+
+func plannedDoc(p Planned) report.Document {
+	sec := report.Section{Title: "What kplan measure will do on " + p.Cluster, Header: []string{"step", "action"}}
+	for i, a := range p.Actions {
+		sec.Rows = append(sec.Rows, []string{strconv.Itoa(i + 1), a})
+	}
+	return report.Document{Title: "kplan measure: plan", Sections: []report.Section{sec}}
+}
+
+func planDoc(p *measure.Plan) report.Document {
+	sec := report.Section{Title: "Measured inputs", Header: []string{"key", "symbol", "value", "spread"}}
+	var notes []string
+	for _, r := range p.Rows() {
+		sec.Rows = append(sec.Rows, []string{r.Key, r.Symbol, r.Value, r.Spread})
+		notes = append(notes, r.Symbol+": "+r.How)
+	}
+	sec.Notes = notes
+	m := p.Machine
+	return report.Document{
+		Title:    fmt.Sprintf("kplan measure: %s (%d brokers, Kafka %s) from %s, %d cores, %s", m.Cluster, m.Brokers, m.KafkaVersion, m.Host, m.Cores, p.Date.UTC().Format(time.RFC3339)),
+		Sections: []report.Section{sec},
+	}
 }
