@@ -70,9 +70,9 @@ type UnavailabilityOptions struct {
 func NewCmdUnavailability(f *cmdutil.Factory, runF func(*UnavailabilityOptions) error) *cobra.Command {
 	var (
 		counts, cluster string
-		broker                  int
-		kf                      unavailKillerFlags
-		out                     cmdutil.OutputFlag
+		broker          int
+		kf              unavailKillerFlags
+		out             cmdutil.OutputFlag
 	)
 	opts := &UnavailabilityOptions{}
 	cmd := &cobra.Command{
