@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kplan-dev/kplan/internal/topology"
 )
 
 // This file is `kplan measure unavailability`'s Kafka side: a probe that
@@ -120,9 +122,33 @@ type PartitionLeadership struct {
 	ISR      []int32
 }
 
+// ScratchAdmin is the admin side of a measurement on scratch topics: their
+// leadership, the active controller, their deletion, the cluster's state.
+type ScratchAdmin struct {
+	cl *kgo.Client
+}
+
+// NewScratchAdmin builds the admin client.
+func NewScratchAdmin(conn ConnOptions, version string) (*ScratchAdmin, error) {
+	cl, err := NewClient(conn, version)
+	if err != nil {
+		return nil, err
+	}
+	return &ScratchAdmin{cl: cl}, nil
+}
+
+// Close releases the client.
+func (a *ScratchAdmin) Close() { a.cl.Close() }
+
+// Snapshot reads every topic's layout (Snapshot).
+func (a *ScratchAdmin) Snapshot(ctx context.Context) (*topology.Cluster, error) {
+	return Snapshot(ctx, a.cl, nil)
+}
+
 // TopicLeadership asks a broker (past the client's cache) for a topic's
 // partitions; ok is false when the topic does not exist.
-func TopicLeadership(ctx context.Context, cl *kgo.Client, topic string) (parts []PartitionLeadership, ok bool, err error) {
+func (a *ScratchAdmin) TopicLeadership(ctx context.Context, topic string) (parts []PartitionLeadership, ok bool, err error) {
+	cl := a.cl
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
@@ -175,7 +201,7 @@ func LedInSync(parts []PartitionLeadership, leader int32) (bool, string) {
 // log) which node leads it: killing that node also elects a new
 // controller, which a broker-failure measurement keeps apart. The
 // metadata answer's controller field is not it on KRaft.
-func ActiveController(ctx context.Context, cl *kgo.Client) (int32, error) {
+func (a *ScratchAdmin) ActiveController(ctx context.Context) (int32, error) {
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	rt := kmsg.NewDescribeQuorumRequestTopic()
 	rt.Topic = "__cluster_metadata"
@@ -183,33 +209,32 @@ func ActiveController(ctx context.Context, cl *kgo.Client) (int32, error) {
 	rp.Partition = 0
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, a.cl)
 	if err != nil {
 		return -1, fmt.Errorf("describe quorum: %w", err)
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return -1, fmt.Errorf("describe quorum: %w", err)
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return -1, fmt.Errorf("describe quorum: %w", err)
-			}
-			return p.LeaderID, nil
-		}
+	if len(resp.Topics) == 0 || len(resp.Topics[0].Partitions) == 0 {
+		return -1, errors.New("describe quorum: no partition in the answer")
 	}
-	return -1, errors.New("describe quorum: no partition in the answer")
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return -1, fmt.Errorf("describe quorum: %w", err)
+	}
+	return p.LeaderID, nil
 }
 
 // DeleteTopic deletes a topic; one that does not exist is not an error.
-func DeleteTopic(ctx context.Context, cl *kgo.Client, topic string) error {
+func (a *ScratchAdmin) DeleteTopic(ctx context.Context, topic string) error {
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.TopicNames = []string{topic}
 	rt := kmsg.NewDeleteTopicsRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
 	req.TimeoutMillis = 30000
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, a.cl)
 	if err != nil {
 		return fmt.Errorf("delete topic %s: %w", topic, err)
 	}

@@ -244,11 +244,16 @@ func unavailTopicPrefix(p string) error {
 		return cmdutil.UsageErrorf("--topic: %d characters, want at most 200", len(p))
 	}
 	for _, r := range p {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+		if !unavailTopicRune(r) {
 			return cmdutil.UsageErrorf("--topic: %q has %q (Kafka topic names take letters, digits, '.', '_' and '-')", p, r)
 		}
 	}
 	return nil
+}
+
+// unavailTopicRune reports whether r may be in a Kafka topic name.
+func unavailTopicRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
 }
 
 // unavailCheckPlan reads --out-plan before anything runs: it must be an

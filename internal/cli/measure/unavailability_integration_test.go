@@ -16,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -108,12 +107,12 @@ func TestUnavailabilityLab(t *testing.T) {
 	for _, n := range now.Brokers() {
 		assert.True(t, n.Alive(), "broker-%d running", n.ID)
 	}
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(s.Bootstrap(), ",")}, "test")
+	adm, err := kafka.NewScratchAdmin(kafka.ConnOptions{BootstrapServers: strings.Join(s.Bootstrap(), ",")}, "test")
 	require.NoError(t, err)
-	defer cl.Close()
-	topics, err := kadm.NewClient(cl).ListTopics(ctx)
+	defer adm.Close()
+	snap, err := adm.Snapshot(ctx)
 	require.NoError(t, err)
-	for _, name := range topics.Names() {
-		assert.False(t, strings.HasPrefix(name, "kplan-unavail-"), fmt.Sprintf("scratch topic %s left", name))
+	for _, p := range snap.Partitions {
+		assert.False(t, strings.HasPrefix(p.Topic, "kplan-unavail-"), fmt.Sprintf("scratch topic %s left", p.Topic))
 	}
 }

@@ -249,16 +249,16 @@ func (r *UnavailabilityResult) writePlot(path string) error {
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	sAll.GlyphStyle.Color = plotutil.Color(0)
-	sAll.GlyphStyle.Shape = draw.CircleGlyph{}
-	sAll.GlyphStyle.Radius = vg.Points(3)
+	sAll.Color = plotutil.Color(0)
+	sAll.Shape = draw.CircleGlyph{}
+	sAll.Radius = vg.Points(3)
 	sMed, err := plotter.NewScatter(med)
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
-	sMed.GlyphStyle.Color = plotutil.Color(2)
-	sMed.GlyphStyle.Shape = draw.CrossGlyph{}
-	sMed.GlyphStyle.Radius = vg.Points(3)
+	sMed.Color = plotutil.Color(2)
+	sMed.Shape = draw.CrossGlyph{}
+	sMed.Radius = vg.Points(3)
 	p.Add(sAll, sMed)
 	p.Legend.Add("all partitions writable", sAll)
 	p.Legend.Add("per-partition median", sMed)

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/kplan-dev/kplan/internal/chaos"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/chaos/remote"
@@ -31,7 +29,7 @@ type unavailRun struct {
 	opts   *UnavailabilityOptions
 	c      chaos.Cluster
 	rc     *remote.Cluster // nil on the lab
-	admin  *kgo.Client
+	admin  *kafka.ScratchAdmin
 	conn   kafka.ConnOptions
 	victim int32
 	killed bool
@@ -56,7 +54,7 @@ func runUnavailability(ctx context.Context, opts *UnavailabilityOptions) (retErr
 	}
 	res.Controller = -1
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	if id, err := kafka.ActiveController(qctx, u.admin); err == nil {
+	if id, err := u.admin.ActiveController(qctx); err == nil {
 		res.Controller = id
 	}
 	cancel()
@@ -165,7 +163,7 @@ func (u *unavailRun) open(ctx context.Context) error {
 		}
 		u.c, u.rc, u.conn = rc, rc, o.Conn
 	}
-	admin, err := kafka.NewClient(u.conn, o.Version)
+	admin, err := kafka.NewScratchAdmin(u.conn, o.Version)
 	if err != nil {
 		u.c.Close()
 		return err
@@ -255,7 +253,7 @@ func (u *unavailRun) once(ctx context.Context, topic string, n, rep int) (measur
 		return measure.UnavailRun{}, err
 	}
 	if !o.AllowUnavailable {
-		snap, err := kafka.Snapshot(ctx, u.admin, nil)
+		snap, err := u.admin.Snapshot(ctx)
 		if err != nil {
 			return measure.UnavailRun{}, err
 		}
@@ -304,7 +302,7 @@ func (u *unavailRun) waitLed(ctx context.Context, topic string) error {
 	deadline := time.Now().Add(unavailWait)
 	elected := false
 	for {
-		parts, ok, err := kafka.TopicLeadership(ctx, u.admin, topic)
+		parts, ok, err := u.admin.TopicLeadership(ctx, topic)
 		why := "the topic is not in the metadata yet"
 		if err == nil && ok {
 			var led bool
@@ -380,7 +378,7 @@ func (u *unavailRun) restart(ctx context.Context) error {
 
 // deleteTopic deletes one scratch topic.
 func (u *unavailRun) deleteTopic(ctx context.Context, topic string) error {
-	if err := kafka.DeleteTopic(ctx, u.admin, topic); err != nil {
+	if err := u.admin.DeleteTopic(ctx, topic); err != nil {
 		return err
 	}
 	u.topics = slices.DeleteFunc(u.topics, func(t string) bool { return t == topic })
