@@ -284,7 +284,10 @@ func (u *unavailRun) once(ctx context.Context, topic string, n, rep int) (measur
 	pctx, cancel := context.WithTimeout(ctx, o.FailoverTimeout)
 	per, perr := pr.Probe(pctx, killAt)
 	cancel()
-	if err := u.restart(ctx); err != nil {
+	// The broker comes back even when Ctrl-C ended the probe.
+	rctx, cancel := unavailContext(ctx)
+	defer cancel()
+	if err := u.restart(rctx); err != nil {
 		return measure.UnavailRun{}, err
 	}
 	if perr != nil {
