@@ -200,7 +200,7 @@ func (r *UnavailabilityResult) writeReport(dir string) ([]string, error) {
 		return nil, fmt.Errorf("--report: %w", err)
 	}
 	var names []string
-	if err := r.writePlot(filepath.Join(dir, UnavailPlot)); err != nil {
+	if err := r.WritePlot(filepath.Join(dir, UnavailPlot)); err != nil {
 		return names, err
 	}
 	names = append(names, UnavailPlot)
@@ -222,39 +222,61 @@ func (r *UnavailabilityResult) writeReport(dir string) ([]string, error) {
 	return append(names, "report.md"), nil
 }
 
-// writePlot draws every run's unavailability (all partitions) and
+// WritePlot draws every run's unavailability (all partitions) and
 // per-partition median against the partitions led, with the fitted line
-// (and the quadratic when the verdict is curved).
-func (r *UnavailabilityResult) writePlot(path string) error {
+// (and the quadratic when the verdict is curved): on a linear axis, and
+// beside it on a logarithmic one, where the small counts stand apart.
+func (r *UnavailabilityResult) WritePlot(path string) error {
 	if len(r.Runs) == 0 {
 		return errors.New("plot: no runs to draw")
 	}
+	var row []*plot.Plot
+	for _, logX := range []bool{false, true} {
+		p, err := r.plotPanel(logX)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		row = append(row, p)
+	}
+	return report.WriteGridPNG(path, [][]*plot.Plot{row}, 5*vg.Inch)
+}
+
+// plotPanel is one panel of WritePlot.
+func (r *UnavailabilityResult) plotPanel(logX bool) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Unavailability after killing broker %d (RF %d)", r.Victim, r.ReplicationFactor)
+	p.Title.Text = fmt.Sprintf("Unavailability, broker %d killed (RF %d)", r.Victim, r.ReplicationFactor)
 	if r.Fit != nil {
 		p.Title.Text += ": " + r.Fit.Verdict
 	}
 	p.X.Label.Text = "partitions led by the killed broker"
+	if logX {
+		p.Title.Text = "the same, partitions on a log scale"
+		p.X.Label.Text += " (log scale)"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
 	p.Y.Label.Text = "seconds from the kill"
 	p.Add(plotter.NewGrid())
 	all := make(plotter.XYs, len(r.Runs))
 	med := make(plotter.XYs, len(r.Runs))
-	xmax := 0.0
+	xmin, xmax, ymax := math.Inf(1), 0.0, 0.0
 	for i, u := range r.Runs {
 		all[i] = plotter.XY{X: float64(u.Partitions), Y: u.AllMS / 1000}
 		med[i] = plotter.XY{X: float64(u.Partitions), Y: u.MedianMS / 1000}
+		xmin = math.Min(xmin, float64(u.Partitions))
 		xmax = math.Max(xmax, float64(u.Partitions))
+		ymax = math.Max(ymax, u.AllMS/1000)
 	}
 	sAll, err := plotter.NewScatter(all)
 	if err != nil {
-		return fmt.Errorf("plot: %w", err)
+		return nil, err
 	}
 	sAll.Color = plotutil.Color(0)
 	sAll.Shape = draw.CircleGlyph{}
 	sAll.Radius = vg.Points(3)
 	sMed, err := plotter.NewScatter(med)
 	if err != nil {
-		return fmt.Errorf("plot: %w", err)
+		return nil, err
 	}
 	sMed.Color = plotutil.Color(2)
 	sMed.Shape = draw.CrossGlyph{}
@@ -263,11 +285,14 @@ func (r *UnavailabilityResult) writePlot(path string) error {
 	p.Legend.Add("all partitions writable", sAll)
 	p.Legend.Add("per-partition median", sMed)
 	if f := r.Fit; f != nil {
-		const steps = 50
+		const steps = 100
 		fit := make(plotter.XYs, steps+1)
 		quad := make(plotter.XYs, steps+1)
 		for i := range fit {
 			x := xmax * float64(i) / steps
+			if logX {
+				x = xmin * math.Pow(xmax/xmin, float64(i)/steps)
+			}
 			fit[i] = plotter.XY{X: x, Y: (f.DetectionMS + f.UPerPartitionMS*x) / 1000}
 			if len(f.Quadratic) == 3 {
 				quad[i] = plotter.XY{X: x, Y: (f.Quadratic[0] + f.Quadratic[1]*x + f.Quadratic[2]*x*x) / 1000}
@@ -275,7 +300,7 @@ func (r *UnavailabilityResult) writePlot(path string) error {
 		}
 		l, err := plotter.NewLine(fit)
 		if err != nil {
-			return fmt.Errorf("plot: %w", err)
+			return nil, err
 		}
 		l.Color = color.RGBA{R: 200, A: 255}
 		l.Width = vg.Points(1.5)
@@ -284,19 +309,27 @@ func (r *UnavailabilityResult) writePlot(path string) error {
 		if f.Verdict == measure.VerdictCurved && len(f.Quadratic) == 3 {
 			q, err := plotter.NewLine(quad)
 			if err != nil {
-				return fmt.Errorf("plot: %w", err)
+				return nil, err
 			}
 			q.Color = plotutil.Color(1)
 			q.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 			p.Add(q)
 			p.Legend.Add("quadratic", q)
 		}
+		for _, xy := range fit {
+			ymax = math.Max(ymax, xy.Y)
+		}
 	}
 	p.Y.Min = 0
-	p.X.Min = 0
-	p.Legend.Top = false
-	p.Legend.Left = false
-	return report.WriteGridPNG(path, [][]*plot.Plot{{p}}, 7*vg.Inch)
+	p.Y.Max = math.Max(ymax*1.45, 0.001) // room for the legend above the points
+	if !logX {
+		p.X.Min = 0
+	} else if xmax <= xmin {
+		p.X.Max = xmin * 10 // a log axis needs a range
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return p, nil
 }
 
 // electionTimeLine finds a plan's election-time lines.
