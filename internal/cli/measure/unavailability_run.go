@@ -120,11 +120,16 @@ counts:
 		}
 		fmt.Fprintf(errOut, "report written to %s (%s)\n", opts.ReportDir, strings.Join(files, ", "))
 	}
-	if opts.OutPlan != "" && res.Fit != nil && !res.Partial {
-		if err := res.writePlan(opts.OutPlan); err != nil {
-			return err
+	if opts.OutPlan != "" {
+		switch {
+		case res.Fit == nil || res.Partial:
+			fmt.Fprintf(errOut, "measure unavailability: %s left as it was (no complete fit)\n", opts.OutPlan)
+		default:
+			if err := res.writePlan(opts.OutPlan); err != nil {
+				return err
+			}
+			fmt.Fprintf(errOut, "measure unavailability: election-time: %s written to %s\n", res.ElectionTime, opts.OutPlan)
 		}
-		fmt.Fprintf(errOut, "election-time: %s written to %s\n", res.ElectionTime, opts.OutPlan)
 	}
 	return unavailErr(runErr)
 }
