@@ -61,15 +61,37 @@ func (p *Prober) Close() { p.cl.Close() }
 // Warm writes one record to every partition and waits for all of them: the
 // client then holds the topic's metadata and its connections, so that the
 // timed probe measures Kafka, not the client's start.
+//
+// A topic just created may be unknown to some broker for a while (its
+// metadata is still on the way): partitions that fail are written again
+// every 200 ms until ctx ends.
 func (p *Prober) Warm(ctx context.Context) error {
-	recs := make([]*kgo.Record, p.n)
-	for i := range recs {
-		recs[i] = &kgo.Record{Topic: p.topic, Partition: int32(i), Value: []byte("warm")}
+	todo := make([]int32, p.n)
+	for i := range todo {
+		todo[i] = int32(i)
 	}
-	if err := p.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return fmt.Errorf("writing to every partition of %s: %w", p.topic, err)
+	for {
+		recs := make([]*kgo.Record, len(todo))
+		for i, part := range todo {
+			recs[i] = &kgo.Record{Topic: p.topic, Partition: part, Value: []byte("warm")}
+		}
+		var failed []int32
+		var last error
+		for _, r := range p.cl.ProduceSync(ctx, recs...) {
+			if r.Err != nil {
+				failed, last = append(failed, r.Record.Partition), r.Err
+			}
+		}
+		if len(failed) == 0 {
+			return nil
+		}
+		todo = failed
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("writing to every partition of %s (%d failed): %w", p.topic, len(failed), last)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	return nil
 }
 
 // Probe writes one record to every partition at once, each retried until

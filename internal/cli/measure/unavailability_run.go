@@ -24,6 +24,14 @@ import (
 // in sync, a restarted broker back in every ISR.
 const unavailWait = 3 * time.Minute
 
+// errUnavailUnsteady is a kill not made because the victim lost the
+// leadership on its own (fenced after missed heartbeats on a loaded
+// machine): that run is made again, up to unavailAttempts times.
+var errUnavailUnsteady = errkind.New(errkind.Runtime, "", "the cluster is not steady (a broker fenced after missed heartbeats?)")
+
+// unavailAttempts bounds the attempts at one run.
+const unavailAttempts = 3
+
 // unavailRun is one measurement's state, for the cleanup.
 type unavailRun struct {
 	opts   *UnavailabilityOptions
@@ -86,8 +94,12 @@ counts:
 			break
 		}
 		u.topics = append(u.topics, topic)
-		for rep := 1; rep <= opts.Repeat; rep++ {
+		for rep, attempt := 1, 1; rep <= opts.Repeat; attempt++ {
 			run, err := u.once(ctx, topic, n, rep)
+			if errors.Is(err, errUnavailUnsteady) && attempt < unavailAttempts {
+				fmt.Fprintf(errOut, "measure unavailability: %d partitions, run %d/%d: %v; again\n", n, rep, opts.Repeat, err)
+				continue
+			}
 			if err != nil {
 				runErr = fmt.Errorf("%d partitions, run %d: %w", n, rep, err)
 				break counts
@@ -95,6 +107,7 @@ counts:
 			res.Runs = append(res.Runs, run)
 			fmt.Fprintf(errOut, "measure unavailability: %d partitions, run %d/%d: all writable after %.0f ms (first %.0f, median %.0f)\n",
 				n, rep, opts.Repeat, run.AllMS, run.FirstMS, run.MedianMS)
+			rep, attempt = rep+1, 0
 		}
 		if !opts.Keep {
 			if err := u.deleteTopic(ctx, topic); err != nil {
@@ -280,6 +293,16 @@ func (u *unavailRun) once(ctx context.Context, topic string, n, rep int) (measur
 	cancel()
 	if err != nil {
 		return measure.UnavailRun{}, err
+	}
+	// Warming took a while: on a loaded machine a broker that missed its
+	// heartbeats may have been fenced meanwhile and its leadership moved,
+	// and a kill then measures nothing. Check again just before it.
+	parts, ok, err := u.admin.TopicLeadership(ctx, topic)
+	if err != nil {
+		return measure.UnavailRun{}, err
+	}
+	if led, why := kafka.LedInSync(parts, u.victim); !ok || !led {
+		return measure.UnavailRun{}, fmt.Errorf("%s: broker %d lost the leadership before the kill (%s): %w", topic, u.victim, why, errUnavailUnsteady)
 	}
 	killAt, err := u.kill(ctx)
 	if err != nil {
