@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
@@ -19,10 +19,10 @@ import (
 // Without --yes a cluster that is not the lab gets the plan and exit 4:
 // nothing is created or killed.
 func TestUnavailabilityRemoteRefusedWithoutYes(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	c, err := embedded.NewCluster(3, "test")
 	require.NoError(t, err)
 	defer c.Close()
-	seeds := strings.Join(c.ListenAddrs(), ",")
+	seeds := strings.Join(c.Seeds(), ",")
 	ios, _, out, errOut := iostreams.Test()
 	f := cmdutil.NewTestFactory()
 	f.IOStreams = ios
@@ -56,5 +56,5 @@ func TestUnavailabilityRemoteRefusedWithoutYes(t *testing.T) {
 	cmd.SetErr(&bytes.Buffer{})
 	err = cmd.ExecuteContext(ctx)
 	assert.Equal(t, 2, cmdutil.ExitCode(err))
-	assert.ErrorContains(t, err, "--broker: 7 is not a broker of the cluster (brokers [0 1 2])")
+	assert.ErrorContains(t, err, "--broker: 7 is not a broker of the cluster (brokers [1 2 3])")
 }
