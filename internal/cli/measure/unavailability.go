@@ -1,18 +1,290 @@
 package measure
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/report"
 )
 
-// UnavailabilityOptions are `kplan measure unavailability`'s flags.
-type UnavailabilityOptions struct{}
+// DefaultUnavailCounts is --partitions' default: the counts seed 002's
+// linear model is checked over.
+const DefaultUnavailCounts = "1,10,100,1000"
 
-// NewCmdUnavailability returns `kplan measure unavailability`.
-// Placeholder replaced by the measure helper's branch.
+// UnavailabilityOptions are `kplan measure unavailability`'s parsed flags.
+type UnavailabilityOptions struct {
+	IO      *iostreams.IOStreams
+	Version string
+	Now     func() time.Time
+
+	// Cluster is "lab" or "remote" (--bootstrap-server with a killer).
+	Cluster string
+	LabDir  string
+	// Conn has --command-config and, for a remote cluster, the bootstrap
+	// servers.
+	Conn kafka.ConnOptions
+	// Killer builds a remote cluster's killer; nil on the lab.
+	Killer *UnavailKiller
+
+	// Counts are the partition counts, ascending; Repeat the kills per
+	// count.
+	Counts            []int
+	Repeat            int
+	ReplicationFactor int
+	// Broker is the broker to kill; -1 chooses one that is not the active
+	// controller.
+	Broker int32
+	// Topic prefixes the scratch topics' names.
+	Topic string
+	// Keep keeps the scratch topics.
+	Keep bool
+	// Yes allows the kills on a cluster that is not the lab.
+	Yes bool
+	// AllowUnavailable kills even when another topic would lose its last
+	// in-sync replica.
+	AllowUnavailable bool
+	// FailoverTimeout bounds the wait, after each kill, for every
+	// partition to accept a write; RequestTimeout each probe request.
+	FailoverTimeout, RequestTimeout time.Duration
+
+	ReportDir string
+	OutPlan   string
+	Format    report.Format
+}
+
+// NewCmdUnavailability returns `kplan measure unavailability`. runF
+// replaces the run in tests.
 func NewCmdUnavailability(f *cmdutil.Factory, runF func(*UnavailabilityOptions) error) *cobra.Command {
-	return &cobra.Command{Use: "unavailability", Hidden: true, RunE: func(*cobra.Command, []string) error {
-		return cmdutil.UsageErrorf("measure unavailability: not built yet")
-	}}
+	var (
+		counts, cluster string
+		broker          int
+		kf              unavailKillerFlags
+		out             cmdutil.OutputFlag
+	)
+	opts := &UnavailabilityOptions{}
+	cmd := &cobra.Command{
+		Use:   "unavailability [--cluster lab | --bootstrap-server HOST:PORT --killer KIND --yes] [flags]",
+		Short: "Time how long a killed broker's partitions stay unwritable against how many it led",
+		Long: `For each count N of --partitions, create a scratch topic of N partitions all
+led by one broker (explicit assignment, replication factor
+--replication-factor, the victim first), wait until every replica is in
+sync, kill the victim and time, per partition, from the kill until an
+acks=all write to it is acknowledged again. The unavailability for N is the
+time until all N partitions accepted a write; the per-partition median is
+reported beside it. The broker is then restarted, the cluster waited for
+until it is back in every ISR and leadership moved back, --repeat times per
+count; the topic is deleted at the end (unless --keep), also on error and
+Ctrl-C.
+
+The probe: one franz-go producer, acks=all, idempotence off, one record per
+partition produced right after the kill and retried every 25ms (retry
+backoff and metadata min age 25ms, each request bounded by
+--request-timeout) until acknowledged; a partition is available again at
+its record's acknowledgement. The times are as good as that resolution.
+
+Over every run, a least-squares line unavailability = detection + u x N is
+fitted (seed 002's model: detection time plus u per partition led), with
+the standard errors and 95% intervals of both, R², the residuals, and its
+comparison with a constant and a quadratic (t test of the slope, F test of
+the quadratic term, lack-of-fit test against the repeats' spread): the
+verdict says whether the linear model holds. The plan-file line for ` + "`kplan\nsize`" + ` (election-time, u) is printed; --out-plan FILE writes it into an
+existing plan. --report DIR writes unavailability.png (points and fitted
+line), result.json and report.md.
+
+The victim is --broker, or the highest broker id that is not the active
+KRaft controller (killing the controller also elects a new one). On the lab
+(--cluster lab, the default) a kill is SIGKILL of the broker's JVM. Any
+other cluster (--bootstrap-server, TLS and SASL from --command-config)
+needs a killer as ` + "`kplan chaos`" + ` spells it (--killer exec with --kill-cmd and
+--restore-cmd, docker with --container-template, chaos-mesh with its
+flags) and --yes: without it kplan prints the plan and exits 4.`,
+		Example: `  $ kplan measure unavailability --cluster lab
+  $ kplan measure unavailability --cluster lab --partitions 1,10,50 --repeat 1 -o json
+  $ kplan measure unavailability --cluster lab --report out/unavail --out-plan plans/lab-measured.yaml
+  $ kplan measure unavailability --bootstrap-server localhost:19092 --killer docker --container-template kafka-{id} --broker 3 --yes
+  $ kplan measure unavailability --bootstrap-server kafka-1.example:9092 --command-config client.properties --killer exec --kill-cmd 'ssh {host} sudo systemctl kill -s KILL kafka' --restore-cmd 'ssh {host} sudo systemctl start kafka' --yes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := unavailOptions(cmd, f, opts, counts, cluster, broker, &kf, &out); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runUnavailability(cmd.Context(), opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&counts, "partitions", DefaultUnavailCounts, "partition counts the victim leads, comma-separated")
+	fs.IntVar(&opts.Repeat, "repeat", 3, "kills per partition count")
+	fs.IntVar(&opts.ReplicationFactor, "replication-factor", 2, "replication factor of the scratch topics (2 or more; at most the brokers)")
+	fs.IntVar(&broker, "broker", -1, "broker to kill; -1 chooses the highest id that is not the active controller")
+	fs.StringVar(&opts.Topic, "topic", "kplan-unavail", "scratch topics' name prefix: PREFIX-N-RUNID")
+	fs.BoolVar(&opts.Keep, "keep", false, "keep the scratch topics (default: deleted at the end)")
+	fs.BoolVar(&opts.AllowUnavailable, "allow-unavailable", false, "kill even when a partition of another topic would lose its last in-sync replica")
+	fs.DurationVar(&opts.FailoverTimeout, "failover-timeout", 2*time.Minute, "longest wait after a kill for every partition to accept a write")
+	fs.DurationVar(&opts.RequestTimeout, "request-timeout", 2*time.Second, "bound on each probe request and dial")
+	fs.StringVar(&cluster, "cluster", "lab", "lab (the running kplan lab); --bootstrap-server replaces it")
+	fs.StringVar(&opts.LabDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
+	fs.StringVar(&opts.Conn.CommandConfig, "command-config", "", "Kafka client properties file (security.protocol, sasl.*, ssl.* as PEM)")
+	fs.StringVar(&opts.ReportDir, "report", "", "write unavailability.png, result.json and report.md into this directory")
+	fs.StringVar(&opts.OutPlan, "out-plan", "", "set election-time (u) in this existing plan file (written atomically)")
+	fs.BoolVar(&opts.Yes, "yes", false, "kill brokers of a --bootstrap-server cluster (without it kplan prints the plan and exits 4)")
+	kf.add(fs)
+	cmdutil.AddOutputFlag(cmd, &out)
+	return cmd
+}
+
+// unavailOptions checks the flags into opts; every error is a usage error
+// naming its flag.
+func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *UnavailabilityOptions, counts, cluster string, broker int, kf *unavailKillerFlags, out *cmdutil.OutputFlag) error {
+	opts.IO, opts.Version, opts.Now = f.IOStreams, f.Version, f.Now
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	var err error
+	if opts.Format, err = out.Format(); err != nil {
+		return err
+	}
+	if opts.Counts, err = measure.ParsePartitionCounts(counts); err != nil {
+		return unavailSpell(err)
+	}
+	if opts.Repeat < 1 || opts.Repeat > 100 {
+		return cmdutil.UsageErrorf("--repeat: want 1 to 100, got %d", opts.Repeat)
+	}
+	if opts.ReplicationFactor < 2 || opts.ReplicationFactor > 16 {
+		return cmdutil.UsageErrorf("--replication-factor: want 2 to 16, got %d (with 1 a killed leader's partitions have no replica to elect)", opts.ReplicationFactor)
+	}
+	if broker < -1 || broker > 1<<31-1 {
+		return cmdutil.UsageErrorf("--broker: %d is not a broker id", broker)
+	}
+	opts.Broker = int32(broker)
+	if err := unavailTopicPrefix(opts.Topic); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"failover-timeout", opts.FailoverTimeout}, {"request-timeout", opts.RequestTimeout}} {
+		if d.v <= 0 {
+			return cmdutil.UsageErrorf("--%s: must be positive, got %v", d.name, d.v)
+		}
+	}
+	if opts.Conn.CommandConfig != "" {
+		props, err := kafka.LoadClientProperties(opts.Conn.CommandConfig)
+		if err == nil {
+			_, err = props.Opts()
+		}
+		if err != nil {
+			return cmdutil.Usage(err) // it names --command-config
+		}
+	}
+	if opts.OutPlan != "" {
+		if err := unavailCheckPlan(opts.OutPlan); err != nil {
+			return err
+		}
+	}
+	if opts.ReportDir != "" {
+		if st, err := os.Stat(opts.ReportDir); err == nil && !st.IsDir() {
+			return cmdutil.UsageErrorf("--report: %s is not a directory", opts.ReportDir)
+		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return cmdutil.UsageErrorf("--report: %w", err)
+		} else if err != nil {
+			if st, perr := os.Stat(filepath.Dir(filepath.Clean(opts.ReportDir))); perr == nil && !st.IsDir() {
+				return cmdutil.UsageErrorf("--report: %s is not a directory", filepath.Dir(opts.ReportDir))
+			}
+		}
+	}
+	remote := cmd.Flags().Changed("bootstrap-server")
+	switch {
+	case remote && cmd.Flags().Changed("cluster"):
+		return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster (the lab knows its own addresses)")
+	case remote:
+		opts.Cluster = "remote"
+		if opts.Conn.BootstrapServers = strings.TrimSpace(kf.bootstrap); opts.Conn.BootstrapServers == "" {
+			return cmdutil.UsageErrorf("--bootstrap-server: no address given")
+		}
+		if cmd.Flags().Changed("lab-dir") {
+			return cmdutil.UsageErrorf("--lab-dir: only with --cluster lab")
+		}
+		if opts.Killer, err = kf.options(cmd); err != nil {
+			return err
+		}
+	case cluster == "lab":
+		opts.Cluster = "lab"
+		if err := kf.noneGiven(cmd); err != nil {
+			return err
+		}
+	default:
+		return cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server with --killer)", cluster)
+	}
+	return nil
+}
+
+// unavailTopicPrefix checks --topic: the scratch topics' names must be
+// legal Kafka topic names (at most 249 of [a-zA-Z0-9._-]).
+func unavailTopicPrefix(p string) error {
+	if p == "" {
+		return cmdutil.UsageErrorf("--topic: empty prefix")
+	}
+	if len(p) > 200 {
+		return cmdutil.UsageErrorf("--topic: %d characters, want at most 200", len(p))
+	}
+	for _, r := range p {
+		if !unavailTopicRune(r) {
+			return cmdutil.UsageErrorf("--topic: %q has %q (Kafka topic names take letters, digits, '.', '_' and '-')", p, r)
+		}
+	}
+	return nil
+}
+
+// unavailTopicRune reports whether r may be in a Kafka topic name.
+func unavailTopicRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+}
+
+// unavailCheckPlan reads --out-plan before anything runs: it must be an
+// existing, readable plan file with no more than one election-time line.
+func unavailCheckPlan(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cmdutil.UsageErrorf("--out-plan: %w", err)
+	}
+	if _, err := unavailSetElectionTime(data, "1ms", ""); err != nil {
+		return cmdutil.UsageErrorf("--out-plan: %s: %w", path, err)
+	}
+	return nil
+}
+
+// unavailSpell turns a domain error about a field into one about its flag.
+func unavailSpell(err error) error {
+	var ke *errkind.Error
+	if !errors.As(err, &ke) || ke.Field == "" {
+		return err
+	}
+	return errkind.Wrap(ke.Kind, "", fmt.Errorf("--%s: %w", ke.Field, ke.Err))
+}
+
+// unavailTopicName names the scratch topic of count n.
+func unavailTopicName(prefix string, n int, runID string) string {
+	return prefix + "-" + strconv.Itoa(n) + "-" + runID
+}
+
+// unavailContext is the context cleanup runs on: not cancelled by Ctrl-C,
+// bounded so a dead cluster cannot hold kplan forever.
+func unavailContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 }

@@ -1,0 +1,375 @@
+package measure
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/report"
+)
+
+// UnavailSchema versions the JSON of `measure unavailability`.
+const UnavailSchema = "kplan.measure-unavailability/v1"
+
+// UnavailPlot is the plot --report writes.
+const UnavailPlot = "unavailability.png"
+
+// UnavailabilityResult is what `measure unavailability` measured and fitted.
+type UnavailabilityResult struct {
+	Schema string `json:"schema"`
+	// Date is when the measurement started (UTC, RFC 3339).
+	Date    string `json:"date"`
+	Cluster string `json:"cluster"`
+	Label   string `json:"label"`
+	// Victim is the broker killed; Controller the active KRaft controller
+	// before the first kill (-1: unknown).
+	Victim            int32  `json:"victim"`
+	Controller        int32  `json:"controller"`
+	ReplicationFactor int    `json:"replication_factor"`
+	Repeat            int    `json:"repeat"`
+	Counts            []int  `json:"counts"`
+	Method            string `json:"method"`
+	// Runs are every kill's figures, by count then repetition.
+	Runs []measure.UnavailRun `json:"runs"`
+	// Fit is nil when the runs cannot give a line (FitError says why).
+	Fit      *measure.UnavailFit `json:"fit,omitempty"`
+	FitError string              `json:"fit_error,omitempty"`
+	// ElectionTime is the u a plan takes (election-time); ElectionTimeBound
+	// says it is the slope's upper 95% bound rather than the slope.
+	ElectionTime      string `json:"election_time,omitempty"`
+	ElectionTimeBound bool   `json:"election_time_is_bound,omitempty"`
+	// PlanLines are the lines for a `kplan size` plan file.
+	PlanLines []string `json:"plan_lines,omitempty"`
+	// Partial is set when the measurement stopped early (error or Ctrl-C).
+	Partial bool `json:"partial,omitempty"`
+}
+
+// unavailMethod says how the probe works, in every output.
+const unavailMethod = "one franz-go producer, acks=all, idempotence off; one record per partition produced right after the kill and retried every 25ms until acknowledged; a partition is available again at its acknowledgement; unavailability for N = until all N partitions were"
+
+// finish fills the fit, the election time and the plan lines from the runs.
+func (r *UnavailabilityResult) finish() {
+	f, err := measure.FitUnavailability(r.Runs)
+	if err != nil {
+		r.FitError = err.Error()
+		return
+	}
+	r.Fit = f
+	u, bound := f.ElectionTime()
+	r.ElectionTime, r.ElectionTimeBound = unavailFormatDuration(u), bound
+	r.PlanLines = r.planLines()
+}
+
+// unavailFormatDuration spells d for a plan file: whole microseconds as
+// "850us", else milliseconds as "1.25ms".
+func unavailFormatDuration(d time.Duration) string {
+	if d < time.Millisecond {
+		return strconv.FormatInt(int64(d/time.Microsecond), 10) + "us"
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64) + "ms"
+}
+
+// electionComment is the comment beside election-time in a plan.
+func (r *UnavailabilityResult) electionComment() string {
+	if r.ElectionTimeBound {
+		return "u: upper 95% bound of the slope (not significant), kplan measure unavailability " + r.Date[:10]
+	}
+	return "u: slope of the fit, kplan measure unavailability " + r.Date[:10]
+}
+
+// planLines are the plan-file lines with the fit in comments.
+func (r *UnavailabilityResult) planLines() []string {
+	f := r.Fit
+	return []string{
+		fmt.Sprintf("# kplan measure unavailability, %s, %s: broker %d killed, replication factor %d, partitions %s, %d runs each", r.Date, r.Label, r.Victim, r.ReplicationFactor, unavailJoin(r.Counts), r.Repeat),
+		fmt.Sprintf("# detection (intercept) %s; u (slope) %s per partition; R² %.3f; %s", unavailPM(f.DetectionMS, f.DetectionSEMS, "ms"), unavailPM(f.UPerPartitionMS, f.USEMS, "ms"), f.R2, f.Verdict),
+		fmt.Sprintf("election-time: %-14s # %s", r.ElectionTime, r.electionComment()),
+	}
+}
+
+func unavailJoin(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// unavailPM spells v ± se.
+func unavailPM(v float64, se *float64, unit string) string {
+	if se == nil {
+		return fmt.Sprintf("%.4g %s", v, unit)
+	}
+	return fmt.Sprintf("%.4g ± %.2g %s", v, *se, unit)
+}
+
+func unavailP(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2g", *p)
+}
+
+func unavailCI(ci []float64) string {
+	if len(ci) != 2 {
+		return "-"
+	}
+	return fmt.Sprintf("[%.4g, %.4g]", ci[0], ci[1])
+}
+
+// doc is the human form.
+func (r *UnavailabilityResult) doc() report.Document {
+	runs := report.Section{Title: "Unavailability after each kill (ms from the kill)",
+		Header: []string{"partitions", "run", "all available", "first", "median", "p90", "probe lag"}}
+	for _, u := range r.Runs {
+		runs.Rows = append(runs.Rows, []string{strconv.Itoa(u.Partitions), strconv.Itoa(u.Repeat),
+			fmt.Sprintf("%.0f", u.AllMS), fmt.Sprintf("%.0f", u.FirstMS), fmt.Sprintf("%.0f", u.MedianMS), fmt.Sprintf("%.0f", u.P90MS), fmt.Sprintf("%.0f", u.ProbeLagMS)})
+	}
+	runs.Notes = []string{fmt.Sprintf("%s; broker %d killed (active controller: %s), replication factor %d.", r.Label, r.Victim, unavailController(r.Controller), r.ReplicationFactor),
+		"Probe: " + unavailMethod + "."}
+	d := report.Document{Title: "kplan measure unavailability", Sections: []report.Section{runs}}
+	if r.Partial {
+		d.Notes = append(d.Notes, "PARTIAL: the measurement stopped early; the runs above are those that finished.")
+	}
+	if r.Fit == nil {
+		d.Notes = append(d.Notes, "No fit: "+r.FitError)
+		return d
+	}
+	f := r.Fit
+	fit := report.Section{Title: "Fit: unavailability = detection + u × partitions led (least squares over every run)",
+		Header: []string{"figure", "value", "std error", "95% interval", "p"}}
+	se := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.3g", *p)
+	}
+	fit.Rows = [][]string{
+		{"detection (intercept), ms", fmt.Sprintf("%.4g", f.DetectionMS), se(f.DetectionSEMS), unavailCI(f.DetectionCI95MS), ""},
+		{"u (slope), ms per partition", fmt.Sprintf("%.4g", f.UPerPartitionMS), se(f.USEMS), unavailCI(f.UCI95MS), unavailP(f.UP)},
+		{"R²", fmt.Sprintf("%.4f", f.R2), "", "", ""},
+		{"residual sum of squares: constant", fmt.Sprintf("%.4g", f.ConstantRSS), "", "", ""},
+		{"residual sum of squares: line", fmt.Sprintf("%.4g", f.LinearRSS), "", "", ""},
+	}
+	if f.QuadraticRSS != nil {
+		fit.Rows = append(fit.Rows, []string{"residual sum of squares: quadratic", fmt.Sprintf("%.4g", *f.QuadraticRSS), "", "", unavailP(f.QuadraticP)},
+			[]string{"quadratic: a + b N + c N²", fmt.Sprintf("%.4g %+.4g N %+.3g N²", f.Quadratic[0], f.Quadratic[1], f.Quadratic[2]), "", "", ""})
+	}
+	if f.LackOfFitP != nil {
+		fit.Rows = append(fit.Rows, []string{"lack of fit (means vs repeats' spread)", "", "", "", unavailP(f.LackOfFitP)})
+	}
+	res := make([]string, len(f.Residuals))
+	for i, x := range f.Residuals {
+		res[i] = fmt.Sprintf("%d:%+.0f", r.Runs[i].Partitions, x)
+	}
+	fit.Notes = []string{"Verdict: " + f.Verdict + ": " + f.Why + ".", "Residuals (N:ms): " + strings.Join(res, " ")}
+	plan := report.Section{Title: "For kplan size (plan file lines)", Header: []string{"line"}}
+	for _, l := range r.PlanLines {
+		plan.Rows = append(plan.Rows, []string{l})
+	}
+	d.Sections = append(d.Sections, fit, plan)
+	return d
+}
+
+func unavailController(id int32) string {
+	if id < 0 {
+		return "unknown"
+	}
+	return "broker " + strconv.Itoa(int(id))
+}
+
+// writeReport writes the plot, result.json and report.md into dir and
+// returns their names.
+func (r *UnavailabilityResult) writeReport(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--report: %w", err)
+	}
+	var names []string
+	if err := r.WritePlot(filepath.Join(dir, UnavailPlot)); err != nil {
+		return names, err
+	}
+	names = append(names, UnavailPlot)
+	var js, md bytes.Buffer
+	if err := report.WriteJSON(&js, r); err != nil {
+		return names, err
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, "result.json"), js.Bytes()); err != nil {
+		return names, err
+	}
+	names = append(names, "result.json")
+	if err := report.WriteMarkdown(&md, r.doc()); err != nil {
+		return names, err
+	}
+	fmt.Fprintf(&md, "\n![unavailability against partitions led](%s)\n", UnavailPlot)
+	if err := report.WriteFileAtomic(filepath.Join(dir, "report.md"), md.Bytes()); err != nil {
+		return names, err
+	}
+	return append(names, "report.md"), nil
+}
+
+// WritePlot draws every run's unavailability (all partitions) and
+// per-partition median against the partitions led, with the fitted line
+// (and the quadratic when the verdict is curved): on a linear axis, and
+// beside it on a logarithmic one, where the small counts stand apart.
+func (r *UnavailabilityResult) WritePlot(path string) error {
+	if len(r.Runs) == 0 {
+		return errors.New("plot: no runs to draw")
+	}
+	var row []*plot.Plot
+	for _, logX := range []bool{false, true} {
+		p, err := r.plotPanel(logX)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		row = append(row, p)
+	}
+	return report.WriteGridPNG(path, [][]*plot.Plot{row}, 5*vg.Inch)
+}
+
+// plotPanel is one panel of WritePlot.
+func (r *UnavailabilityResult) plotPanel(logX bool) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Unavailability, broker %d killed (RF %d)", r.Victim, r.ReplicationFactor)
+	if r.Fit != nil {
+		p.Title.Text += ": " + r.Fit.Verdict
+	}
+	p.X.Label.Text = "partitions led by the killed broker"
+	if logX {
+		p.Title.Text = "the same, partitions on a log scale"
+		p.X.Label.Text += " (log scale)"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	p.Y.Label.Text = "seconds from the kill"
+	p.Add(plotter.NewGrid())
+	all := make(plotter.XYs, len(r.Runs))
+	med := make(plotter.XYs, len(r.Runs))
+	xmin, xmax, ymax := math.Inf(1), 0.0, 0.0
+	for i, u := range r.Runs {
+		all[i] = plotter.XY{X: float64(u.Partitions), Y: u.AllMS / 1000}
+		med[i] = plotter.XY{X: float64(u.Partitions), Y: u.MedianMS / 1000}
+		xmin = math.Min(xmin, float64(u.Partitions))
+		xmax = math.Max(xmax, float64(u.Partitions))
+		ymax = math.Max(ymax, u.AllMS/1000)
+	}
+	sAll, err := plotter.NewScatter(all)
+	if err != nil {
+		return nil, err
+	}
+	sAll.Color = plotutil.Color(0)
+	sAll.Shape = draw.CircleGlyph{}
+	sAll.Radius = vg.Points(3)
+	sMed, err := plotter.NewScatter(med)
+	if err != nil {
+		return nil, err
+	}
+	sMed.Color = plotutil.Color(2)
+	sMed.Shape = draw.CrossGlyph{}
+	sMed.Radius = vg.Points(3)
+	p.Add(sAll, sMed)
+	p.Legend.Add("all partitions writable", sAll)
+	p.Legend.Add("per-partition median", sMed)
+	if f := r.Fit; f != nil {
+		const steps = 100
+		fit := make(plotter.XYs, steps+1)
+		quad := make(plotter.XYs, steps+1)
+		for i := range fit {
+			x := xmax * float64(i) / steps
+			if logX {
+				x = xmin * math.Pow(xmax/xmin, float64(i)/steps)
+			}
+			fit[i] = plotter.XY{X: x, Y: (f.DetectionMS + f.UPerPartitionMS*x) / 1000}
+			if len(f.Quadratic) == 3 {
+				quad[i] = plotter.XY{X: x, Y: (f.Quadratic[0] + f.Quadratic[1]*x + f.Quadratic[2]*x*x) / 1000}
+			}
+		}
+		l, err := plotter.NewLine(fit)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = color.RGBA{R: 200, A: 255}
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("fit: %.0f ms + %.3g ms × N (R² %.2f)", f.DetectionMS, f.UPerPartitionMS, f.R2), l)
+		if f.Verdict == measure.VerdictCurved && len(f.Quadratic) == 3 {
+			q, err := plotter.NewLine(quad)
+			if err != nil {
+				return nil, err
+			}
+			q.Color = plotutil.Color(1)
+			q.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+			p.Add(q)
+			p.Legend.Add("quadratic", q)
+		}
+		for _, xy := range fit {
+			ymax = math.Max(ymax, xy.Y)
+		}
+	}
+	p.Y.Min = 0
+	p.Y.Max = math.Max(ymax*1.45, 0.001) // room for the legend above the points
+	if !logX {
+		p.X.Min = 0
+	} else if xmax <= xmin {
+		p.X.Max = xmin * 10 // a log axis needs a range
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return p, nil
+}
+
+// electionTimeLine finds a plan's election-time lines.
+var electionTimeLine = regexp.MustCompile(`(?m)^election-time[ \t]*:.*$`)
+
+// unavailSetElectionTime returns plan with its election-time line set to
+// value (with comment), or the line appended when there is none. Every
+// other line stays as it is. A plan that sets election-time twice is an
+// error.
+func unavailSetElectionTime(plan []byte, value, comment string) ([]byte, error) {
+	locs := electionTimeLine.FindAllIndex(plan, -1)
+	if len(locs) > 1 {
+		return nil, fmt.Errorf("election-time is set %d times", len(locs))
+	}
+	line := "election-time: " + value
+	if comment != "" {
+		line = fmt.Sprintf("election-time: %-14s # %s", value, comment)
+	}
+	if len(locs) == 0 {
+		out := bytes.Clone(plan)
+		if len(out) > 0 && out[len(out)-1] != '\n' {
+			out = append(out, '\n')
+		}
+		return append(out, line+"\n"...), nil
+	}
+	var out []byte
+	out = append(out, plan[:locs[0][0]]...)
+	out = append(out, line...)
+	return append(out, plan[locs[0][1]:]...), nil
+}
+
+// writePlan sets election-time in the plan file at path, atomically.
+func (r *UnavailabilityResult) writePlan(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--out-plan: %w", err)
+	}
+	out, err := unavailSetElectionTime(data, r.ElectionTime, r.electionComment())
+	if err != nil {
+		return fmt.Errorf("--out-plan: %s: %w", path, err)
+	}
+	return report.WriteFileAtomic(path, out)
+}
