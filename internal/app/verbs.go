@@ -7,6 +7,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/cli/chaos"
 	"github.com/kplan-dev/kplan/internal/cli/generate"
 	"github.com/kplan-dev/kplan/internal/cli/lab"
+	"github.com/kplan-dev/kplan/internal/cli/measure"
 	"github.com/kplan-dev/kplan/internal/cli/reassign"
 	"github.com/kplan-dev/kplan/internal/cli/size"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
@@ -22,5 +23,6 @@ func verbs(f *cmdutil.Factory) []*cobra.Command {
 		generate.NewCmdGenerate(f, nil),
 		lab.NewCmdLab(f),
 		chaos.NewCmdChaos(f, nil),
+		measure.NewCmdMeasure(f),
 	}
 }
