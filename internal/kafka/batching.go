@@ -303,7 +303,10 @@ func (r *BatchRun) RunCell(ctx context.Context, spec BatchCellSpec) (measure.Bat
 		acked.Add(1)
 	}
 	// The seen slice grows with the sequence numbers sent, under r.mu.
-	sent, window, runErr := r.produce(ctx, cl, cell, spec, promise)
+	sent, window, runErr := r.produce(ctx, cl, cell, spec, promise, func() {
+		hook.batches.Store(0) // warm-up batches are not counted
+		hook.records.Store(0)
+	})
 
 	// Flush what is buffered; what is not delivered in time fails.
 	fctx, cancel := context.WithTimeout(ctx, spec.DeliveryTimeout+5*time.Second)
@@ -332,7 +335,8 @@ func (r *BatchRun) RunCell(ctx context.Context, spec BatchCellSpec) (measure.Bat
 // produce sends records paced at spec.Rate for spec.Warmup, unmeasured,
 // then for spec.Duration, and returns how many it sent after the warm-up
 // and for how long.
-func (r *BatchRun) produce(ctx context.Context, cl *kgo.Client, cell *batchCell, spec BatchCellSpec, promise func(*kgo.Record, error)) (int64, time.Duration, error) {
+// onMeasure is called once, when the warm-up ends.
+func (r *BatchRun) produce(ctx context.Context, cl *kgo.Client, cell *batchCell, spec BatchCellSpec, promise func(*kgo.Record, error), onMeasure func()) (int64, time.Duration, error) {
 	burst := int64(max(1, spec.Rate/10)) // at most 100 ms of debt is caught up
 	t0 := time.Now()
 	var paced, sent int64 // paced: the pacing's count (catch-up skips records), sent: measured records produced
@@ -356,6 +360,9 @@ func (r *BatchRun) produce(ctx context.Context, cl *kgo.Client, cell *batchCell,
 		if el < spec.Warmup {
 			binary.BigEndian.PutUint32(val[batchOffCell:], batchWarmupCell)
 		} else {
+			if sent == 0 {
+				onMeasure()
+			}
 			binary.BigEndian.PutUint32(val[batchOffCell:], uint32(spec.Index))
 			r.mu.Lock()
 			seq := uint64(len(cell.seen))

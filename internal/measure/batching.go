@@ -75,8 +75,8 @@ var batchByteUnits = map[string]int64{
 }
 
 // ParseLingers parses --linger: a comma-separated list of whole-millisecond
-// durations ("0,5ms,20ms,100ms"; a bare 0 is allowed), each at most 1h,
-// without repeats. Kafka's linger.ms is whole milliseconds, so the chosen
+// durations ("0,5ms,20ms,100ms"; a bare 0 is allowed), each at most 1m
+// (franz-go's largest linger), without repeats. Kafka's linger.ms is whole milliseconds, so the chosen
 // one can be written back as a producer property.
 func ParseLingers(s string) ([]time.Duration, error) {
 	var out []time.Duration
@@ -99,8 +99,8 @@ func ParseLingers(s string) ([]time.Duration, error) {
 		switch {
 		case d < 0:
 			return nil, errkind.Usagef(BatchFieldLinger, "%q is negative", item)
-		case d > time.Hour:
-			return nil, errkind.Usagef(BatchFieldLinger, "%q is longer than 1h", item)
+		case d > time.Minute:
+			return nil, errkind.Usagef(BatchFieldLinger, "%q is longer than franz-go's largest linger, 1m", item)
 		case d%time.Millisecond != 0:
 			return nil, errkind.Usagef(BatchFieldLinger, "%q is not a whole number of milliseconds (Kafka's linger.ms)", item)
 		case seen[d]:
