@@ -30,11 +30,11 @@ const BatchMinBytes = 512
 // BatchMaxBytes is franz-go's largest ProducerBatchMaxBytes (1 GiB).
 const BatchMaxBytes = 1 << 30
 
-// batchOverhead is the wire size of a record batch with no records (v2
-// format: base offset, length, leader epoch, magic, CRC, attributes, last
+// batchOverhead is the wire size of a record batch with no records as
+// franz-go counts it against ProducerBatchMaxBytes: Kafka's 61 B v2 header
+// (base offset, length, leader epoch, magic, CRC, attributes, last
 // offset delta, two timestamps, producer id and epoch, base sequence and
-// the records array length), as franz-go counts it against
-// ProducerBatchMaxBytes.
+// the records array length) and the batch's 4 B length prefix.
 const batchOverhead = 4 + 8 + 4 + 4 + 1 + 4 + 2 + 4 + 8 + 8 + 8 + 2 + 4 + 4
 
 // BatchSize is one value of --batch-size: a number of records per batch

@@ -103,10 +103,12 @@ would pick (batch as much as possible while the mean meets the objective).
 
 --batch-size takes records per batch (1,4,10: seed 003's spatial batch size)
 or bytes with a unit (16KiB: Kafka's batch.size). N records map onto franz-go
-as ProducerBatchMaxBytes = the record batch header (61 B) plus the wire size
-of N records of --record-size (about the value plus 8 B each), so that N fit
-and N+1 do not; compression is off so the bound holds. franz-go refuses
-batches under 512 B: small record counts need --record-size 440 or so.
+as ProducerBatchMaxBytes = the batch header (65 B as franz-go counts it) plus
+the wire size of N records of --record-size (the value plus about 10 B each),
+so that N fit and N+1 do not (exact while N is below the record size; the
+rec/batch column shows what the brokers acknowledged); compression is off so
+the bound holds. franz-go refuses batches under 512 B: a batch of 1 record
+needs --record-size 437 or more.
 --linger is franz-go's ProducerLinger, Kafka's linger.ms, in whole ms.
 
 The cluster: --cluster lab (the running kplan lab, secured or not), or any
