@@ -57,7 +57,10 @@ func batchDocument(s *measure.BatchStudy) report.Document {
 		"throughput = records sent / cell duration; timely = throughput x (1 - violation) x (1 - loss)",
 		"rec/batch = mean records per batch the brokers acknowledged (franz-go's produce hook; - with acks 0)",
 	}
-	doc.Sections = append(doc.Sections, cells)
+	doc.Sections = append(doc.Sections, cells,
+		batchPivot(s, "Loss rate by linger (rows) and batch size (columns)", func(c measure.BatchCellResult) string { return batchPct(c.LossRate) }),
+		batchPivot(s, "p99 end-to-end latency (ms) by linger and batch size", func(c measure.BatchCellResult) string { return batchMS(c.Latency.P99) }),
+		batchPivot(s, "Timely throughput (records/s) by linger and batch size", func(c measure.BatchCellResult) string { return fmt.Sprintf("%.0f", c.Timely) }))
 	choice := report.Section{
 		Title:  "Recommendation: timely throughput, and what the mean latency would pick",
 		Header: []string{"rule", "linger", "batch", "p50", "p99", "max", "mean", "violation", "loss", "timely rec/s"},
@@ -88,6 +91,32 @@ func batchDocument(s *measure.BatchStudy) report.Document {
 		doc.Notes = append(doc.Notes, fmt.Sprintf("interrupted: %d cells measured", len(s.Cells)))
 	}
 	return doc
+}
+
+// batchPivot lays one figure of every cell out as lingers (rows) by batch
+// sizes (columns), in the order given; "-" where a cell was not measured.
+func batchPivot(s *measure.BatchStudy, title string, fig func(measure.BatchCellResult) string) report.Section {
+	g := newBatchGrid(s)
+	sec := report.Section{Title: title, Header: []string{"linger"}}
+	for _, b := range g.sizes {
+		sec.Header = append(sec.Header, batchSizeLabel(b))
+	}
+	at := map[[2]string]string{}
+	for _, c := range s.Cells {
+		at[[2]string{c.Linger, c.BatchSize.String()}] = fig(c)
+	}
+	for _, l := range g.lingers {
+		row := []string{l}
+		for _, b := range g.sizes {
+			v, ok := at[[2]string{l, b.String()}]
+			if !ok {
+				v = "-"
+			}
+			row = append(row, v)
+		}
+		sec.Rows = append(sec.Rows, row)
+	}
+	return sec
 }
 
 func batchRel(d, of float64) float64 {
