@@ -96,8 +96,8 @@ func TestBatchingLab(t *testing.T) {
 	defer cancel()
 	var stderr lockedBuffer
 	code, out := runBatching(ctx, &stderr, "--cluster", "lab", "--lab-dir", lab.State.Dir, "--topic", "kplan-batching-it",
-		"--linger", "0,20ms", "--batch-size", "1,10", "--rate", "500/s", "--cell-duration", "1500ms",
-		"--latency-objective", "50ms", "--apply-to", props, "--report", filepath.Join(dir, "report"), "-o", "json")
+		"--linger", "0,20ms", "--batch-size", "1,10", "--rate", "200/s", "--cell-duration", "1500ms", "--warmup", "500ms",
+		"--latency-objective", "200ms", "--apply-to", props, "--report", filepath.Join(dir, "report"), "-o", "json")
 	require.Equal(t, 0, code, stderr.String())
 
 	var s measure.BatchStudy
@@ -111,7 +111,7 @@ func TestBatchingLab(t *testing.T) {
 		assert.Equal(t, c.Received, c.Latency.Count, "%s: one latency per record read", name)
 		assert.LessOrEqual(t, c.Latency.P50, c.Latency.P99, name)
 		assert.LessOrEqual(t, c.Latency.P99, c.Latency.Max, name)
-		assert.Zero(t, c.Lost, "%s: acks=all on a healthy lab loses nothing", name)
+		assert.GreaterOrEqual(t, c.Received, c.Acked, "%s: acks=all on a healthy lab: every acknowledged record is read back", name)
 		assert.Positive(t, c.RecordsPerBatch, name)
 		if c.BatchSize.Records == 1 {
 			assert.InDelta(t, 1.0, c.RecordsPerBatch, 1e-9, "%s: a 1-record batch.size holds one record", name)
@@ -119,7 +119,12 @@ func TestBatchingLab(t *testing.T) {
 		assert.LessOrEqual(t, c.RecordsPerBatch, float64(max(c.BatchSize.Records, 1)), "%s: batch.size bounds the records per batch", name)
 	}
 	require.NotNil(t, s.Recommended)
-	require.NotNil(t, s.MeanChoice)
+	assert.Equal(t, measure.BatchRuleTimely, s.Recommended.Rule)
+	if s.MeanChoice == nil {
+		for _, c := range s.Cells {
+			assert.Greater(t, c.Latency.Mean, s.ObjectiveMS, "no mean-latency pick: no cell's mean meets the objective")
+		}
+	}
 
 	data, err := os.ReadFile(props)
 	require.NoError(t, err)
@@ -163,7 +168,7 @@ func TestBatchingLabInterrupted(t *testing.T) {
 	go func() {
 		defer close(done)
 		code, out = runBatching(ctx, &stderr, "--cluster", "lab", "--lab-dir", lab.State.Dir, "--topic", "kplan-batching-int",
-			"--linger", "0", "--batch-size", "1,10,100", "--rate", "200/s", "--cell-duration", "2s", "-o", "json")
+			"--linger", "0", "--batch-size", "1,10,100", "--rate", "200/s", "--cell-duration", "2s", "--warmup", "200ms", "-o", "json")
 	}()
 	// Cancel once the first cell is reported.
 	deadline := time.After(2 * time.Minute)
