@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,4 +176,195 @@ func (f Fault) Describe(id int32) string {
 		return fmt.Sprintf("cut broker %d off the network", id)
 	}
 	return string(f.Kind)
+}
+
+// legFault is one leg's network fault as it ran.
+type legFault struct {
+	injected bool
+	broker   int32
+	// askAt is when kplan asked for the fault, inForceAt when InjectFault
+	// returned (the fault in force), clearedAt when ClearFault returned
+	// (0: not cleared during the leg), all since the run's epoch.
+	askAt, inForceAt, clearedAt time.Duration
+}
+
+// checkFault checks, before anything is created, that the cluster can
+// inject the fault and that a broker target exists.
+func (r *runner) checkFault(brokers []int32) error {
+	f := r.cfg.Fault
+	if f == nil {
+		return nil
+	}
+	if _, ok := r.c.(Faulter); !ok {
+		return errkind.Usagef(FieldFault, "the %s cluster cannot degrade a broker's network (--cluster lab or a Kubernetes cluster through Chaos Mesh can)", r.c.Kind())
+	}
+	if f.Target.Kind == TargetBroker && !slices.Contains(brokers, f.Target.Broker) {
+		return errkind.Usagef(FieldFault, "%s: no such broker (brokers %v)", f.Target, brokers)
+	}
+	if f.Kind == FaultPartition && f.Target.Kind == TargetBroker {
+		return r.faultErr(r.checkReplicas(f.Target.Broker))
+	}
+	return nil
+}
+
+// faultErr makes an error about the kill's target one about the fault's.
+func (r *runner) faultErr(err error) error {
+	if err == nil || errkind.FieldOf(err) != "kill" {
+		return err
+	}
+	return errkind.Wrap(errkind.KindOf(err), FieldFault, errors.Unwrap(err))
+}
+
+// faultPhase injects the leg's fault, when there is one, and measures the
+// fault phase: it begins when kplan asks for the fault (the records sent
+// while it is being injected are the fault's) and lasts a phase from then.
+// A partition is a kill as far as Kafka can tell, so the kill's checks
+// apply to it.
+func (r *runner) faultPhase(ctx context.Context, l *leg) error {
+	f := r.cfg.Fault
+	if f == nil {
+		return nil
+	}
+	fl := r.c.(Faulter) // checkFault made sure
+	victim, err := r.resolveTarget(ctx, l, f.Target)
+	if err != nil {
+		return r.faultErr(err)
+	}
+	if f.Kind == FaultPartition {
+		if err := r.checkReplicas(victim); err != nil {
+			return r.faultErr(err)
+		}
+		if err := r.safety(ctx, victim); err != nil {
+			return err
+		}
+	}
+	if _, err := fl.PlanFault(ctx, victim, *f); err != nil {
+		return err
+	}
+	r.begin(ctx, l, PhaseFault)
+	l.fault = legFault{broker: victim, askAt: r.since()}
+	r.faultTried = true
+	if err := fl.InjectFault(ctx, victim, *f); err != nil {
+		r.end(ctx, l, PhaseFault)
+		return fmt.Errorf("inject %s: %w", f, err)
+	}
+	r.faulted = victim
+	l.fault.injected, l.fault.inForceAt = true, r.since()
+	l.underFault[PhaseFault] = true
+	defer r.end(ctx, l, PhaseFault)
+	return r.wait(ctx, l, PhaseFault)
+}
+
+// clearFault clears the fault in force, if any, during a leg.
+func (r *runner) clearFault(ctx context.Context, l *leg) error {
+	if r.faulted < 0 {
+		return nil
+	}
+	if err := r.c.(Faulter).ClearFault(ctx); err != nil {
+		return fmt.Errorf("clear %s: %w", r.cfg.Fault, err)
+	}
+	r.faulted, r.faultTried = -1, false
+	l.fault.clearedAt = r.since()
+	return nil
+}
+
+// endFaultLeg ends a leg with a fault and no kill: with Restore the fault
+// is cleared in the restore phase and a recovered phase measured; between
+// sequential legs it is cleared once this leg's producers stopped.
+func (r *runner) endFaultLeg(ctx context.Context, l *leg, last bool) error {
+	if r.faulted < 0 {
+		return nil
+	}
+	if !r.cfg.Restore {
+		if !r.cfg.Sequential || last {
+			return nil // cleared at cleanup
+		}
+		r.stopLeg(ctx, l)
+		return r.clearFault(ctx, l)
+	}
+	r.begin(ctx, l, PhaseRestore)
+	t0 := r.since()
+	err := r.clearFault(ctx, l)
+	r.end(ctx, l, PhaseRestore)
+	if err != nil {
+		return err
+	}
+	l.restore = r.since() - t0
+	return r.measured(ctx, l, PhaseRecovered)
+}
+
+// cleanupFault clears the fault at the end of the run, on success, error
+// and Ctrl-C: a fault never outlives the run, unless a second Ctrl-C cut
+// the cleanup short, which the notes then say.
+func (r *runner) cleanupFault(ctx context.Context) {
+	if !r.faultTried {
+		return
+	}
+	what := r.cfg.Fault.String()
+	if r.aborted() {
+		r.notes = append(r.notes, fmt.Sprintf("cleanup cut short: the fault %s may still be in force; clear it by hand (kplan lab net --clear, kplan chaos cleanup)", what))
+		return
+	}
+	fl := r.c.(Faulter)
+	if err := fl.ClearFault(ctx); err != nil {
+		r.notes = append(r.notes, fmt.Sprintf("clearing the fault %s failed, it may still be in force: %v", what, err))
+		return
+	}
+	if r.faulted >= 0 {
+		r.notes = append(r.notes, fmt.Sprintf("fault %s cleared at the end of the run", what))
+	}
+	r.faulted, r.faultTried = -1, false
+}
+
+// validate checks a fault built without ParseFault; nil is valid.
+func (f *Fault) validate() error {
+	if f == nil {
+		return nil
+	}
+	if f.Target.Kind == TargetNone {
+		return errkind.Usagef(FieldFault, "%s: a fault needs a broker, not none", f)
+	}
+	switch f.Kind {
+	case FaultDelay:
+		if f.Delay <= 0 || f.Delay > MaxFaultDelay || f.Jitter < 0 || f.Jitter > MaxFaultDelay {
+			return errkind.Usagef(FieldFault, "%s: want a delay above 0 and a jitter of at least 0, both at most %v", f, MaxFaultDelay)
+		}
+	case FaultLoss:
+		if !(f.Loss > 0 && f.Loss <= 1) {
+			return errkind.Usagef(FieldFault, "%s: want a loss above 0%% and at most 100%%", f)
+		}
+	case FaultPartition:
+	default:
+		return errkind.Usagef(FieldFault, "unknown fault %q (want delay, loss or partition)", f.Kind)
+	}
+	return nil
+}
+
+// faultResult is the run's fault for the result: the first leg that
+// injected it.
+func (r *runner) faultResult() *FaultResult {
+	f := r.cfg.Fault
+	if f == nil {
+		return nil
+	}
+	fr := &FaultResult{Fault: f.String(), Kind: f.Kind, Broker: -1, Description: f.String() + ": not injected", Phases: []string{}}
+	for _, l := range r.legs {
+		if !l.fault.injected {
+			continue
+		}
+		fr.Broker = l.fault.broker
+		fr.Description = f.Describe(l.fault.broker)
+		fr.InjectedAtS = l.fault.askAt.Seconds()
+		fr.InForceMS = ms(l.fault.inForceAt - l.fault.askAt)
+		if l.fault.clearedAt > 0 {
+			fr.ClearedAtS = ptr(l.fault.clearedAt.Seconds())
+		}
+		for _, ph := range MeasuredPhases {
+			if l.windows[ph].ran && l.underFault[ph] {
+				fr.Phases = append(fr.Phases, ph.String())
+			}
+		}
+		break
+	}
+	return fr
 }
