@@ -71,7 +71,7 @@ type Options struct {
 
 // flags holds the raw flag values.
 type flags struct {
-	kill, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
+	kill, fault, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
 	workload, layout, rates, ratesFile, keys, topics                                                   string
 	partitions, rf, recordSize, brokers, repeat                                                        int
 	records                                                                                            int64
@@ -203,7 +203,8 @@ short.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest or none (required)")
+	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest or none (required unless --fault)")
+	fs.StringVar(&c.fault, "fault", "", "network fault to inject after the before phase, instead of or before the kill: delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT% or partition:TARGET (lab, or chaos-mesh's NetworkChaos)")
 	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run)")
 	fs.StringVar(&c.topic, "topic", d.Topic, "topic name prefix: each partitioner writes to PREFIX-NAME")
 	fs.IntVar(&c.partitions, "partitions", 3, "partitions per experiment topic (replicas placed round the brokers: partition p led by the p-th broker)")
@@ -290,11 +291,8 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 			return nil, cmdutil.Usage(err)
 		}
 	}
-	if c.kill == "" {
-		return nil, cmdutil.UsageErrorf("--kill: required (broker-N, leader-of:TOPIC/P, busiest or none)")
-	}
-	if cfg.Target, err = chaos.ParseTarget(c.kill); err != nil {
-		return nil, spell(err, c.where)
+	if err := c.faultOptions(cfg); err != nil {
+		return nil, err
 	}
 	cfg.Partitioners = nil
 	for _, p := range strings.Split(c.partitioners, ",") {
@@ -430,10 +428,37 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	if opts.Remote != nil {
 		opts.Cluster = "remote"
 	}
+	if cfg.Fault != nil && opts.Cluster == "embedded" {
+		return nil, cmdutil.UsageErrorf("%s: the embedded cluster is simulated and has no network to degrade (use --cluster lab, or --bootstrap-server with --killer chaos-mesh)", c.where("fault"))
+	}
 	if c.topics != "" && opts.Cluster == "embedded" {
 		return nil, cmdutil.UsageErrorf("%s: existing topics only on --cluster lab or a --bootstrap-server cluster (the embedded cluster has none)", c.where("topics"))
 	}
 	return opts, nil
+}
+
+// faultOptions reads --kill and --fault: one of them is required; --fault
+// alone means no kill.
+func (c *flags) faultOptions(cfg *chaos.Config) error {
+	if c.fault != "" {
+		f, err := chaos.ParseFault(c.fault)
+		if err != nil {
+			return spell(err, c.where)
+		}
+		cfg.Fault = &f
+	}
+	switch {
+	case c.kill == "" && cfg.Fault == nil:
+		return cmdutil.UsageErrorf("--kill: required (broker-N, leader-of:TOPIC/P, busiest or none), or --fault")
+	case c.kill == "":
+		cfg.Target = chaos.Target{Kind: chaos.TargetNone}
+		return nil
+	}
+	var err error
+	if cfg.Target, err = chaos.ParseTarget(c.kill); err != nil {
+		return spell(err, c.where)
+	}
+	return nil
 }
 
 // workloadOptions reads the workload flags (--layout or --topics, --rates

@@ -115,6 +115,9 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 	var err error
 	switch r.killer {
 	case "":
+		if cfg.Fault != nil {
+			return nil, cmdutil.UsageErrorf("%s: required with --fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)", c.where("killer"))
+		}
 		if cfg.Target.Kind != chaos.TargetNone {
 			return nil, cmdutil.UsageErrorf("%s: required with --bootstrap-server (%s)", c.where("killer"), killerKinds)
 		}
@@ -141,6 +144,9 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 	}
 	if err != nil {
 		return nil, cmdutil.Usage(spell(err, c.where))
+	}
+	if cfg.Fault != nil && r.killer != KillerChaosMesh {
+		return nil, cmdutil.UsageErrorf("%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), r.killer)
 	}
 	for _, n := range own {
 		if k, ok := kf[n]; ok && k != r.killer && given(n) {
