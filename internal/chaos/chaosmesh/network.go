@@ -500,4 +500,3 @@ func statusApply(st *v1alpha1.ChaosStatus, pod string) (time.Time, string) {
 	}
 	return at, failure
 }
-

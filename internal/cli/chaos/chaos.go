@@ -72,18 +72,18 @@ type Options struct {
 // flags holds the raw flag values.
 type flags struct {
 	kill, fault, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
-	workload, layout, rates, ratesFile, keys, topics                                                   string
-	partitions, rf, recordSize, brokers, repeat                                                        int
-	records                                                                                            int64
-	warmup, phase, failoverTimeout, objective, minAge, maxAge                                          time.Duration
-	restore, sequential, allowUnavailable                                                              bool
-	seed                                                                                               uint64
-	sqfSlack                                                                                           int64
-	maxBuffered, stick                                                                                 int
-	consumeAfter, verbose                                                                              bool
-	output                                                                                             cmdutil.OutputFlag
-	origin                                                                                             map[string]string
-	remote                                                                                             remoteFlags
+	workload, layout, rates, ratesFile, keys, topics                                                          string
+	partitions, rf, recordSize, brokers, repeat                                                               int
+	records                                                                                                   int64
+	warmup, phase, failoverTimeout, objective, minAge, maxAge                                                 time.Duration
+	restore, sequential, allowUnavailable                                                                     bool
+	seed                                                                                                      uint64
+	sqfSlack                                                                                                  int64
+	maxBuffered, stick                                                                                        int
+	consumeAfter, verbose                                                                                     bool
+	output                                                                                                    cmdutil.OutputFlag
+	origin                                                                                                    map[string]string
+	remote                                                                                                    remoteFlags
 }
 
 // fileKeys are the flags an experiment file may set: all but --workload
