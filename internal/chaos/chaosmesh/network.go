@@ -305,7 +305,7 @@ func (n *Networker) waitInjected(ctx context.Context, name, pod string, start ti
 	ref := k.o.Namespace + "/" + name
 	deadline := start.Add(k.o.InjectTimeout)
 	var unselectedSince time.Time
-	lastFailure := ""
+	lastFailure, phase := "", ""
 	for {
 		var nc v1alpha1.NetworkChaos
 		if err := k.c.Get(ctx, client.ObjectKey{Namespace: k.o.Namespace, Name: name}, &nc); err != nil {
@@ -316,6 +316,9 @@ func (n *Networker) waitInjected(ctx context.Context, name, pod string, start ti
 		}
 		now := k.now()
 		applied, failure := statusApply(&nc.Status.ChaosStatus, k.o.Namespace+"/"+pod)
+		if ph := recordPhase(&nc.Status.ChaosStatus, k.o.Namespace+"/"+pod); ph != "" {
+			phase = ph
+		}
 		if failure != "" && failure != lastFailure {
 			lastFailure = failure
 			k.logf("Chaos Mesh failed to inject NetworkChaos %s: %s", ref, failure)
@@ -337,8 +340,11 @@ func (n *Networker) waitInjected(ctx context.Context, name, pod string, start ti
 		}
 		if !now.Before(deadline) {
 			why := "is chaos-controller-manager running?"
-			if lastFailure != "" {
+			switch {
+			case lastFailure != "":
 				why = "its last failure: " + lastFailure
+			case phase != "":
+				why = fmt.Sprintf("its record of pod %s/%s stays %q: chaos-daemon applies a NetworkChaos on the pod's node; is it running there?", k.o.Namespace, pod, phase)
 			}
 			return time.Time{}, errkind.New(errkind.Runtime, "", "Chaos Mesh did not report the injection of NetworkChaos %s within %s (%s)", ref, k.o.InjectTimeout, why)
 		}
@@ -462,6 +468,16 @@ func cleanupNetworkWith(ctx context.Context, c client.Client, host, ns string, t
 		done = append(done, "networkchaos/"+name)
 	}
 	return done, nil
+}
+
+// recordPhase is the phase of Chaos Mesh's record of pod, "" when none.
+func recordPhase(st *v1alpha1.ChaosStatus, pod string) string {
+	for _, r := range st.Experiment.Records {
+		if r != nil && r.Id == pod {
+			return string(r.Phase)
+		}
+	}
+	return ""
 }
 
 // statusCondition is a chaos object's condition of type typ.
