@@ -882,6 +882,9 @@ func cycleLine(i, n int, res *chaos.Result) string {
 		never += p.NeverAcked
 	}
 	kill := "no kill"
+	if res.Fault != nil {
+		kill = "fault " + res.Fault.Fault + ", no kill"
+	}
 	if res.KilledBroker >= 0 {
 		kill = fmt.Sprintf("killed broker %d", res.KilledBroker)
 		if res.FailoverMS != nil {

@@ -91,3 +91,23 @@ func TestFaultSection(t *testing.T) {
 	assert.True(t, strings.Contains(j, `"fault": "delay:broker-2:200ms"`), j)
 	assert.Contains(t, j, `"no_prediction": "no prediction under a network fault"`)
 }
+
+// The plan of a --bootstrap-server run with --fault shows the fault's
+// broker, steps and NetworkChaos (what --dry-run prints).
+func TestWriteFaultPlan(t *testing.T) {
+	b := int32(2)
+	p := &Plan{Schema: PlanSchema, Label: "real", Killer: "chaos-mesh", Target: "none", Broker: -1, Topics: []string{"kplan-chaos-sqf"},
+		Assignment: "1,2;2,3;3,1", DryRun: true, Fault: "delay:broker-2:200ms", FaultBroker: &b,
+		FaultPlan: &chaos.KillPlan{Target: "pod kafka/my-cluster-pool-a-2", Steps: []string{"create NetworkChaos kafka/kplan-x"},
+			Manifest: "apiVersion: chaos-mesh.org/v1alpha1\nkind: NetworkChaos\n"}}
+	var sb strings.Builder
+	require.NoError(t, writePlan(&sb, report.Table, p))
+	out := sb.String()
+	assert.Contains(t, out, "fault:       delay:broker-2:200ms: broker 2\n")
+	assert.Contains(t, out, "fault target: pod kafka/my-cluster-pool-a-2\n")
+	assert.Contains(t, out, "  1. create NetworkChaos kafka/kplan-x\n")
+	assert.Contains(t, out, "fault manifest:\n  apiVersion: chaos-mesh.org/v1alpha1\n  kind: NetworkChaos\n")
+	sb.Reset()
+	require.NoError(t, writePlan(&sb, report.JSON, p))
+	assert.Contains(t, sb.String(), `"fault_plan": {`)
+}
