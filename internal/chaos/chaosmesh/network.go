@@ -450,7 +450,9 @@ func cleanupNetworkWith(ctx context.Context, c client.Client, host, ns string, t
 	var list v1alpha1.NetworkChaosList
 	err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{ManagedByLabel: ManagedByValue})
 	if err != nil {
-		if meta.IsNoMatchError(err) {
+		// No NetworkChaos resource, or no right to list it: kplan could
+		// not have created one either.
+		if meta.IsNoMatchError(err) || apierrors.IsForbidden(err) {
 			return nil, nil
 		}
 		return nil, kubeErr(err, host, "list", networkResource, ns)
