@@ -65,8 +65,8 @@ func (c *Cluster) PlanFault(ctx context.Context, id int32, f chaos.Fault) (chaos
 }
 
 // InjectFault implements chaos.Faulter: it returns once the platform
-// reports the fault in force. A partition must make Kafka's metadata drop
-// the broker, as a kill does; a delay or a loss leaves it listed.
+// reports the fault in force. It does not wait for Kafka to notice: the
+// fault phase measures what Kafka and the producers do about it.
 func (c *Cluster) InjectFault(ctx context.Context, id int32, f chaos.Fault) error {
 	fl, err := c.faulter()
 	if err != nil {
