@@ -196,3 +196,33 @@ func TestFaultAbort(t *testing.T) {
 	assert.Equal(t, []string{"plan 2 delay:broker-2:50ms", "inject 2 delay:broker-2:50ms"}, c.Calls())
 	assert.Contains(t, res.Notes, "cleanup cut short: the fault delay:broker-2:50ms may still be in force; clear it by hand (kplan lab net --clear, kplan chaos cleanup)")
 }
+
+// Sequential legs each inject the fault and clear it before the next leg
+// (with a kill as well: before the broker's restart); the last leg's goes
+// at cleanup.
+func TestFaultSequential(t *testing.T) {
+	c := newFaulty(t)
+	cfg := faultConfig(t, "delay:busiest:20ms")
+	cfg.Sequential = true
+	cfg.Target = Target{Kind: TargetBroker, Broker: 3}
+	res, err := Run(context.Background(), c, cfg)
+	require.NoError(t, err)
+	calls := c.Calls()
+	require.Len(t, calls, 6, "%v", calls)
+	for i, want := range []string{"plan", "inject", "clear", "plan", "inject", "clear"} {
+		assert.Contains(t, calls[i], want, "%v", calls)
+	}
+	require.Len(t, res.Partitioners, 2)
+	for _, p := range res.Partitioners {
+		assert.NotNil(t, p.Phases["fault"], p.Name)
+		assert.NotNil(t, p.Phases["after"], p.Name)
+	}
+
+	// Without a kill, the same between legs.
+	c = newFaulty(t)
+	cfg = faultConfig(t, "loss:broker-2:1%")
+	cfg.Sequential = true
+	_, err = Run(context.Background(), c, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"plan 2 loss:broker-2:1%", "inject 2 loss:broker-2:1%", "clear", "plan 2 loss:broker-2:1%", "inject 2 loss:broker-2:1%", "clear"}, c.Calls())
+}
