@@ -196,7 +196,7 @@ func (r *runner) checkFault(brokers []int32) error {
 		return nil
 	}
 	if _, ok := r.c.(Faulter); !ok {
-		return errkind.Usagef(FieldFault, "the %s cluster cannot degrade a broker's network (--cluster lab or a Kubernetes cluster through Chaos Mesh can)", r.c.Kind())
+		return errkind.Usagef(FieldFault, "the %s cluster cannot degrade a broker's network (kplan's lab and Chaos Mesh's NetworkChaos can)", r.c.Kind())
 	}
 	if f.Target.Kind == TargetBroker && !slices.Contains(brokers, f.Target.Broker) {
 		return errkind.Usagef(FieldFault, "%s: no such broker (brokers %v)", f.Target, brokers)
