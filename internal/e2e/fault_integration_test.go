@@ -32,6 +32,15 @@ import (
 // leaves room for a fast broker holding several times more in flight than
 // it should (acks=all makes broker 1 wait for broker 2's fetches too) and
 // for a machine shared with other work.
+//
+// Measured once (2026-11-24, 2 cores, 24 GiB, with helper D1's lab net
+// merged in a scratch tree): it failed. Under the lab's 200 ms delay
+// broker 2 took only 8.6% of round robin's records and 7.7% of sqf's,
+// broker 3 58% and 79%, produce p99 about 11 s: broker 2's partition
+// apparently lost its leadership to broker 3 during the fault (shares
+// count the leader at acknowledgement), so the premise of the margin,
+// broker 2 still leading, did not hold. The lead decides whether the
+// acceptance run needs a smaller delay or the lab's delay a look.
 func TestFaultSQFAvoidsSlowBroker(t *testing.T) {
 	lab := labtest.Start(t, labtest.Options{Brokers: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -59,7 +68,7 @@ func TestFaultSQFAvoidsSlowBroker(t *testing.T) {
 		if f.MaxOverMean != nil {
 			skew = fmt.Sprintf("%.2f", *f.MaxOverMean)
 		}
-		t.Logf("%-10s fault phase: broker 2's share %.1f%%, shares %v, max/mean %s, produce p99 %.1f ms", p.Name, 100*share[p.Name], f.Shares, skew, f.LatencyMS.P99)
+		t.Logf("%-10s fault phase: leaders %v, broker 2's share %.1f%%, shares %v, max/mean %s, produce p99 %.1f ms, never acked %d", p.Name, f.Leaders, 100*share[p.Name], f.Shares, skew, f.LatencyMS.P99, p.NeverAcked)
 		before := p.Phases["before"]
 		require.NotNil(t, before, p.Name)
 		assert.InDelta(t, 1.0/3, before.Shares["2"], 0.08, "%s: an even spread before the fault", p.Name)
