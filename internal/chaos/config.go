@@ -102,8 +102,14 @@ type Config struct {
 	// created); it requires Sequential. kplan's records carry the RunHeader
 	// header, and the loss check counts only those.
 	Existing bool
-	// Target is the broker to kill.
+	// Target is the broker to kill (TargetNone: no kill).
 	Target Target
+	// Fault, when set, is a network fault injected after the before phase
+	// and measured in a fault phase of its own, instead of or before the
+	// kill (the kill, if any, then comes with the fault in force). Restore
+	// clears it before the recovered phase; without Restore it is cleared
+	// when the run ends. The cluster must implement Faulter.
+	Fault *Fault
 	// Topic is the topic name prefix: each partitioner writes Topic-NAME.
 	Topic string
 	// Assignment is the replica assignment of every experiment topic
@@ -334,6 +340,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Topic == "" {
 		return errkind.Usagef("topic", "empty topic name")
+	}
+	if err := c.Fault.validate(); err != nil {
+		return err
 	}
 	if err := c.validateWorkload(); err != nil {
 		return err

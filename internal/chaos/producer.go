@@ -25,13 +25,17 @@ const (
 	PhaseAfter
 	PhaseRestore
 	PhaseRecovered
+	// PhaseFault runs while a network fault (--fault) is in force, before
+	// any kill; it comes after before in time, last in number so that the
+	// records' phase byte keeps its values.
+	PhaseFault
 	// NumPhases is the number of phases.
 	NumPhases
 )
 
 const numPhases = NumPhases
 
-var phaseNames = [numPhases]string{"warm-up", "before", "failover", "after", "restore", "recovered"}
+var phaseNames = [numPhases]string{"warm-up", "before", "failover", "after", "restore", "recovered", "fault"}
 
 // String returns the phase's name as outputs show it.
 func (p Phase) String() string {

@@ -43,6 +43,8 @@ type Result struct {
 	Target string `json:"target"`
 	// KilledBroker is the broker killed (-1 when none).
 	KilledBroker int32 `json:"killed_broker"`
+	// Fault is the network fault injected (--fault); absent when none.
+	Fault *FaultResult `json:"fault,omitempty"`
 	// FailoverMS is the time from the kill until every partition of the
 	// experiment topics had a live leader in a metadata answer (-1: never;
 	// the mean over kills in a sequential run). It is absent on a simulated
@@ -98,6 +100,35 @@ type Result struct {
 	// --bootstrap-server printed and answered (commands run, their output).
 	KillerLog []string `json:"killer_log,omitempty"`
 }
+
+// FaultResult is the network fault of a run: what, on which broker, when.
+// The measured per-broker shares during it are the "fault" phase's (and,
+// with a kill as well, the failover and after phases', which run with the
+// fault in force).
+type FaultResult struct {
+	// Fault is the --fault argument, Kind its kind.
+	Fault string    `json:"fault"`
+	Kind  FaultKind `json:"kind"`
+	// Broker is the broker it hurt (-1: never injected).
+	Broker int32 `json:"broker"`
+	// Description says in words what it did.
+	Description string `json:"description"`
+	// InjectedAtS is when kplan asked for it, in seconds since the run
+	// began; InForceMS how long the injection took until the cluster
+	// reported it in force; ClearedAtS when it was cleared during the run
+	// (absent: cleared at the end of the run, or not at all as the notes
+	// say). In a sequential run, the first leg's.
+	InjectedAtS float64  `json:"injected_at_s"`
+	InForceMS   float64  `json:"in_force_ms"`
+	ClearedAtS  *float64 `json:"cleared_at_s,omitempty"`
+	// Phases are the phases that ran with the fault in force.
+	Phases []string `json:"phases"`
+}
+
+// NoPredictionUnderFault is what a phase under a network fault says in
+// place of predicted shares: the audit's model knows layouts, not slow
+// brokers.
+const NoPredictionUnderFault = "no prediction under a network fault"
 
 // WorkloadTopicResult is one topic of a workload as it ran.
 type WorkloadTopicResult struct {
@@ -171,6 +202,9 @@ type PhaseResult struct {
 	MeasuredShare        map[string]float64 `json:"measured_share,omitempty"`
 	MaxErrorPts          *float64           `json:"max_error_pts,omitempty"`
 	PredictedMaxOverMean *float64           `json:"predicted_max_over_mean,omitempty"`
+	// NoPrediction says why a phase of a partitioner that has predictions
+	// has none: NoPredictionUnderFault.
+	NoPrediction string `json:"no_prediction,omitempty"`
 	// PerPartition counts acknowledged records by "TOPIC/PARTITION" (the
 	// workload's topic names) in workload runs.
 	PerPartition map[string]int64 `json:"per_partition,omitempty"`
@@ -251,6 +285,7 @@ func (r *runner) result() *Result {
 			res.Partitioners = append(res.Partitioners, r.partitionerResult(l, group))
 		}
 	}
+	res.Fault = r.faultResult()
 	if kr, ok := r.c.(KillReporter); ok {
 		res.KillerLog = kr.KillerLog()
 	}
@@ -382,7 +417,9 @@ func (r *runner) partitionerResult(l *leg, prods []*producer) PartitionerResult 
 			}
 		}
 		skewOver := out.Leaders
-		if canPredict {
+		if canPredict && l.underFault[ph] {
+			out.NoPrediction = NoPredictionUnderFault
+		} else if canPredict {
 			if pred, ok := r.predict(l, prods, ph); ok {
 				setPrediction(out, pred, bytes)
 				if out.PredictedShare != nil {
@@ -472,7 +509,7 @@ func mergePhase(prods []*producer, ph Phase) *phaseStats {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // MeasuredPhases are the phases the tables compare, in order.
-var MeasuredPhases = []Phase{PhaseBefore, PhaseFailover, PhaseAfter, PhaseRecovered}
+var MeasuredPhases = []Phase{PhaseBefore, PhaseFault, PhaseFailover, PhaseAfter, PhaseRecovered}
 
 // setSkew sets out's shares, and its skew figures when the phase has enough
 // records per leader for them (MinSkewRecordsPerBroker).

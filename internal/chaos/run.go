@@ -46,6 +46,10 @@ type leg struct {
 	killEffect time.Duration
 	failover   time.Duration // -1 until every partition has a live leader
 	restore    time.Duration // -1 unless a restore completed
+	// fault is the leg's network fault (fault.go); underFault marks the
+	// phases that began with it in force.
+	fault      legFault
+	underFault [numPhases]bool
 	stop       chan struct{}
 	wg         sync.WaitGroup
 }
@@ -73,7 +77,12 @@ type runner struct {
 	legs    []*leg
 	cur     atomic.Pointer[leg]
 	dead    int32 // the broker currently killed by this run, -1 for none
-	notes   []string
+	// faulted is the broker under this run's network fault, -1 for none;
+	// faultTried is set once InjectFault was called (ClearFault then runs
+	// at cleanup whatever happened).
+	faulted    int32
+	faultTried bool
+	notes      []string
 }
 
 func (r *runner) since() time.Duration { return r.now().Sub(r.epoch) }
@@ -96,7 +105,7 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 	if now == nil {
 		now = time.Now
 	}
-	r := &runner{c: c, cfg: &cfg, now: now, dead: -1}
+	r := &runner{c: c, cfg: &cfg, now: now, dead: -1, faulted: -1}
 	if err := r.prepare(ctx); err != nil {
 		if r.admin != nil {
 			r.admin.Close()
@@ -251,6 +260,7 @@ func (r *runner) cleanup(ctx context.Context, runErr error, cons *consumer, star
 	for _, l := range r.legs {
 		r.stopLeg(bg, l)
 	}
+	r.cleanupFault(bg)
 	if runErr != nil && r.dead >= 0 && cfg.Restore && !r.aborted() {
 		if err := r.c.Restart(bg, r.dead); err != nil {
 			r.notes = append(r.notes, fmt.Sprintf("restart of broker %d after the interruption failed: %v", r.dead, err))
@@ -346,6 +356,9 @@ func (r *runner) prepare(ctx context.Context) error {
 				}
 			}
 		}
+	}
+	if err := r.checkFault(brokers); err != nil {
+		return err
 	}
 	if cfg.Target.Kind == TargetBroker && !slices.Contains(brokers, cfg.Target.Broker) {
 		return errkind.Usagef("kill", "%s: no such broker (brokers %v)", cfg.Target, brokers)
@@ -602,8 +615,11 @@ func (r *runner) runLeg(ctx context.Context, l *leg, last bool) error {
 	if err := r.measured(ctx, l, PhaseBefore); err != nil {
 		return err
 	}
+	if err := r.faultPhase(ctx, l); err != nil {
+		return err
+	}
 	if cfg.Target.Kind == TargetNone {
-		return nil
+		return r.endFaultLeg(ctx, l, last)
 	}
 	victim, err := r.resolve(ctx, l)
 	if err != nil {
@@ -660,6 +676,10 @@ func (r *runner) runLeg(ctx context.Context, l *leg, last bool) error {
 	}
 	r.begin(ctx, l, PhaseRestore)
 	t0 := r.since()
+	if err := r.clearFault(ctx, l); err != nil {
+		r.end(ctx, l, PhaseRestore)
+		return err
+	}
 	// Between sequential legs (producers stopped) the broker must be fully
 	// back; a measured restore goes on while the producers write, which a
 	// saturated broker may not catch up with, so it waits for leaders only.
@@ -756,7 +776,11 @@ func (r *runner) preferred(m *clusterMeta) bool {
 
 // resolve picks the broker to kill now.
 func (r *runner) resolve(ctx context.Context, l *leg) (int32, error) {
-	t := r.cfg.Target
+	return r.resolveTarget(ctx, l, r.cfg.Target)
+}
+
+// resolveTarget picks the broker t names now.
+func (r *runner) resolveTarget(ctx context.Context, l *leg, t Target) (int32, error) {
 	switch t.Kind {
 	case TargetBroker:
 		return t.Broker, nil
@@ -831,6 +855,12 @@ func (r *runner) waitFailover(ctx context.Context, l *leg) error {
 func (r *runner) measured(ctx context.Context, l *leg, ph Phase) error {
 	r.begin(ctx, l, ph)
 	defer r.end(ctx, l, ph)
+	return r.wait(ctx, l, ph)
+}
+
+// wait waits out a measured phase that began: for cfg.Phase, or until every
+// producer of the leg sent cfg.Records records in it.
+func (r *runner) wait(ctx context.Context, l *leg, ph Phase) error {
 	if r.cfg.Records <= 0 {
 		return clock.Sleep(ctx, r.cfg.Phase)
 	}
@@ -852,6 +882,7 @@ func (r *runner) measured(ctx context.Context, l *leg, ph Phase) error {
 
 func (r *runner) begin(ctx context.Context, l *leg, ph Phase) {
 	l.windows[ph] = window{start: r.since(), ran: true}
+	l.underFault[ph] = r.faulted >= 0
 	l.phase.Store(int32(ph))
 	r.snapLeaders(ctx, l, ph)
 }

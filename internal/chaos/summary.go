@@ -13,13 +13,15 @@ const Level = 0.99
 // intervals. Its JSON form is kplan chaos --repeat K -o json.
 type Summary struct {
 	// Schema is the JSON's version, SummarySchema.
-	Schema       string  `json:"schema"`
-	Cluster      string  `json:"cluster"`
-	Label        string  `json:"label"`
-	Target       string  `json:"target"`
-	KilledBroker int32   `json:"killed_broker"`
-	Repeat       int     `json:"repeat"`
-	Level        float64 `json:"level"`
+	Schema       string `json:"schema"`
+	Cluster      string `json:"cluster"`
+	Label        string `json:"label"`
+	Target       string `json:"target"`
+	KilledBroker int32  `json:"killed_broker"`
+	// Fault is the --fault of the runs ("" when none).
+	Fault  string  `json:"fault,omitempty"`
+	Repeat int     `json:"repeat"`
+	Level  float64 `json:"level"`
 	// FailoverMS is absent when no run timed its failover (Result.FailoverMS).
 	FailoverMS *stats.Interval `json:"failover_ms,omitempty"`
 	// Baseline is the partitioner the others' throughput is compared with
@@ -84,6 +86,9 @@ func Summarize(runs []*Result) (*Summary, error) {
 	first := runs[0]
 	s := &Summary{Schema: SummarySchema, Cluster: first.Cluster, Label: first.Label, Target: first.Target, KilledBroker: first.KilledBroker,
 		Repeat: len(runs), Level: Level, Runs: runs}
+	if first.Fault != nil {
+		s.Fault = first.Fault.Fault
+	}
 	var fo []float64
 	for _, r := range runs {
 		if r.FailoverMS != nil && *r.FailoverMS >= 0 {

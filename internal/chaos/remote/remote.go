@@ -1,9 +1,10 @@
 // Package remote is the chaos experiment's cluster for any Kafka cluster
 // kplan reaches by --bootstrap-server: Kafka's metadata says which brokers
 // there are and where, and a chaos.Killer (Chaos Mesh, docker, any command)
-// hurts them on their platform. Every client is built by internal/kafka, so
-// TLS, mTLS and SASL from --command-config hold. Cluster implements
-// chaos.Cluster and chaos.KillReporter.
+// hurts them on their platform, and a NetFaulter (Chaos Mesh) degrades
+// their network. Every client is built by internal/kafka, so TLS, mTLS and
+// SASL from --command-config hold. Cluster implements chaos.Cluster,
+// chaos.KillReporter and chaos.Faulter.
 package remote
 
 import (
@@ -41,6 +42,9 @@ type Options struct {
 	Version string
 	// Killer hurts the brokers.
 	Killer chaos.Killer
+	// Faulter, when set, degrades their network (--fault); nil when the
+	// killer has no network faults (a --fault is then a usage error).
+	Faulter NetFaulter
 	// LeaveTimeout bounds the wait, after the killer's Kill, for Kafka's
 	// metadata to stop listing the broker; RejoinTimeout the wait, after
 	// its Restore, for the broker to be back in every ISR of the experiment
@@ -446,6 +450,9 @@ func (c *Cluster) KillerLog() []string {
 // The names of the topics deleted are returned.
 func (c *Cluster) Cleanup(ctx context.Context) ([]string, error) {
 	var errs []error
+	if err := c.ClearFault(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("clear the network fault: %w", err))
+	}
 	if err := c.o.Killer.Cleanup(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("%s cleanup: %w", c.o.Killer.Name(), err))
 	}

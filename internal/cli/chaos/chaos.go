@@ -71,19 +71,19 @@ type Options struct {
 
 // flags holds the raw flag values.
 type flags struct {
-	kill, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
-	workload, layout, rates, ratesFile, keys, topics                                                   string
-	partitions, rf, recordSize, brokers, repeat                                                        int
-	records                                                                                            int64
-	warmup, phase, failoverTimeout, objective, minAge, maxAge                                          time.Duration
-	restore, sequential, allowUnavailable                                                              bool
-	seed                                                                                               uint64
-	sqfSlack                                                                                           int64
-	maxBuffered, stick                                                                                 int
-	consumeAfter, verbose                                                                              bool
-	output                                                                                             cmdutil.OutputFlag
-	origin                                                                                             map[string]string
-	remote                                                                                             remoteFlags
+	kill, fault, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
+	workload, layout, rates, ratesFile, keys, topics                                                          string
+	partitions, rf, recordSize, brokers, repeat                                                               int
+	records                                                                                                   int64
+	warmup, phase, failoverTimeout, objective, minAge, maxAge                                                 time.Duration
+	restore, sequential, allowUnavailable                                                                     bool
+	seed                                                                                                      uint64
+	sqfSlack                                                                                                  int64
+	maxBuffered, stick                                                                                        int
+	consumeAfter, verbose                                                                                     bool
+	output                                                                                                    cmdutil.OutputFlag
+	origin                                                                                                    map[string]string
+	remote                                                                                                    remoteFlags
 }
 
 // fileKeys are the flags an experiment file may set: all but --workload
@@ -105,7 +105,7 @@ func NewCmdChaos(f *cmdutil.Factory, runF func(context.Context, *Options) error)
 	var c flags
 	d := chaos.Defaults()
 	cmd := &cobra.Command{
-		Use:   "chaos --kill TARGET [--layout FILE [--rates ...] | --workload FILE.yaml] [flags]",
+		Use:   "chaos --kill TARGET|--fault FAULT [--layout FILE [--rates ...] | --workload FILE.yaml] [flags]",
 		Short: "Kill a broker under load and compare partitioners' skew, latency and loss before and after",
 		Long: `Kill a broker while one producer per partitioner writes to its own topic
 (all topics with the same replica assignment), and measure per partitioner and
@@ -148,6 +148,21 @@ elect) and changes nothing; without --yes kplan prints the plan and exits
 Targets: broker-N, leader-of:TOPIC/P, busiest (most leaders of the experiment
 topics), none (no kill: a steady-state measurement).
 
+Network faults: --fault degrades one broker's network instead of (or
+before) a kill: delay:TARGET:DELAY[:JITTER] (delay:broker-2:100ms,
+delay:broker-2:100ms:20ms), loss:TARGET:PERCENT% (loss:broker-2:10%) or
+partition:TARGET (partition:broker-2), TARGET as --kill takes it. After the
+before phase kplan injects it and measures a fault phase (each broker's
+share of the records, latency, loss) with it in force; a --kill comes after
+that phase, with the fault still in force. --restore clears it before the
+recovered phase; otherwise it is cleared when the run ends, also on error
+and Ctrl-C (a second Ctrl-C leaves it, and the result says so). The lab
+injects it in its brokers' network (` + "`kplan lab net`" + `); a --bootstrap-server
+cluster with --killer chaos-mesh through a Chaos Mesh NetworkChaos naming
+the broker's pod (--dry-run prints it); the embedded cluster cannot. There
+is no predicted share under a fault: the audit's model knows layouts, not
+slow brokers.
+
 Workloads: --layout FILE (any layout ` + "`kplan audit --from`" + ` reads) runs the
 layout's topics instead of the one-topic experiment: each partitioner writes
 every topic of the layout through a producer of its own per topic, on
@@ -185,6 +200,9 @@ short.`,
   $ kplan chaos --layout testdata/layouts/thesis-6-4.json --rates A=200kB/s,B=100kB/s --keys A=zipf:1.1:1000,B=none --partitioner hash,random --kill broker-2 --report out/keys
   $ kplan chaos --cluster lab --topics '^orders-' --sequential --rate 1MB/s --kill busiest --restore
   $ kplan chaos --cluster lab --kill broker-2 --restore --report out/lab-chaos
+  $ kplan chaos --cluster lab --fault delay:broker-2:200ms --partitioner roundrobin,sqf
+  $ kplan chaos --cluster lab --fault loss:broker-2:10% --kill broker-3 --restore
+  $ kplan chaos --bootstrap-server my-cluster-kafka-bootstrap:9092 --killer chaos-mesh --namespace kafka --fault partition:broker-2 --dry-run
   $ kplan chaos --cluster lab --kill none --sequential --rate unlimited --partitioner default,node,sqf --stick 64 --repeat 8
   $ kplan chaos --bootstrap-server my-cluster-kafka-bootstrap:9093 --command-config client.properties --killer chaos-mesh --pod-naming strimzi --strimzi-cluster my-cluster --namespace kafka --kill broker-3 --dry-run
   $ kplan chaos --bootstrap-server localhost:19092 --killer docker --container-template kafka-{id} --kill broker-3 --restore --yes
@@ -203,7 +221,8 @@ short.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest or none (required)")
+	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest or none (required unless --fault)")
+	fs.StringVar(&c.fault, "fault", "", "network fault to inject after the before phase, instead of or before the kill: delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT% or partition:TARGET (lab, or chaos-mesh's NetworkChaos)")
 	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run)")
 	fs.StringVar(&c.topic, "topic", d.Topic, "topic name prefix: each partitioner writes to PREFIX-NAME")
 	fs.IntVar(&c.partitions, "partitions", 3, "partitions per experiment topic (replicas placed round the brokers: partition p led by the p-th broker)")
@@ -290,11 +309,8 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 			return nil, cmdutil.Usage(err)
 		}
 	}
-	if c.kill == "" {
-		return nil, cmdutil.UsageErrorf("--kill: required (broker-N, leader-of:TOPIC/P, busiest or none)")
-	}
-	if cfg.Target, err = chaos.ParseTarget(c.kill); err != nil {
-		return nil, spell(err, c.where)
+	if err := c.faultOptions(cfg); err != nil {
+		return nil, err
 	}
 	cfg.Partitioners = nil
 	for _, p := range strings.Split(c.partitioners, ",") {
@@ -430,10 +446,37 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	if opts.Remote != nil {
 		opts.Cluster = "remote"
 	}
+	if cfg.Fault != nil && opts.Cluster == "embedded" {
+		return nil, cmdutil.UsageErrorf("%s: the embedded cluster is simulated and has no network to degrade (use --cluster lab, or --bootstrap-server with --killer chaos-mesh)", c.where("fault"))
+	}
 	if c.topics != "" && opts.Cluster == "embedded" {
 		return nil, cmdutil.UsageErrorf("%s: existing topics only on --cluster lab or a --bootstrap-server cluster (the embedded cluster has none)", c.where("topics"))
 	}
 	return opts, nil
+}
+
+// faultOptions reads --kill and --fault: one of them is required; --fault
+// alone means no kill.
+func (c *flags) faultOptions(cfg *chaos.Config) error {
+	if c.fault != "" {
+		f, err := chaos.ParseFault(c.fault)
+		if err != nil {
+			return spell(err, c.where)
+		}
+		cfg.Fault = &f
+	}
+	switch {
+	case c.kill == "" && cfg.Fault == nil:
+		return cmdutil.UsageErrorf("--kill: required (broker-N, leader-of:TOPIC/P, busiest or none), or --fault")
+	case c.kill == "":
+		cfg.Target = chaos.Target{Kind: chaos.TargetNone}
+		return nil
+	}
+	var err error
+	if cfg.Target, err = chaos.ParseTarget(c.kill); err != nil {
+		return spell(err, c.where)
+	}
+	return nil
 }
 
 // workloadOptions reads the workload flags (--layout or --topics, --rates
@@ -839,6 +882,9 @@ func cycleLine(i, n int, res *chaos.Result) string {
 		never += p.NeverAcked
 	}
 	kill := "no kill"
+	if res.Fault != nil {
+		kill = "fault " + res.Fault.Fault + ", no kill"
+	}
 	if res.KilledBroker >= 0 {
 		kill = fmt.Sprintf("killed broker %d", res.KilledBroker)
 		if res.FailoverMS != nil {

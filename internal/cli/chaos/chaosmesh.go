@@ -10,6 +10,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
+	"github.com/kplan-dev/kplan/internal/chaos/remote"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 )
@@ -63,6 +64,15 @@ func newMeshKiller(o MeshOptions, runID string) (chaos.Killer, error) {
 	return chaosmesh.New(o)
 }
 
+// meshFaulter returns the network faults of a chaos-mesh killer (its
+// NetworkChaos), nil for any other killer.
+func meshFaulter(k chaos.Killer) remote.NetFaulter {
+	if mk, ok := k.(*chaosmesh.Killer); ok {
+		return chaosmesh.NewNetworker(mk)
+	}
+	return nil
+}
+
 // CleanupOptions are the parsed flags of `kplan chaos cleanup`.
 type CleanupOptions struct {
 	IO   *iostreams.IOStreams
@@ -76,8 +86,8 @@ func newCmdCleanup(f *cmdutil.Factory, runF func(context.Context, *CleanupOption
 	cmd := &cobra.Command{
 		Use:   "cleanup --namespace N",
 		Short: "Delete the Chaos Mesh objects kplan chaos left behind",
-		Long: `Delete every chaos object labelled app.kubernetes.io/managed-by=kplan in
---namespace: what a kplan chaos --killer chaos-mesh run leaves when it is
+		Long: `Delete every chaos object (PodChaos and NetworkChaos) labelled
+app.kubernetes.io/managed-by=kplan in --namespace: what a kplan chaos --killer chaos-mesh run leaves when it is
 killed before its own cleanup (kill -9, a lost connection). It prints the
 objects it deleted.`,
 		Example: `  $ kplan chaos cleanup --namespace kafka
@@ -102,6 +112,11 @@ objects it deleted.`,
 
 func runCleanup(ctx context.Context, opts *CleanupOptions) error {
 	deleted, err := chaosmesh.Cleanup(ctx, opts.Mesh)
+	if err == nil {
+		var net []string
+		net, err = chaosmesh.CleanupNetwork(ctx, opts.Mesh)
+		deleted = append(deleted, net...)
+	}
 	for _, d := range deleted {
 		fmt.Fprintf(opts.IO.Out, "deleted %s\n", d)
 	}

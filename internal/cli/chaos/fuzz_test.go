@@ -47,6 +47,10 @@ func FuzzExperimentFile(f *testing.F) {
 		"- a\n",
 		"",
 		"kill: leader-of:t/0\nassignment: \"1,2;2,3;3,1\"\nphase-duration: 1m30s\nrate: 10MB/s\n",
+		"cluster: lab\nfault: delay:broker-2:200ms\npartitioner: [roundrobin, sqf]\nrate: 1MB/s\n",
+		"cluster: lab\nfault: loss:broker-2:10%\nkill: broker-3\nrestore: true\n",
+		"cluster: lab\nfault: partition:broker-2\n",
+		"fault: delay:broker-2:100ms:20ms\n",
 	} {
 		f.Add(s)
 	}

@@ -115,6 +115,9 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 	var err error
 	switch r.killer {
 	case "":
+		if cfg.Fault != nil {
+			return nil, cmdutil.UsageErrorf("%s: required with --fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)", c.where("killer"))
+		}
 		if cfg.Target.Kind != chaos.TargetNone {
 			return nil, cmdutil.UsageErrorf("%s: required with --bootstrap-server (%s)", c.where("killer"), killerKinds)
 		}
@@ -141,6 +144,9 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 	}
 	if err != nil {
 		return nil, cmdutil.Usage(spell(err, c.where))
+	}
+	if cfg.Fault != nil && r.killer != KillerChaosMesh {
+		return nil, cmdutil.UsageErrorf("%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), r.killer)
 	}
 	for _, n := range own {
 		if k, ok := kf[n]; ok && k != r.killer && given(n) {
@@ -192,7 +198,7 @@ func openRemote(ctx context.Context, opts *Options) (*remote.Cluster, error) {
 	}
 	leave := max(remote.DefaultLeaveTimeout, opts.Config.FailoverTimeout)
 	return remote.New(ctx, remote.Options{
-		Conn: opts.Remote.Conn, Version: opts.Config.Version, Killer: k,
+		Conn: opts.Remote.Conn, Version: opts.Config.Version, Killer: k, Faulter: meshFaulter(k),
 		KeepTopics: opts.Remote.KeepTopics, LeaveTimeout: leave,
 	})
 }
@@ -216,6 +222,12 @@ type Plan struct {
 	Rack string `json:"rack,omitempty"`
 	// Kill is the killer's plan.
 	Kill *chaos.KillPlan `json:"kill,omitempty"`
+	// Fault is --fault, FaultBroker the broker it resolves to now and
+	// FaultPlan the faulter's plan (its NetworkChaos); absent without
+	// --fault.
+	Fault       string          `json:"fault,omitempty"`
+	FaultBroker *int32          `json:"fault_broker,omitempty"`
+	FaultPlan   *chaos.KillPlan `json:"fault_plan,omitempty"`
 	// Topics are the experiment topics with their Assignment; Existing
 	// those that exist already (reused, never deleted).
 	Topics     []string `json:"topics"`
@@ -275,6 +287,9 @@ func planRemote(ctx context.Context, c *remote.Cluster, k chaos.Killer, cfg chao
 		}
 	}
 	snap.Normalize()
+	if err := planFault(ctx, c, cfg, snap, p); err != nil {
+		return p, err
+	}
 	victim, err := planVictim(cfg, snap)
 	if err != nil || victim < 0 {
 		return p, err
@@ -305,6 +320,40 @@ func planRemote(ctx context.Context, c *remote.Cluster, k chaos.Killer, cfg chao
 		}
 	}
 	return p, nil
+}
+
+// planFault adds the fault's plan to p: the broker it resolves to now and
+// the faulter's manifest; a partition takes the kill's checks.
+func planFault(ctx context.Context, c *remote.Cluster, cfg chaos.Config, snap *topology.Cluster, p *Plan) error {
+	f := cfg.Fault
+	if f == nil {
+		return nil
+	}
+	p.Fault = f.String()
+	fcfg := cfg
+	fcfg.Target = f.Target
+	victim, err := planVictim(fcfg, snap)
+	if err != nil || victim < 0 {
+		return err
+	}
+	p.FaultBroker = &victim
+	fp, err := c.PlanFault(ctx, victim, *f)
+	if err != nil {
+		p.Refusal = err.Error()
+		return err
+	}
+	p.FaultPlan = &fp
+	if f.Kind == chaos.FaultPartition && !cfg.AllowUnavailable {
+		parts := make([]chaos.PartitionState, 0, len(snap.Partitions))
+		for _, pt := range snap.Partitions {
+			parts = append(parts, chaos.PartitionState{Name: fmt.Sprintf("%s/%d", pt.Topic, pt.Partition), Replicas: pt.Replicas, ISR: pt.ISR})
+		}
+		if err := chaos.CheckKill(parts, victim); err != nil {
+			p.Refusal = err.Error()
+			return err
+		}
+	}
+	return nil
 }
 
 // experimentTopic is a topic an experiment writes: created with assignment,
@@ -434,6 +483,7 @@ func writePlan(w io.Writer, f report.Format, p *Plan) error {
 			}
 		}
 	}
+	writeFaultPlan(&sb, p)
 	what := "created, deleted at the end"
 	switch {
 	case len(p.Topics) > 0 && len(p.Existing) == len(p.Topics):
@@ -470,6 +520,31 @@ func writePlan(w io.Writer, f report.Format, p *Plan) error {
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// writeFaultPlan prints the fault's part of a plan.
+func writeFaultPlan(sb *strings.Builder, p *Plan) {
+	if p.Fault == "" {
+		return
+	}
+	if p.FaultBroker != nil {
+		fmt.Fprintf(sb, "fault:       %s: broker %d\n", p.Fault, *p.FaultBroker)
+	} else {
+		fmt.Fprintf(sb, "fault:       %s\n", p.Fault)
+	}
+	if p.FaultPlan == nil {
+		return
+	}
+	fmt.Fprintf(sb, "fault target: %s\n", p.FaultPlan.Target)
+	for i, s := range p.FaultPlan.Steps {
+		fmt.Fprintf(sb, "  %d. %s\n", i+1, s)
+	}
+	if p.FaultPlan.Manifest != "" {
+		sb.WriteString("fault manifest:\n")
+		for _, l := range strings.Split(strings.TrimRight(p.FaultPlan.Manifest, "\n"), "\n") {
+			sb.WriteString("  " + l + "\n")
+		}
+	}
 }
 
 // prepareRemote opens the cluster, builds the experiment's assignment and
@@ -536,6 +611,9 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 	}
 	if plan != nil && plan.Kill != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "chaos: %s: %s\n", plan.Killer, plan.Kill.Target)
+	}
+	if plan != nil && plan.FaultPlan != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "chaos: fault %s: %s\n", plan.Fault, plan.FaultPlan.Target)
 	}
 	keep = true
 	return c, false, nil

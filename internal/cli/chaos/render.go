@@ -25,6 +25,13 @@ func resultDoc(res *chaos.Result, verbose bool) report.Document {
 		}
 		title = fmt.Sprintf("kplan chaos: kill broker-%d%s — %s", res.KilledBroker, target, res.Label)
 	}
+	if res.Fault != nil {
+		what := "fault " + res.Fault.Fault
+		if res.KilledBroker >= 0 {
+			what += fmt.Sprintf(", then kill broker-%d", res.KilledBroker)
+		}
+		title = fmt.Sprintf("kplan chaos: %s — %s", what, res.Label)
+	}
 	doc := report.Document{Title: title}
 
 	skew := report.Section{
@@ -77,6 +84,9 @@ func resultDoc(res *chaos.Result, verbose bool) report.Document {
 			strconv.FormatInt(p.Duplicates, 10), strconv.FormatInt(p.NeverAcked, 10), ks(p.KSProduce), ks(p.KSE2E)})
 	}
 	doc.Sections = []report.Section{skew, perf, loss}
+	if fs, ok := faultSection(res); ok {
+		doc.Sections = append([]report.Section{fs}, doc.Sections...)
+	}
 	if len(res.Workload) > 0 {
 		skew.Title = "Records per broker (by the leader that took them) and skew over the leaders of the partitioner's topics"
 		doc.Sections = append([]report.Section{workloadSection(res), skew}, predictionSections(res)...)
@@ -94,6 +104,73 @@ func resultDoc(res *chaos.Result, verbose bool) report.Document {
 		doc.Notes = append(doc.Notes, fmt.Sprintf("the checking consumer read %d records a second time at the same offset after its fetch offset was reset (a re-read, not a duplicate; not counted)", res.ConsumerRereads))
 	}
 	return doc
+}
+
+// faultSection sets the faulted broker's measured share beside the others'
+// in each phase, per partitioner: under the fault, and before and after it
+// for comparison.
+func faultSection(res *chaos.Result) (report.Section, bool) {
+	f := res.Fault
+	if f == nil {
+		return report.Section{}, false
+	}
+	sec := report.Section{
+		Title:  "Network fault: " + f.Description + " (" + f.Fault + ")",
+		Header: []string{"partitioner", "phase", "under fault", "faulted broker's share", "shares by broker", "max/mean", "produce p99 ms"},
+	}
+	under := map[string]bool{}
+	for _, ph := range f.Phases {
+		under[ph] = true
+	}
+	key := strconv.Itoa(int(f.Broker))
+	for _, p := range res.Partitioners {
+		for _, ph := range chaos.MeasuredPhases {
+			pr := p.Phases[ph.String()]
+			if pr == nil || ph == chaos.PhaseFailover {
+				continue
+			}
+			share := "-"
+			if v, ok := pr.Shares[key]; ok && f.Broker >= 0 {
+				share = pct(v)
+			}
+			yes := "no"
+			if under[ph.String()] {
+				yes = "yes"
+			}
+			sec.Rows = append(sec.Rows, []string{p.Name, ph.String(), yes, share, shares(pr.Shares), optF(pr.MaxOverMean, 2), f1(pr.LatencyMS.P99)})
+		}
+	}
+	inForce := fmt.Sprintf("injected %.1f s into the run, in force after %s ms", f.InjectedAtS, f1(f.InForceMS))
+	if f.ClearedAtS != nil {
+		inForce += fmt.Sprintf(", cleared at %.1f s (before the recovered phase)", *f.ClearedAtS)
+	} else {
+		inForce += ", cleared when the run ended"
+	}
+	sec.Notes = append(sec.Notes, inForce+".",
+		"shares are of the records acknowledged in the phase, by the broker that led each record's partition; "+chaos.NoPredictionUnderFault+": the audit's model knows layouts, not slow brokers.")
+	return sec, true
+}
+
+// shares spells a phase's shares by broker, "1: 33.3%, 2: ...", in broker
+// order.
+func shares(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + pct(m[k])
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // skewNote explains a "-" in the skew columns.

@@ -1,0 +1,113 @@
+package chaos
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/chaostest"
+	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/report"
+)
+
+func TestFaultOptions(t *testing.T) {
+	o, err := parse(t, "--cluster", "lab", "--fault", "delay:broker-2:200ms", "--partitioner", "roundrobin,sqf")
+	require.NoError(t, err)
+	require.NotNil(t, o.Config.Fault)
+	assert.Equal(t, chaos.FaultDelay, o.Config.Fault.Kind)
+	assert.Equal(t, 200*time.Millisecond, o.Config.Fault.Delay)
+	assert.Equal(t, chaos.Target{Kind: chaos.TargetNone}, o.Config.Target, "--fault alone: no kill")
+
+	o, err = parse(t, "--cluster", "lab", "--fault", "loss:busiest:5%", "--kill", "broker-3", "--restore")
+	require.NoError(t, err)
+	assert.Equal(t, chaos.Target{Kind: chaos.TargetBroker, Broker: 3}, o.Config.Target, "besides a kill")
+	assert.InDelta(t, 0.05, o.Config.Fault.Loss, 1e-12)
+
+	o, err = parse(t, "--bootstrap-server", "kafka:9092", "--killer", "chaos-mesh", "--namespace", "kafka", "--fault", "partition:broker-1")
+	require.NoError(t, err)
+	assert.Equal(t, chaos.FaultPartition, o.Config.Fault.Kind)
+	assert.Equal(t, "remote", o.Cluster)
+
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "fault.yaml")
+	require.NoError(t, os.WriteFile(wl, []byte("cluster: lab\nfault: delay:broker-2:100ms:20ms\npartitioner: [roundrobin, sqf]\nrestore: true\n"), 0o600))
+	o, err = parse(t, "--workload", wl)
+	require.NoError(t, err)
+	assert.Equal(t, "delay:broker-2:100ms:20ms", o.Config.Fault.String(), "the workload file's fault: key")
+	assert.True(t, o.Config.Restore)
+}
+
+func TestFaultBadInput(t *testing.T) {
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "fault.yaml")
+	require.NoError(t, os.WriteFile(wl, []byte("cluster: lab\nfault: delay:broker-2:soon\n"), 0o600))
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"--fault", "delay:broker-2:100ms"}, "--fault: the embedded cluster is simulated"},
+		{[]string{"--cluster", "lab", "--fault", "slow:broker-2"}, `--fault: "slow:broker-2": unknown fault "slow"`},
+		{[]string{"--cluster", "lab", "--fault", "loss:broker-2:10"}, "--fault: "},
+		{[]string{"--cluster", "lab", "--fault", "partition:none"}, "not none"},
+		{[]string{"--workload", wl}, wl + ":2: fault: "},
+		{[]string{"--bootstrap-server", "kafka:9092", "--fault", "delay:broker-2:1ms"}, "--killer: required with --fault"},
+		{[]string{"--bootstrap-server", "kafka:9092", "--killer", "docker", "--container-template", "k-{id}", "--fault", "delay:broker-2:1ms"}, "--fault: on a --bootstrap-server cluster only with --killer chaos-mesh"},
+	} {
+		_, err := parse(t, tc.argv...)
+		require.Error(t, err, tc.argv)
+		assert.Contains(t, err.Error(), tc.want, tc.argv)
+		assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err), tc.argv)
+		assert.NotContains(t, err.Error(), "\n", "one line")
+	}
+}
+
+// A result with a fault has a section setting the faulted broker's share
+// beside the others', phase by phase, and says why there is no prediction.
+func TestFaultSection(t *testing.T) {
+	res := chaostest.Result()
+	res.KilledBroker = -1
+	res.Fault = &chaos.FaultResult{Fault: "delay:broker-2:200ms", Kind: chaos.FaultDelay, Broker: 2, Description: "delay broker 2's packets by 200ms",
+		InjectedAtS: 10, InForceMS: 12.5, Phases: []string{"fault"}}
+	for i := range res.Partitioners {
+		p := &res.Partitioners[i]
+		p.Phases["fault"] = &chaos.PhaseResult{Leaders: []int32{1, 2, 3}, Shares: map[string]float64{"1": 0.4, "2": 0.2, "3": 0.4}, NoPrediction: chaos.NoPredictionUnderFault}
+	}
+	out := render(t, report.Table, res, resultDoc(res, false))
+	assert.Contains(t, out, "kplan chaos: fault delay:broker-2:200ms")
+	assert.Contains(t, out, "Network fault: delay broker 2's packets by 200ms (delay:broker-2:200ms)")
+	name := res.Partitioners[0].Name
+	row := rowOf(t, out, name, "fault", "yes")
+	assert.Contains(t, row, "20.0%")
+	assert.Contains(t, row, "1: 40.0%, 2: 20.0%, 3: 40.0%")
+	assert.Contains(t, out, chaos.NoPredictionUnderFault)
+	assert.Contains(t, out, "cleared when the run ended")
+	j := render(t, report.JSON, res, resultDoc(res, false))
+	assert.True(t, strings.Contains(j, `"fault": "delay:broker-2:200ms"`), j)
+	assert.Contains(t, j, `"no_prediction": "no prediction under a network fault"`)
+}
+
+// The plan of a --bootstrap-server run with --fault shows the fault's
+// broker, steps and NetworkChaos (what --dry-run prints).
+func TestWriteFaultPlan(t *testing.T) {
+	b := int32(2)
+	p := &Plan{Schema: PlanSchema, Label: "real", Killer: "chaos-mesh", Target: "none", Broker: -1, Topics: []string{"kplan-chaos-sqf"},
+		Assignment: "1,2;2,3;3,1", DryRun: true, Fault: "delay:broker-2:200ms", FaultBroker: &b,
+		FaultPlan: &chaos.KillPlan{Target: "pod kafka/my-cluster-pool-a-2", Steps: []string{"create NetworkChaos kafka/kplan-x"},
+			Manifest: "apiVersion: chaos-mesh.org/v1alpha1\nkind: NetworkChaos\n"}}
+	var sb strings.Builder
+	require.NoError(t, writePlan(&sb, report.Table, p))
+	out := sb.String()
+	assert.Contains(t, out, "fault:       delay:broker-2:200ms: broker 2\n")
+	assert.Contains(t, out, "fault target: pod kafka/my-cluster-pool-a-2\n")
+	assert.Contains(t, out, "  1. create NetworkChaos kafka/kplan-x\n")
+	assert.Contains(t, out, "fault manifest:\n  apiVersion: chaos-mesh.org/v1alpha1\n  kind: NetworkChaos\n")
+	sb.Reset()
+	require.NoError(t, writePlan(&sb, report.JSON, p))
+	assert.Contains(t, sb.String(), `"fault_plan": {`)
+}

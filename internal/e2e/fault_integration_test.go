@@ -1,0 +1,80 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/labtest"
+)
+
+// TestFaultSQFAvoidsSlowBroker is issue 15's acceptance run `kplan chaos
+// --cluster lab --fault delay:broker-2:200ms --partitioner roundrobin,sqf`
+// at small sizes: with broker 2's packets delayed 200 ms, sqf sends
+// measurably less to it than round robin does, and the fault is cleared
+// before the recovered phase.
+//
+// The margin: round robin puts every third record on broker 2's partition
+// whatever its latency, so its share of the fault phase's records is 1/3
+// (± about 1/sqrt(n), under a point here). sqf gives broker 2 a record only
+// while broker 2's in-flight count is within the slack (64 records) of the
+// least loaded broker's; by Little's law broker 2 then takes at most about
+// (64 + the fast brokers' in-flight) / 0.2 s, a few hundred records/s of
+// the 10,000 records/s a 1 MB/s producer of 100-byte records sends: a few
+// percent. Asking for 15 points less than round robin (about 18% or less)
+// leaves room for a fast broker holding several times more in flight than
+// it should (acks=all makes broker 1 wait for broker 2's fetches too) and
+// for a machine shared with other work.
+//
+// Measured once (2026-11-24, 2 cores, 24 GiB, with helper D1's lab net
+// merged in a scratch tree): it failed. Under the lab's 200 ms delay
+// broker 2 took only 8.6% of round robin's records and 7.7% of sqf's,
+// broker 3 58% and 79%, produce p99 about 11 s: broker 2's partition
+// apparently lost its leadership to broker 3 during the fault (shares
+// count the leader at acknowledgement), so the premise of the margin,
+// broker 2 still leading, did not hold. The lead decides whether the
+// acceptance run needs a smaller delay or the lab's delay a look.
+func TestFaultSQFAvoidsSlowBroker(t *testing.T) {
+	lab := labtest.Start(t, labtest.Options{Brokers: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	res := chaosResult(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", lab.State.Dir,
+		"--fault", "delay:broker-2:200ms", "--partitioner", "roundrobin,sqf", "--topic", "fault-sqf",
+		"--rate", "1MB/s", "--warmup", "2s", "--phase-duration", "8s", "--restore")
+
+	require.NotNil(t, res.Fault, "the result says which fault ran")
+	assert.Equal(t, "delay:broker-2:200ms", res.Fault.Fault)
+	assert.Equal(t, int32(2), res.Fault.Broker)
+	assert.Equal(t, []string{"fault"}, res.Fault.Phases)
+	require.NotNil(t, res.Fault.ClearedAtS, "--restore clears it before the recovered phase")
+	assert.Equal(t, int32(-1), res.KilledBroker, "a fault, no kill")
+
+	share := map[string]float64{}
+	for _, p := range res.Partitioners {
+		f := p.Phases["fault"]
+		require.NotNil(t, f, p.Name)
+		assert.Equal(t, chaos.NoPredictionUnderFault, f.NoPrediction, p.Name)
+		assert.Nil(t, f.PredictedShare, "%s: no predicted number under a fault", p.Name)
+		share[p.Name] = f.Shares["2"]
+		skew := "-"
+		if f.MaxOverMean != nil {
+			skew = fmt.Sprintf("%.2f", *f.MaxOverMean)
+		}
+		t.Logf("%-10s fault phase: leaders %v, broker 2's share %.1f%%, shares %v, max/mean %s, produce p99 %.1f ms, never acked %d", p.Name, f.Leaders, 100*share[p.Name], f.Shares, skew, f.LatencyMS.P99, p.NeverAcked)
+		before := p.Phases["before"]
+		require.NotNil(t, before, p.Name)
+		assert.InDelta(t, 1.0/3, before.Shares["2"], 0.08, "%s: an even spread before the fault", p.Name)
+		require.NotNil(t, p.Phases["recovered"], p.Name)
+		assert.Zero(t, p.Lost, p.Name)
+	}
+	assert.InDelta(t, 1.0/3, share["roundrobin"], 0.05, "round robin ignores latency")
+	assert.Less(t, share["sqf"], share["roundrobin"]-0.15, "sqf sends measurably less to the slow broker")
+}
