@@ -1,7 +1,3 @@
-// Package measure holds the pure side of `kplan measure`: the sizing
-// model's measured inputs, broker-loss unavailability and seed 003's
-// batching study. It returns data; the Kafka side lives in internal/kafka
-// and the rendering in internal/cli and internal/report.
 package measure
 
 import (

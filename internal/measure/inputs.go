@@ -1,8 +1,3 @@
-// Package measure turns raw samples taken on a live cluster into the sizing
-// model's measured inputs (seed 002: Tp, Tc, l_r, u, Hmax), each with its
-// spread, and writes the plan file `kplan size --plan` reads. It is pure:
-// the samples come from internal/kafka, the clock and machine from the
-// caller.
 package measure
 
 import (

@@ -1,6 +1,3 @@
-// Package measure holds the pure parts of `kplan measure`: parsing its
-// lists, summarising samples and fitting models to what a live cluster
-// measured. It does no I/O and renders nothing.
 package measure
 
 import (
