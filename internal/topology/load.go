@@ -444,10 +444,14 @@ func topicNameFault(name string) string {
 		return fmt.Sprintf("topic name is %d characters long; Kafka allows %d", len(name), maxTopicName)
 	}
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if !topicNameByte(name[i]) {
 			return fmt.Sprintf("%q: a topic name holds only ASCII letters, digits, '.', '_' and '-'", name)
 		}
 	}
 	return ""
+}
+
+// topicNameByte reports whether c may appear in a Kafka topic name.
+func topicNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
 }
