@@ -85,9 +85,9 @@ func TestUpInterrupted(t *testing.T) {
 			require.NoError(t, ue.CleanupErr)
 			assert.Equal(t, tc.stopped, ue.Cleaned.Stopped)
 
-			left, perr := ProcessesOf(cfg.Dir)
+			left, perr := Leftovers(cfg.Dir)
 			require.NoError(t, perr)
-			assert.Empty(t, left, "processes of the lab left running")
+			assert.Empty(t, left, "left of the lab")
 			s, lerr := Load(cfg.Dir)
 			require.NoError(t, lerr, "lab.json stays for lab down and the next up")
 			assert.False(t, s.AnyAlive())

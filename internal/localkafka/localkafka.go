@@ -1036,3 +1036,37 @@ func ProcessesOf(dir string) ([]int, error) {
 	}
 	return out, nil
 }
+
+// Leftovers lists what of the lab in dir is still on this machine: the
+// processes whose argv mention dir (ProcessesOf), and the network
+// namespaces, links (veth ends, bridge) and cgroups named after dir, found
+// by their names rather than from lab.json. After a clean Down, or an Up
+// that failed or was interrupted and cleaned up, it is empty.
+func Leftovers(dir string) ([]string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	pids, err := ProcessesOf(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, pid := range pids {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		out = append(out, fmt.Sprintf("process %d (%s)", pid, lastLines(strings.ReplaceAll(string(cmd), "\x00", " "), 1)))
+	}
+	x := subnetFor(dir)
+	for _, pattern := range []string{
+		fmt.Sprintf("/run/netns/kplan-%d-*", x),
+		fmt.Sprintf("/sys/class/net/kpl%dbr", x),
+		fmt.Sprintf("/sys/class/net/kpl%dh*", x),
+		fmt.Sprintf("/sys/class/net/kpl%dn*", x),
+		filepath.Join(cgroupRoots.v1, fmt.Sprintf("kplan-lab-%d", x)),
+		filepath.Join(cgroupRoots.v2, fmt.Sprintf("kplan-lab-%d", x)),
+	} {
+		m, _ := filepath.Glob(pattern)
+		out = append(out, m...)
+	}
+	return out, nil
+}
