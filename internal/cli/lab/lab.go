@@ -98,7 +98,12 @@ per node with Go's crypto (PEM, in DIR/tls), SCRAM users with random
 passwords at format time, and a client.properties (mode 0600) that kplan's
 --command-config and Kafka's own tools accept; its path is printed on
 stderr and shown by ` + "`kplan lab status`" + `. The controllers talk over mTLS in
-every secured mode (SCRAM credentials live in the metadata log they serve).`,
+every secured mode (SCRAM credentials live in the metadata log they serve).
+
+Each phase is a line on stderr. Interrupted (Ctrl-C, SIGTERM) or failed, up
+stops every JVM it started and removes the namespaces and cgroups it made;
+the line says in which phase and what it removed (exit 1), and lab.json
+stays, claiming nothing running.`,
 		Example: `  $ kplan lab up
   $ kplan lab up --brokers 6 --base-port 29092 --dir /tmp/big-lab
   $ kplan lab up --kafka-jars ~/kafka_2.13-4.3.1/libs --heap-mb 512

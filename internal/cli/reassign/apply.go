@@ -102,7 +102,10 @@ progress; exit 1: a partition is neither.
 return to their previous replicas) and removes the throttle.
 
 Interrupted (Ctrl-C, SIGTERM) while it waits, apply removes the throttle,
-prints the state reached and says what goes on in the cluster (exit 1).`,
+prints the state reached and says what goes on in the cluster (exit 1). A
+second signal cuts the removal short: the line then names the throttle
+configs left on each broker and topic and the kafka-configs commands that
+delete them (exit 1).`,
 		Example: `  $ kplan reassign --bootstrap-server k1:9092 --out plan.json --rollback rollback.json
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --throttle 50MB/s --yes
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --verify
