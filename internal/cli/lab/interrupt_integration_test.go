@@ -86,6 +86,14 @@ func TestLabUpInterrupted(t *testing.T) {
 			for sc.Scan() {
 				lines = append(lines, sc.Text())
 				if atSignal == nil && sc.Text() == "lab up: "+string(tc.phase) {
+					if tc.phase == localkafka.PhaseFormat {
+						// Signal once a StorageTool JVM runs.
+						require.Eventually(t, func() bool {
+							pids, err := localkafka.ProcessesOf(dir)
+							require.NoError(t, err)
+							return slices.ContainsFunc(pids, func(p int) bool { return p != cmd.Process.Pid })
+						}, 30*time.Second, 5*time.Millisecond, "no StorageTool JVM")
+					}
 					require.NoError(t, cmd.Process.Signal(tc.sig))
 					// lab.json is saved before formatting begins: the
 					// namespaces, and the pids once the JVMs run.
