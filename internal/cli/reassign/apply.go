@@ -290,7 +290,7 @@ func (o *ApplyOptions) interrupted(ie *apply.Interrupted) error {
 		if ie.Aborted {
 			why = "removing the throttle was cut short by a second signal"
 		}
-		throttle = fmt.Sprintf("; %s, so it stays: %s on %s %s and %s on %s %s; remove it with: %s",
+		throttle = fmt.Sprintf("; %s, so it may still be set: %s on %s %s and %s on %s %s; remove it with: %s",
 			why, strings.Join(ie.Left.BrokerConfigs, " and "), plural(len(ie.Left.Brokers), "broker"), joinIDs(ie.Left.Brokers),
 			strings.Join(ie.Left.TopicConfigs, " and "), plural(len(ie.Left.Topics), "topic"), strings.Join(ie.Left.Topics, ","),
 			strings.Join(o.removeThrottleCommands(ie.Left), " && "))

@@ -122,15 +122,14 @@ func TestApplySecondSignalLeavesThrottle(t *testing.T) {
 
 	last := stderr[len(stderr)-1]
 	assert.Contains(t, last, "kplan: interrupted (interrupt signal received) with ")
-	assert.Contains(t, last, "; removing the throttle was cut short by a second signal, so it stays: "+
+	assert.Contains(t, last, "; removing the throttle was cut short by a second signal, so it may still be set: "+
 		"leader.replication.throttled.rate and follower.replication.throttled.rate on brokers 1,2,3 and "+
 		"leader.replication.throttled.replicas and follower.replication.throttled.replicas on topic "+topic+"; remove it with: ")
 
-	// What the line says is left is left.
-	left := throttles()
-	for _, b := range []string{"1", "2", "3"} {
-		assert.Contains(t, left, "broker "+b+": leader.replication.throttled.rate=50000")
-	}
+	// The topic's configs are left. The brokers' may be gone: their delete
+	// was already sent to the frozen brokers, which apply it once thawed
+	// (why the line says "may still be set").
+	assert.Contains(t, throttles(), "topic "+topic+": follower.replication.throttled.replicas=0:3,1:3")
 
 	// The commands it gives remove it, run as written with Kafka's tool.
 	_, cmds, ok := strings.Cut(last, "; remove it with: ")

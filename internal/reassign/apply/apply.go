@@ -293,8 +293,8 @@ const (
 	FollowerReplicas = "follower.replication.throttled.replicas"
 )
 
-// ThrottleLeft is a replication throttle still set on the cluster: the
-// configs on each broker and each topic that nobody removed.
+// ThrottleLeft is a replication throttle that may still be set on the
+// cluster: the configs on each broker and each topic not known removed.
 type ThrottleLeft struct {
 	Brokers       []int32  `json:"brokers"`
 	BrokerConfigs []string `json:"broker_configs"`
@@ -318,8 +318,9 @@ type Interrupted struct {
 	Result *Result
 	// Throttled says this run had set a throttle.
 	Throttled bool
-	// Left is the throttle still set when its removal failed or was cut
-	// short (nil: removed, or none was set).
+	// Left is the throttle that may still be set when its removal failed
+	// or was cut short (a delete already sent may yet be applied); nil:
+	// removed, or none was set.
 	Left *ThrottleLeft
 	// Aborted says Options.Abort cut the removal short.
 	Aborted bool
@@ -333,9 +334,9 @@ func (e *Interrupted) Error() string {
 		e.Cause, e.Result.Complete, len(e.Result.Partitions), len(e.Result.Partitions)-e.Result.Complete)
 	switch {
 	case e.Aborted:
-		msg += "; removing the throttle was cut short, so it stays"
+		msg += "; removing the throttle was cut short, so it may still be set"
 	case e.Left != nil:
-		msg += fmt.Sprintf("; removing the throttle failed (%v), so it stays", e.CleanupErr)
+		msg += fmt.Sprintf("; removing the throttle failed (%v), so it may still be set", e.CleanupErr)
 	case e.Throttled:
 		msg += "; the throttle was removed"
 	}
