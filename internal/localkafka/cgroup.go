@@ -104,39 +104,48 @@ func cpuErr(format string, a ...any) error {
 	return errkind.New(errkind.Runtime, FieldBrokerCPU, format, a...)
 }
 
-// removeCgroups removes the lab's cgroups once its processes are gone.
-func (s *State) removeCgroups() error {
+// removeCgroups removes the lab's cgroups once its processes are gone, and
+// returns those it removed.
+func (s *State) removeCgroups() ([]string, error) {
 	if s.CPUQuota <= 0 {
-		return nil
+		return nil, nil
 	}
 	base, _, err := cpuCgroupBase()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var removed []string
 	var errs []error
+	dirs := make([]string, 0, len(s.Nodes)+1)
 	for _, n := range s.Nodes {
-		if err := removeCgroup(s.cgroupDir(base, n.ID)); err != nil {
+		dirs = append(dirs, s.cgroupDir(base, n.ID))
+	}
+	for _, dir := range append(dirs, filepath.Dir(s.cgroupDir(base, 0))) {
+		gone, err := removeCgroup(dir)
+		if err != nil {
 			errs = append(errs, err)
+		} else if gone {
+			removed = append(removed, dir)
 		}
 	}
-	if err := removeCgroup(filepath.Dir(s.cgroupDir(base, 0))); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
 }
 
-// removeCgroup removes an empty cgroup. A killed JVM leaves its group a
-// moment after it is reaped (its threads exit one by one), so a busy group
-// is retried for up to 10 s.
-func removeCgroup(dir string) error {
+// removeCgroup removes an empty cgroup and reports whether there was one.
+// A killed JVM leaves its group a moment after it is reaped (its threads
+// exit one by one), so a busy group is retried for up to 10 s.
+func removeCgroup(dir string) (bool, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := os.Remove(dir)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
+		if err == nil {
+			return true, nil
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
 		}
 		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("removing cgroup: %w", err)
+			return false, fmt.Errorf("removing cgroup: %w", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -85,6 +85,29 @@ type Config struct {
 	// secured lab gets a CA and node certificates, SCRAM users and a
 	// client.properties (State.Security).
 	Security string
+	// Progress, when set, hears each phase of Up as it begins (the CLI
+	// prints them, and tests interrupt Up at a chosen phase by them).
+	Progress func(Phase)
+}
+
+// Phase is a step of Up that takes time.
+type Phase string
+
+// The phases of Up, in order.
+const (
+	// PhaseFormat: Kafka's StorageTool formats every node's storage (one
+	// short-lived JVM per node).
+	PhaseFormat Phase = "formatting storage"
+	// PhaseStart: the nodes' JVMs are being launched.
+	PhaseStart Phase = "starting the JVMs"
+	// PhaseReady: the JVMs run; Up waits until every broker answers.
+	PhaseReady Phase = "waiting for the brokers to answer"
+)
+
+func (c Config) progress(p Phase) {
+	if c.Progress != nil {
+		c.Progress(p)
+	}
 }
 
 // LoopbackAddr is broker id's address under Config.Loopback: 127.0.0.(1+id).
@@ -474,8 +497,13 @@ type Ready func(ctx context.Context, bootstrap []string, brokers []int32) error
 
 // Up writes configs, formats storage and starts every node, then waits for
 // ready. Bad requests and a machine that cannot run the lab are refused
-// before anything is written; on a later failure Up stops what it started
-// and removes nothing else.
+// before anything is written. On a later failure, ctx's end (an interrupt,
+// the timeout) included, Up stops every JVM it started (the formatting
+// ones too), removes the network namespaces, bridge and cgroups it made,
+// and returns an *UpError saying in which phase and what it removed. The
+// lab.json it leaves then claims nothing running: `kplan lab down` there
+// has nothing to do and the next Up reuses the directory. Should the
+// cleanup itself fail, lab.json keeps what is left so that Down finds it.
 func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
 	cfg, err := prepare(cfg)
 	if err != nil {
@@ -488,10 +516,84 @@ func Up(ctx context.Context, cfg Config, ready Ready) (*State, error) {
 	if err := s.writeFiles(cfg); err != nil {
 		return nil, err
 	}
-	if err := s.launch(ctx, cfg.BandwidthBps, ready); err != nil {
+	if err := s.launch(ctx, cfg, ready); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// UpError is an Up that failed once it had begun to change the machine:
+// the failure, the phase it happened in, and what Up removed again.
+type UpError struct {
+	// Phase is the phase Up was in ("" before formatting: the network
+	// namespaces).
+	Phase Phase
+	// Err is the failure (ctx's error when Up was interrupted).
+	Err error
+	// Cleaned is what Up stopped and removed after the failure.
+	Cleaned Cleanup
+	// CleanupErr is why something could not be removed (nil: nothing of
+	// the lab is left but its files).
+	CleanupErr error
+	// Dir is the lab directory.
+	Dir string
+}
+
+func (e *UpError) Error() string {
+	if e.CleanupErr != nil {
+		return fmt.Sprintf("%v; cleaning up the failed lab in %s: %v (kplan lab down --dir %s)", e.Err, e.Dir, e.CleanupErr, e.Dir)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the failure and the cleanup's failure, so that errors.Is,
+// errors.As and errkind see both.
+func (e *UpError) Unwrap() []error {
+	if e.CleanupErr == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.CleanupErr}
+}
+
+// Cleanup is what stopping a lab stopped and removed.
+type Cleanup struct {
+	// Stopped are the nodes whose JVM was running and was stopped.
+	Stopped []int32 `json:"stopped"`
+	// Namespaces and Bridge are the network namespaces (each with its veth
+	// pair) and the bridge removed.
+	Namespaces []string `json:"namespaces,omitempty"`
+	Bridge     string   `json:"bridge,omitempty"`
+	// Cgroups are the cgroup directories removed.
+	Cgroups []string `json:"cgroups,omitempty"`
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// String says in a few words what was stopped and removed.
+func (c Cleanup) String() string {
+	var parts []string
+	if len(c.Stopped) > 0 {
+		ids := make([]string, len(c.Stopped))
+		for i, id := range c.Stopped {
+			ids[i] = fmt.Sprintf("node-%d", id)
+		}
+		parts = append(parts, fmt.Sprintf("stopped %s (%s)", plural(len(c.Stopped), "JVM"), strings.Join(ids, ", ")))
+	}
+	if len(c.Namespaces) > 0 {
+		parts = append(parts, fmt.Sprintf("removed %s (%s) with their veth pairs and bridge %s", plural(len(c.Namespaces), "network namespace"), strings.Join(c.Namespaces, ", "), c.Bridge))
+	}
+	if len(c.Cgroups) > 0 {
+		parts = append(parts, "removed "+plural(len(c.Cgroups), "cgroup"))
+	}
+	if len(parts) == 0 {
+		return "no broker JVM had started"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // prepare validates cfg, fills its defaults and checks that this machine can
@@ -623,44 +725,46 @@ func (s *State) writeFiles(cfg Config) error {
 
 // launch makes the namespaces (with bandwidth limits), formats storage,
 // starts every node and waits until the brokers answer; on failure it
-// undoes what it made.
-func (s *State) launch(ctx context.Context, bandwidth int64, ready Ready) error {
-	if bandwidth > 0 {
-		if err := s.setupNet(bandwidth); err != nil {
-			return err
-		}
-		// Saved at once, so that `kplan lab down` finds the namespaces
-		// should anything below fail without cleaning up.
-		if err := s.save(); err != nil {
-			s.teardownNet() //nolint:errcheck // the save error is the one to report
-			return err
-		}
-	}
-	if err := s.format(ctx); err != nil {
-		s.teardownNet() //nolint:errcheck // the format error is the one to report
-		return err
-	}
-	for i := range s.Nodes {
-		if err := s.start(&s.Nodes[i]); err != nil {
-			return s.abort(err)
+// undoes what it made (see Up). lab.json is saved before anything runs, so
+// that `kplan lab down` finds whatever a crash of this process leaves.
+func (s *State) launch(ctx context.Context, cfg Config, ready Ready) error {
+	if cfg.BandwidthBps > 0 {
+		if err := s.setupNet(cfg.BandwidthBps); err != nil {
+			return err // setupNet removed what it made
 		}
 	}
 	if err := s.save(); err != nil {
-		return s.abort(err)
+		return s.abort("", err)
 	}
+	cfg.progress(PhaseFormat)
+	if err := s.format(ctx); err != nil {
+		return s.abort(PhaseFormat, err)
+	}
+	cfg.progress(PhaseStart)
+	for i := range s.Nodes {
+		if err := ctx.Err(); err != nil {
+			return s.abort(PhaseStart, err)
+		}
+		if err := s.start(&s.Nodes[i]); err != nil {
+			return s.abort(PhaseStart, err)
+		}
+	}
+	if err := s.save(); err != nil {
+		return s.abort(PhaseStart, err)
+	}
+	cfg.progress(PhaseReady)
 	if err := s.waitReady(ctx, ready, nil); err != nil {
-		return s.abort(err)
+		return s.abort(PhaseReady, err)
 	}
 	return nil
 }
 
-// abort stops what a failed Up started and returns cause, joined with any
-// cleanup failure so that a leftover process or namespace is never silent.
-func (s *State) abort(cause error) error {
-	if err := s.Down(5 * time.Second); err != nil {
-		return errors.Join(cause, fmt.Errorf("cleaning up the failed lab in %s: %w", s.Dir, err))
-	}
-	return cause
+// abort stops what a failed Up started and returns an *UpError for cause,
+// which says what was removed and, should the cleanup fail, why, so that
+// a leftover process or namespace is never silent.
+func (s *State) abort(phase Phase, cause error) error {
+	cleaned, err := s.down(5 * time.Second)
+	return &UpError{Phase: phase, Err: cause, Cleaned: cleaned, CleanupErr: err, Dir: s.Dir}
 }
 
 func (s *State) jvmArgs(extra ...string) []string {
@@ -682,6 +786,11 @@ func (s *State) format(ctx context.Context) error {
 			args := append([]string{"kafka.tools.StorageTool", "format", "-t", s.ClusterID, "-c", n.Config}, scramArgs(s.mode(), s.secrets)...)
 			cmd := exec.CommandContext(ctx, s.Java, s.jvmArgs(args...)...)
 			out, err := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				// Killed by the interrupt or the timeout: that is the cause.
+				errs <- fmt.Errorf("formatting node-%d storage: %w", n.ID, context.Cause(ctx))
+				return
+			}
 			if err != nil {
 				errs <- fmt.Errorf("formatting node-%d storage: %w: %s", n.ID, err, lastLines(string(out), 3))
 				return
@@ -812,14 +921,23 @@ func (s *State) Restart(ctx context.Context, id int32, ready Ready) error {
 	return s.waitReady(ctx, ready, nil)
 }
 
-// Down stops every node: SIGTERM, then SIGKILL after grace. The lab
-// directory stays for post-mortems; the next Up clears it.
+// Down stops every node: SIGTERM, then SIGKILL after grace, and removes
+// the lab's cgroups and network namespaces. The lab directory stays for
+// post-mortems; the next Up clears it.
 func (s *State) Down(grace time.Duration) error {
+	_, err := s.down(grace)
+	return err
+}
+
+// down is Down, and says what it stopped and removed.
+func (s *State) down(grace time.Duration) (Cleanup, error) {
+	var c Cleanup
 	var alive []Node
 	for _, n := range s.Nodes {
 		if n.Alive() {
 			_ = syscall.Kill(n.PID, syscall.SIGTERM)
 			alive = append(alive, n)
+			c.Stopped = append(c.Stopped, n.ID)
 		}
 	}
 	deadline := time.Now().Add(grace)
@@ -851,17 +969,27 @@ func (s *State) Down(grace time.Duration) error {
 	}
 	if s.AnyAlive() {
 		errs = append(errs, errors.New("some lab JVMs are still running"))
-	} else if err := s.removeCgroups(); err != nil {
-		errs = append(errs, err)
-	} else if err := s.teardownNet(); err != nil {
-		errs = append(errs, err)
-	} else if s.Net != nil {
+		return c, errors.Join(errs...)
+	}
+	cgroups, err := s.removeCgroups()
+	c.Cgroups = cgroups
+	if err != nil {
+		return c, errors.Join(append(errs, err)...)
+	}
+	if s.Net != nil {
+		net := *s.Net
+		if err := s.teardownNet(); err != nil {
+			return c, errors.Join(append(errs, err)...)
+		}
+		c.Namespaces, c.Bridge = net.Namespaces, net.Bridge
 		s.Net = nil
-		if err := s.save(); err != nil {
-			errs = append(errs, err)
+		if _, err := os.Stat(statePath(s.Dir)); err == nil {
+			if err := s.save(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
-	return errors.Join(errs...)
+	return c, errors.Join(errs...)
 }
 
 func tail(path string, n int) string {
@@ -878,4 +1006,67 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// ProcessesOf returns the pids of the running processes (zombies aside)
+// whose argv mentions dir: a lab's JVMs, the formatting ones included,
+// name their config files under it. Tests use it to prove that nothing of
+// a lab is left.
+func ProcessesOf(dir string) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || zombie(pid) {
+			continue
+		}
+		for _, arg := range strings.Split(string(b), "\x00") {
+			if arg == dir || strings.HasPrefix(arg, dir+"/") || strings.Contains(arg, "="+dir+"/") {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// Leftovers lists what of the lab in dir is still on this machine: the
+// processes whose argv mention dir (ProcessesOf), and the network
+// namespaces, links (veth ends, bridge) and cgroups named after dir, found
+// by their names rather than from lab.json. After a clean Down, or an Up
+// that failed or was interrupted and cleaned up, it is empty.
+func Leftovers(dir string) ([]string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	pids, err := ProcessesOf(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, pid := range pids {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		out = append(out, fmt.Sprintf("process %d (%s)", pid, lastLines(strings.ReplaceAll(string(cmd), "\x00", " "), 1)))
+	}
+	x := subnetFor(dir)
+	for _, pattern := range []string{
+		fmt.Sprintf("/run/netns/kplan-%d-*", x),
+		fmt.Sprintf("/sys/class/net/kpl%dbr", x),
+		fmt.Sprintf("/sys/class/net/kpl%dh*", x),
+		fmt.Sprintf("/sys/class/net/kpl%dn*", x),
+		filepath.Join(cgroupRoots.v1, fmt.Sprintf("kplan-lab-%d", x)),
+		filepath.Join(cgroupRoots.v2, fmt.Sprintf("kplan-lab-%d", x)),
+	} {
+		m, _ := filepath.Glob(pattern)
+		out = append(out, m...)
+	}
+	return out, nil
 }

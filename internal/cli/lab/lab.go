@@ -10,6 +10,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/localkafka"
@@ -96,7 +98,12 @@ per node with Go's crypto (PEM, in DIR/tls), SCRAM users with random
 passwords at format time, and a client.properties (mode 0600) that kplan's
 --command-config and Kafka's own tools accept; its path is printed on
 stderr and shown by ` + "`kplan lab status`" + `. The controllers talk over mTLS in
-every secured mode (SCRAM credentials live in the metadata log they serve).`,
+every secured mode (SCRAM credentials live in the metadata log they serve).
+
+Each phase is a line on stderr. Interrupted (Ctrl-C, SIGTERM) or failed, up
+stops every JVM it started and removes the namespaces and cgroups it made;
+the line says in which phase and what it removed (exit 1), and lab.json
+stays, claiming nothing running.`,
 		Example: `  $ kplan lab up
   $ kplan lab up --brokers 6 --base-port 29092 --dir /tmp/big-lab
   $ kplan lab up --kafka-jars ~/kafka_2.13-4.3.1/libs --heap-mb 512
@@ -139,8 +146,11 @@ every secured mode (SCRAM credentials live in the metadata log they serve).`,
 	return cmd
 }
 
-// runUp starts the lab and prints its bootstrap servers.
+// runUp starts the lab and prints its bootstrap servers; each phase is a
+// line on stderr. Interrupted (SIGINT or SIGTERM cancel ctx), it says in
+// one line in which phase and what it stopped and removed (exit 1).
 func runUp(ctx context.Context, opts *UpOptions) error {
+	signalled := ctx
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	start := opts.Now()
@@ -156,7 +166,13 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	if ready == nil {
 		ready = readyCheck
 	}
-	s, err := localkafka.Up(ctx, opts.Config, ready(clientConfig))
+	cfg := opts.Config
+	cfg.Progress = func(p localkafka.Phase) { fmt.Fprintf(opts.IO.ErrOut, "lab up: %s\n", p) }
+	s, err := localkafka.Up(ctx, cfg, ready(clientConfig))
+	var ue *localkafka.UpError
+	if err != nil && signalled.Err() != nil && errors.As(err, &ue) {
+		return upInterrupted(signalled, ue)
+	}
 	if err != nil {
 		return flagErr(err)
 	}
@@ -170,6 +186,21 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 	}
 	fmt.Fprintln(opts.IO.Out, strings.Join(s.Bootstrap(), ","))
 	return nil
+}
+
+// upInterrupted is the one line of a `lab up` that a signal cut short:
+// the phase, what was stopped and removed, and whether anything is left.
+func upInterrupted(signalled context.Context, ue *localkafka.UpError) error {
+	during := ""
+	if ue.Phase != "" {
+		during = " while " + string(ue.Phase)
+	}
+	if ue.CleanupErr != nil {
+		return errkind.New(errkind.Runtime, "", "lab up interrupted (%w)%s; cleaned up: %s; but cleaning up failed: %w; run kplan lab down --dir %s",
+			context.Cause(signalled), during, ue.Cleaned, ue.CleanupErr, ue.Dir)
+	}
+	return errkind.New(errkind.Runtime, "", "lab up interrupted (%w)%s; cleaned up: %s; nothing of the lab runs (its files stay in %s, which the next lab up clears)",
+		context.Cause(signalled), during, ue.Cleaned, ue.Dir)
 }
 
 // readyCheck is the readiness check through clientConfig ("" for none).

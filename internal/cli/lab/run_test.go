@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,4 +121,40 @@ func TestRunnersReportLabErrors(t *testing.T) {
 	err = runKill(&BrokerOptions{IO: ios, Dir: dir, Broker: 2})
 	assert.EqualError(t, err, "broker-2 is already dead")
 	assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
+}
+
+// TestUpInterruptedRun: a signal (the cancelled command context) while up
+// waits for the brokers stops the JVM it started and says so in one line,
+// after the phases' progress lines; exit 1.
+func TestUpInterruptedRun(t *testing.T) {
+	tmp := t.TempDir()
+	fake := filepath.Join(tmp, "fake-java")
+	// The StorageTool succeeds; the broker runs until SIGTERM, keeping the
+	// lab's paths in its argv as a JVM does.
+	require.NoError(t, os.WriteFile(fake, []byte(`#!/bin/sh
+for a in "$@"; do [ "$a" = kafka.tools.StorageTool ] && exit 0; done
+exec /bin/sh -c 'trap "exit 0" TERM; while :; do sleep 0.1; done' fake-jvm "$@"
+`), 0o755))
+	jars := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(jars, "kafka_2.13-4.3.1.jar"), nil, 0o644))
+	dir := filepath.Join(tmp, "lab")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	ios, _, out, errOut := iostreams.Test()
+	opts := &UpOptions{IO: ios, Timeout: time.Minute, Now: time.Now,
+		Config: localkafka.Config{Brokers: 1, BasePort: 27092 + os.Getpid()%500*10, Dir: dir, JarsDir: jars, Java: fake},
+		Ready: func(string) localkafka.Ready {
+			return func(context.Context, []string, []int32) error {
+				cancel(errors.New("interrupt signal received"))
+				return errors.New("not yet")
+			}
+		}}
+	err := runUp(ctx, opts)
+	assert.Equal(t, cmdutil.ExitRuntime, cmdutil.ExitCode(err))
+	assert.EqualError(t, err, "lab up interrupted (interrupt signal received) while waiting for the brokers to answer; cleaned up: stopped 1 JVM (node-1); nothing of the lab runs (its files stay in "+dir+", which the next lab up clears)")
+	assert.Equal(t, "lab up: formatting storage\nlab up: starting the JVMs\nlab up: waiting for the brokers to answer\n", errOut.String())
+	assert.Empty(t, out.String())
+	left, perr := localkafka.ProcessesOf(dir)
+	require.NoError(t, perr)
+	assert.Empty(t, left)
 }

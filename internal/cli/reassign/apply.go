@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -53,6 +54,8 @@ type ApplyOptions struct {
 	// admin and clock replace the cluster and the wall clock in tests.
 	admin apply.Admin
 	clock apply.Clock
+	// signals replaces SIGINT and SIGTERM in tests.
+	signals <-chan os.Signal
 }
 
 // NewCmdApply returns `kplan reassign apply`. runF replaces the run function
@@ -99,7 +102,10 @@ progress; exit 1: a partition is neither.
 return to their previous replicas) and removes the throttle.
 
 Interrupted (Ctrl-C, SIGTERM) while it waits, apply removes the throttle,
-prints the state reached and says what goes on in the cluster (exit 1).`,
+prints the state reached and says what goes on in the cluster (exit 1). A
+second signal cuts the removal short: the line then names the throttle
+configs left on each broker and topic and the kafka-configs commands that
+delete them (exit 1).`,
 		Example: `  $ kplan reassign --bootstrap-server k1:9092 --out plan.json --rollback rollback.json
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --throttle 50MB/s --yes
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --verify
@@ -181,6 +187,10 @@ type output struct {
 	// Election is the preferred leader election after a complete plan
 	// (null for cancel and an incomplete plan).
 	Election *apply.Election `json:"election"`
+	// ThrottleLeft is the replication throttle an interrupted run left
+	// set (its removal failed or a second signal cut it short); absent
+	// otherwise.
+	ThrottleLeft *apply.ThrottleLeft `json:"throttle_left,omitempty"`
 }
 
 // The Admin of internal/kafka is what the workflow talks to.
@@ -213,16 +223,22 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 		Clock:       clock,
 		NoElect:     o.NoElect,
 	}
-	// The last state a progress event reported: what an interrupted wait
-	// prints.
-	var last *apply.Result
-	show := o.progress()
-	ao.Progress = func(e apply.Event) {
-		if e.Kind == apply.EventAccepted || e.Kind == apply.EventProgress {
-			last = e.Result
-		}
-		show(e)
+	ao.Progress = o.progress()
+	ao.CleanupTimeout = o.Timeout
+	sigs := o.signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
 	}
+	done := make(chan struct{})
+	defer close(done)
+	ao.Abort = secondSignal(sigs, done, func() {
+		if o.Mode == apply.ModeExecute && o.Throttle > 0 {
+			fmt.Fprintln(o.IO.ErrOut, "kplan reassign apply: interrupted; removing the replication throttle (interrupt again to leave it in place)")
+		}
+	})
 	var res *apply.Result
 	switch o.Mode {
 	case apply.ModeVerify:
@@ -232,13 +248,14 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	default:
 		res, err = apply.Execute(ctx, adm, plan, ao)
 	}
-	if err != nil && ctx.Err() != nil && errors.Is(err, apply.ErrNotDone) && last != nil {
-		return o.interrupted(ctx, adm, plan, last)
+	var ie *apply.Interrupted
+	if errors.As(err, &ie) {
+		return o.interrupted(ie)
 	}
 	if err != nil {
 		return o.spell(err)
 	}
-	if err := o.render(res); err != nil {
+	if err := o.render(res, nil); err != nil {
 		return err
 	}
 	if e := res.Election; e != nil && e.Skipped == apply.SkipNoElect && e.Needed > 0 {
@@ -257,50 +274,91 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	return nil
 }
 
-// interrupted ends a wait cut short by SIGINT or SIGTERM (ctx cancelled)
-// once the controller accepted the moves: it removes the throttle from the
-// running brokers and the plan's topics, prints the last state seen and
-// says what is left. The cleanup has its own bounded time.
-func (o *ApplyOptions) interrupted(ctx context.Context, adm apply.Admin, plan []topology.Partition, last *apply.Result) error {
-	timeout := o.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	defer cancel()
-	partial := *last
-	partial.Outcome = apply.StillInProgress
-	throttle := ""
-	if o.Throttle > 0 {
-		throttle = "; the throttle was removed, so it runs unthrottled"
-		if err := o.clearThrottle(cctx, adm, plan); err != nil {
-			throttle = fmt.Sprintf("; removing the throttle failed (%v): --verify or --cancel removes it", err)
-		}
-	}
-	if err := o.render(&partial); err != nil {
+// interrupted ends a wait that SIGINT or SIGTERM cut short once the
+// controller accepted the moves: apply.Execute removed the throttle (or a
+// second signal cut that short); this prints the last state seen and says
+// in one line what goes on, what is left and how to remove it.
+func (o *ApplyOptions) interrupted(ie *apply.Interrupted) error {
+	if err := o.render(ie.Result, ie.Left); err != nil {
 		return err
 	}
-	left := len(partial.Partitions) - partial.Complete
+	res := ie.Result
+	throttle := ""
+	switch {
+	case ie.Left != nil:
+		why := fmt.Sprintf("removing the throttle failed (%v)", ie.CleanupErr)
+		if ie.Aborted {
+			why = "removing the throttle was cut short by a second signal"
+		}
+		throttle = fmt.Sprintf("; %s, so it may still be set: %s on %s %s and %s on %s %s; remove it with: %s",
+			why, strings.Join(ie.Left.BrokerConfigs, " and "), plural(len(ie.Left.Brokers), "broker"), joinIDs(ie.Left.Brokers),
+			strings.Join(ie.Left.TopicConfigs, " and "), plural(len(ie.Left.Topics), "topic"), strings.Join(ie.Left.Topics, ","),
+			strings.Join(o.removeThrottleCommands(ie.Left), " && "))
+	case ie.Throttled:
+		throttle = "; the throttle was removed, so it runs unthrottled"
+	}
 	return errkind.New(errkind.Runtime, "", "interrupted (%w) with %d of %d partitions complete: the reassignment of the other %d goes on in the cluster%s; follow it with kplan reassign apply %s --verify or stop it with --cancel",
-		context.Cause(ctx), partial.Complete, len(partial.Partitions), left, throttle, o.Plan)
+		ie.Cause, res.Complete, len(res.Partitions), len(res.Partitions)-res.Complete, throttle, o.Plan)
 }
 
-// clearThrottle removes the replication throttle from every running
-// broker and from the plan's topics, as --verify does.
-func (o *ApplyOptions) clearThrottle(ctx context.Context, adm apply.Admin, plan []topology.Partition) error {
-	topics := map[string]bool{}
-	for _, p := range plan {
-		topics[p.Topic] = true
+// removeThrottleCommands are the kafka-configs commands that delete the
+// throttle left: one per broker and one per topic.
+func (o *ApplyOptions) removeThrottleCommands(left *apply.ThrottleLeft) []string {
+	conn := "kafka-configs --bootstrap-server " + o.BootstrapServers
+	if o.BootstrapServers == "" {
+		conn = "kafka-configs --bootstrap-server HOST:PORT"
 	}
-	c, err := adm.Snapshot(ctx, func(t string) bool { return topics[t] })
-	if err != nil {
-		return err
+	if o.CommandConfig != "" {
+		conn += " --command-config " + o.CommandConfig
 	}
-	brokers := make([]int32, 0, len(c.Brokers))
-	for _, b := range c.Brokers {
-		brokers = append(brokers, b.ID)
+	var out []string
+	for _, b := range left.Brokers {
+		out = append(out, fmt.Sprintf("%s --alter --entity-type brokers --entity-name %d --delete-config %s", conn, b, strings.Join(left.BrokerConfigs, ",")))
 	}
-	return adm.ClearThrottle(ctx, brokers, slices.Sorted(maps.Keys(topics)))
+	for _, t := range left.Topics {
+		out = append(out, fmt.Sprintf("%s --alter --entity-type topics --entity-name %s --delete-config %s", conn, t, strings.Join(left.TopicConfigs, ",")))
+	}
+	return out
+}
+
+// plural is what, with an s unless n is 1.
+func plural(n int, what string) string {
+	if n == 1 {
+		return what
+	}
+	return what + "s"
+}
+
+func joinIDs(xs []int32) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(int(x))
+	}
+	return strings.Join(parts, ",")
+}
+
+// secondSignal returns a channel that closes on the second signal sigs
+// delivers: the first one cancels the command's context (internal/app's
+// signal context) and apply cleans up, which onFirst announces; the second
+// cuts the cleanup short. It stops watching when done closes.
+func secondSignal(sigs <-chan os.Signal, done <-chan struct{}, onFirst func()) <-chan struct{} {
+	abort := make(chan struct{})
+	go func() {
+		for n := 0; ; {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+			}
+			if n++; n == 1 {
+				onFirst()
+				continue
+			}
+			close(abort)
+			return
+		}
+	}()
+	return abort
 }
 
 // loadPlan reads the plan file.
@@ -467,10 +525,13 @@ func electionMessage(e *apply.Election) string {
 		e.Elected, e.Needed, len(e.Failed), len(e.NotMoved), e.Waited.Round(time.Second))
 }
 
-func (o *ApplyOptions) render(res *apply.Result) error {
+// render prints the result; left is the throttle an interrupted run left
+// in place (nil: none).
+func (o *ApplyOptions) render(res *apply.Result, left *apply.ThrottleLeft) error {
 	out := output{
 		Schema: apply.Schema, Mode: res.Mode, Bootstrap: o.BootstrapServers, Throttle: o.Throttle, Outcome: res.Outcome,
 		Partitions: res.Partitions, Complete: res.Complete, InProgress: res.InProgress, Differs: res.Differs, Message: o.message(res),
+		ThrottleLeft: left,
 	}
 	if res.Election != nil {
 		e := *res.Election

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,6 +244,12 @@ func TestApplyElectPartial(t *testing.T) {
 // removed from the running brokers and the plan's topics, the last state
 // seen is printed, and the error says what goes on and how to stop it.
 func TestApplyInterrupted(t *testing.T) {
+	const throttleLeft = "leader.replication.throttled.rate and follower.replication.throttled.rate on brokers 1,2,3 and " +
+		"leader.replication.throttled.replicas and follower.replication.throttled.replicas on topic a; remove it with: " +
+		"kafka-configs --bootstrap-server k1:9092 --alter --entity-type brokers --entity-name 1 --delete-config leader.replication.throttled.rate,follower.replication.throttled.rate && " +
+		"kafka-configs --bootstrap-server k1:9092 --alter --entity-type brokers --entity-name 2 --delete-config leader.replication.throttled.rate,follower.replication.throttled.rate && " +
+		"kafka-configs --bootstrap-server k1:9092 --alter --entity-type brokers --entity-name 3 --delete-config leader.replication.throttled.rate,follower.replication.throttled.rate && " +
+		"kafka-configs --bootstrap-server k1:9092 --alter --entity-type topics --entity-name a --delete-config leader.replication.throttled.replicas,follower.replication.throttled.replicas"
 	for _, tc := range []struct {
 		name     string
 		throttle int64
@@ -253,7 +260,7 @@ func TestApplyInterrupted(t *testing.T) {
 		{"throttled", 1000, nil, "SetThrottle 1000 [1 2 3] map[a:[0:1 0:2 1:1 1:2]] map[a:[0:3 1:3]];Reassign a-0 [2 3];Reassign a-1 [1 3];ClearThrottle [1 2 3] [a]",
 			"; the throttle was removed, so it runs unthrottled;"},
 		{"clearing fails", 1000, errors.New("CLUSTER_AUTHORIZATION_FAILED"), "SetThrottle 1000 [1 2 3] map[a:[0:1 0:2 1:1 1:2]] map[a:[0:3 1:3]];Reassign a-0 [2 3];Reassign a-1 [1 3];ClearThrottle [1 2 3] [a]",
-			"; removing the throttle failed (CLUSTER_AUTHORIZATION_FAILED): --verify or --cancel removes it;"},
+			"; removing the throttle failed (CLUSTER_AUTHORIZATION_FAILED), so it may still be set: " + throttleLeft + ";"},
 		{"unthrottled", 0, nil, "Reassign a-0 [2 3];Reassign a-1 [1 3]", ";"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -284,4 +291,59 @@ func TestApplyInterrupted(t *testing.T) {
 			assert.Contains(t, errOut.String(), "1 of 2 partitions complete, 1 in progress")
 		})
 	}
+}
+
+// TestApplySecondSignal: SIGINT while apply waits starts removing the
+// throttle; the cluster does not answer, and a second signal (SIGTERM)
+// cuts the removal short. The partial result (with throttle_left in JSON)
+// is printed and the last line names every config left on every broker and
+// topic, with the kafka-configs commands that delete them; exit 1.
+func TestApplySecondSignal(t *testing.T) {
+	adm := skewed()
+	adm.FinishPerPoll = 1
+	adm.Hang = map[string]bool{"ClearThrottle": true}
+	adm.Hung = make(chan string, 1)
+	path := filepath.Join(t.TempDir(), "plan.json")
+	require.NoError(t, os.WriteFile(path, []byte(twoMoves), 0o644))
+	ios, _, out, errOut := iostreams.Test()
+	f := cmdutil.NewTestFactory()
+	f.IOStreams = ios
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	clock := applytest.NewClock()
+	clock.Cancel = func() { // the first signal: app's signal context ends
+		sigs <- syscall.SIGINT
+		cancel(errors.New("interrupt signal received"))
+	}
+	go func() { <-adm.Hung; sigs <- syscall.SIGTERM }()
+	o := &ApplyOptions{IO: ios, f: f, Format: report.JSON, Plan: path, BootstrapServers: "k1:9092", CommandConfig: "client.properties", Mode: apply.ModeExecute,
+		Timeout: time.Hour, Poll: time.Second, LabDir: t.TempDir(), admin: adm, clock: clock, Yes: true, Throttle: 1000, signals: sigs}
+	err := runApply(ctx, o)
+	require.Error(t, err)
+	assert.Equal(t, cmdutil.ExitRuntime, cmdutil.ExitCode(err))
+	assert.Equal(t, "interrupted (interrupt signal received) with 1 of 2 partitions complete: the reassignment of the other 1 goes on in the cluster; "+
+		"removing the throttle was cut short by a second signal, so it may still be set: leader.replication.throttled.rate and follower.replication.throttled.rate on brokers 1,2,3 and "+
+		"leader.replication.throttled.replicas and follower.replication.throttled.replicas on topic a; remove it with: "+
+		"kafka-configs --bootstrap-server k1:9092 --command-config client.properties --alter --entity-type brokers --entity-name 1 --delete-config leader.replication.throttled.rate,follower.replication.throttled.rate && "+
+		"kafka-configs --bootstrap-server k1:9092 --command-config client.properties --alter --entity-type brokers --entity-name 2 --delete-config leader.replication.throttled.rate,follower.replication.throttled.rate && "+
+		"kafka-configs --bootstrap-server k1:9092 --command-config client.properties --alter --entity-type brokers --entity-name 3 --delete-config leader.replication.throttled.rate,follower.replication.throttled.rate && "+
+		"kafka-configs --bootstrap-server k1:9092 --command-config client.properties --alter --entity-type topics --entity-name a --delete-config leader.replication.throttled.replicas,follower.replication.throttled.replicas; "+
+		"follow it with kplan reassign apply "+path+" --verify or stop it with --cancel", err.Error())
+	assert.Contains(t, errOut.String(), "kplan reassign apply: interrupted; removing the replication throttle (interrupt again to leave it in place)\n")
+	var res struct {
+		Outcome      string `json:"outcome"`
+		ThrottleLeft struct {
+			Brokers       []int32  `json:"brokers"`
+			BrokerConfigs []string `json:"broker_configs"`
+			Topics        []string `json:"topics"`
+			TopicConfigs  []string `json:"topic_configs"`
+		} `json:"throttle_left"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	assert.Equal(t, "in-progress", res.Outcome)
+	assert.Equal(t, []int32{1, 2, 3}, res.ThrottleLeft.Brokers)
+	assert.Equal(t, []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"}, res.ThrottleLeft.BrokerConfigs)
+	assert.Equal(t, []string{"a"}, res.ThrottleLeft.Topics)
+	assert.Equal(t, []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}, res.ThrottleLeft.TopicConfigs)
 }

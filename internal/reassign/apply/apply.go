@@ -267,6 +267,11 @@ type Options struct {
 	ElectWait time.Duration
 	// Progress, when set, receives each step.
 	Progress func(Event)
+	// Abort, when it closes, cuts short the cleanup that follows an
+	// interrupt (removing the throttle): a second Ctrl-C. Nil: never.
+	Abort <-chan struct{}
+	// CleanupTimeout bounds that cleanup (0: 10 s).
+	CleanupTimeout time.Duration
 }
 
 func (o *Options) emit(e Event) {
@@ -278,6 +283,68 @@ func (o *Options) emit(e Event) {
 // ErrNotDone is wrapped when the wait stops before the plan is complete;
 // the reassignment goes on in the cluster.
 var ErrNotDone = errors.New("the reassignment goes on")
+
+// Kafka's replication throttle configs: a rate on each broker, the
+// throttled replicas on each topic.
+const (
+	LeaderRate       = "leader.replication.throttled.rate"
+	FollowerRate     = "follower.replication.throttled.rate"
+	LeaderReplicas   = "leader.replication.throttled.replicas"
+	FollowerReplicas = "follower.replication.throttled.replicas"
+)
+
+// ThrottleLeft is a replication throttle that may still be set on the
+// cluster: the configs on each broker and each topic not known removed.
+type ThrottleLeft struct {
+	Brokers       []int32  `json:"brokers"`
+	BrokerConfigs []string `json:"broker_configs"`
+	Topics        []string `json:"topics"`
+	TopicConfigs  []string `json:"topic_configs"`
+}
+
+func throttleLeft(t topology.Throttle) *ThrottleLeft {
+	return &ThrottleLeft{Brokers: slices.Clone(t.Brokers), BrokerConfigs: []string{LeaderRate, FollowerRate},
+		Topics: t.Topics(), TopicConfigs: []string{LeaderReplicas, FollowerReplicas}}
+}
+
+// Interrupted is Execute's error when ctx ended (SIGINT, SIGTERM) while it
+// waited for the moves: the reassignment goes on in the cluster. Execute
+// then removed the throttle it had set, within Options.CleanupTimeout,
+// unless Options.Abort cut that short.
+type Interrupted struct {
+	// Cause is why ctx ended (context.Cause).
+	Cause error
+	// Result is the last state seen; its Outcome is StillInProgress.
+	Result *Result
+	// Throttled says this run had set a throttle.
+	Throttled bool
+	// Left is the throttle that may still be set when its removal failed
+	// or was cut short (a delete already sent may yet be applied); nil:
+	// removed, or none was set.
+	Left *ThrottleLeft
+	// Aborted says Options.Abort cut the removal short.
+	Aborted bool
+	// CleanupErr is why the removal failed (nil when Aborted before it
+	// began).
+	CleanupErr error
+}
+
+func (e *Interrupted) Error() string {
+	msg := fmt.Sprintf("interrupted (%v) with %d of %d partitions complete: the reassignment of the other %d goes on in the cluster",
+		e.Cause, e.Result.Complete, len(e.Result.Partitions), len(e.Result.Partitions)-e.Result.Complete)
+	switch {
+	case e.Aborted:
+		msg += "; removing the throttle was cut short, so it may still be set"
+	case e.Left != nil:
+		msg += fmt.Sprintf("; removing the throttle failed (%v), so it may still be set", e.CleanupErr)
+	case e.Throttled:
+		msg += "; the throttle was removed"
+	}
+	return msg
+}
+
+// Unwrap makes an Interrupted both ErrNotDone and its cause.
+func (e *Interrupted) Unwrap() []error { return []error{ErrNotDone, e.Cause} }
 
 // Rule names a reason to refuse executing a plan.
 type Rule string
@@ -523,6 +590,9 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 		return res, nil
 	}
 	if err := wait(ctx, adm, plan, res, o); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ErrNotDone) {
+			return nil, interrupted(ctx, adm, res, throttle, o)
+		}
 		return nil, err
 	}
 	if o.Throttle > 0 {
@@ -535,6 +605,49 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 		return nil, err
 	}
 	return res, nil
+}
+
+// interrupted ends a wait that ctx's end cut short: the reassignment goes
+// on, so the throttle this run set is removed (it would slow the moves
+// for good), with a context of its own bounded by o.CleanupTimeout and
+// cancelled when o.Abort closes.
+func interrupted(ctx context.Context, adm Admin, res *Result, throttle topology.Throttle, o Options) *Interrupted {
+	res.Outcome = StillInProgress
+	e := &Interrupted{Cause: context.Cause(ctx), Result: res, Throttled: o.Throttle > 0}
+	if !e.Throttled {
+		return e
+	}
+	aborted := func() bool {
+		select {
+		case <-o.Abort:
+			return true
+		default:
+			return false
+		}
+	}
+	if aborted() {
+		e.Aborted, e.Left = true, throttleLeft(throttle)
+		return e
+	}
+	timeout := o.CleanupTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-o.Abort:
+			cancel()
+		case <-done:
+		}
+	}()
+	if err := adm.ClearThrottle(cctx, throttle.Brokers, throttle.Topics()); err != nil {
+		e.CleanupErr, e.Left, e.Aborted = err, throttleLeft(throttle), aborted()
+	}
+	return e
 }
 
 // toElect counts the plan partitions whose leader, once the plan is

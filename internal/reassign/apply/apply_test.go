@@ -603,3 +603,74 @@ func TestVerifyElects(t *testing.T) {
 	assert.Nil(t, res.Election)
 	assert.Empty(t, f.Calls)
 }
+
+// TestExecuteInterruptedCleanup: an interrupt while Execute waits removes
+// the throttle it set; a second signal (Options.Abort) cuts that removal
+// short, before it starts or while the cluster does not answer, and the
+// error says which configs stay on which brokers and topics.
+func TestExecuteInterruptedCleanup(t *testing.T) {
+	plan := []topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("b", 0, 3, 1)}
+	left := &ThrottleLeft{Brokers: []int32{1, 2, 3}, BrokerConfigs: []string{LeaderRate, FollowerRate},
+		Topics: []string{"a", "b"}, TopicConfigs: []string{LeaderReplicas, FollowerReplicas}}
+	clear := "ClearThrottle [1 2 3] [a b]"
+	for _, tc := range []struct {
+		name     string
+		throttle int64
+		edit     func(f *applytest.Admin, o *Options, abort chan struct{})
+		calls    []string
+		left     *ThrottleLeft
+		aborted  bool
+		cleanErr error
+		msg      string
+	}{
+		{"removed", 1000, nil, []string{clear}, nil, false, nil, "; the throttle was removed"},
+		{"no throttle", 0, nil, nil, nil, false, nil, ""},
+		{"second signal while removing", 1000, func(f *applytest.Admin, _ *Options, abort chan struct{}) {
+			f.Hang["ClearThrottle"] = true
+			f.Hung = make(chan string, 1)
+			go func() { <-f.Hung; close(abort) }()
+		}, []string{clear}, left, true, context.Canceled, "; removing the throttle was cut short, so it may still be set"},
+		{"second signal before removing", 1000, func(_ *applytest.Admin, _ *Options, abort chan struct{}) { close(abort) },
+			nil, left, true, nil, "; removing the throttle was cut short, so it may still be set"},
+		{"cluster does not answer", 1000, func(f *applytest.Admin, o *Options, _ chan struct{}) {
+			f.Hang["ClearThrottle"] = true
+			o.CleanupTimeout = time.Millisecond
+		}, []string{clear}, left, false, context.DeadlineExceeded, "; removing the throttle failed (context deadline exceeded), so it may still be set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2), applytest.Part("b", 0, 1, 2))
+			f.Hang = map[string]bool{}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			clock := applytest.NewClock()
+			clock.Cancel = func() { cancel(errors.New("interrupt signal received")) }
+			abort := make(chan struct{})
+			o := Options{Yes: true, Clock: clock, Throttle: tc.throttle, Abort: abort}
+			if tc.edit != nil {
+				tc.edit(f, &o, abort)
+			}
+			res, err := Execute(ctx, f, plan, o)
+			assert.Nil(t, res)
+			var ie *Interrupted
+			require.ErrorAs(t, err, &ie)
+			assert.ErrorIs(t, err, ErrNotDone)
+			assert.Equal(t, StillInProgress, ie.Result.Outcome)
+			assert.Len(t, ie.Result.Partitions, 2)
+			assert.Equal(t, tc.left, ie.Left)
+			assert.Equal(t, tc.aborted, ie.Aborted)
+			if tc.cleanErr != nil {
+				assert.ErrorIs(t, ie.CleanupErr, tc.cleanErr)
+			} else {
+				assert.NoError(t, ie.CleanupErr)
+			}
+			var clears []string
+			for _, c := range f.Calls {
+				if strings.HasPrefix(c, "ClearThrottle") {
+					clears = append(clears, c)
+				}
+			}
+			assert.Equal(t, tc.calls, clears)
+			assert.Equal(t, "interrupted (interrupt signal received) with 0 of 2 partitions complete: the reassignment of the other 2 goes on in the cluster"+tc.msg, err.Error())
+		})
+	}
+}

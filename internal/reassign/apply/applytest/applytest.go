@@ -31,6 +31,11 @@ type Admin struct {
 
 	// Errs makes a method (by name) fail.
 	Errs map[string]error
+	// Hang makes a method (by name) block until its context ends, as a
+	// cluster that stopped answering, and then fail with the context's
+	// error; the method's name is sent on Hung (when set) as it blocks.
+	Hang map[string]bool
+	Hung chan string
 	// ElectErrs makes the preferred election of a partition fail.
 	ElectErrs map[topology.Key]error
 	// LateLeaders is how many Snapshots after an election its new leaders
@@ -136,9 +141,24 @@ func (f *Admin) SetThrottle(_ context.Context, t topology.Throttle) error {
 }
 
 // ClearThrottle implements apply.Admin.
-func (f *Admin) ClearThrottle(_ context.Context, brokers []int32, topics []string) error {
+func (f *Admin) ClearThrottle(ctx context.Context, brokers []int32, topics []string) error {
 	f.Calls = append(f.Calls, fmt.Sprintf("ClearThrottle %v %v", brokers, topics))
+	if err := f.hang(ctx, "ClearThrottle"); err != nil {
+		return err
+	}
 	return f.Errs["ClearThrottle"]
+}
+
+// hang blocks until ctx ends when method is to hang.
+func (f *Admin) hang(ctx context.Context, method string) error {
+	if !f.Hang[method] {
+		return nil
+	}
+	if f.Hung != nil {
+		f.Hung <- method
+	}
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 // Reassign implements apply.Admin.
