@@ -681,3 +681,43 @@ func stopNetd(pid int, dir string) error {
 	}
 	return nil
 }
+
+// CheckNetConditions tells why network conditions cannot be set on this lab
+// here (a lab with --broker-bandwidth, not root, iptables or tc missing).
+func (s *State) CheckNetConditions() error { return s.checkNetCond() }
+
+// PlanNetCondition returns, reading only, the commands that would put c on
+// path p next to the conditions in force (the net_cls cgroups and netd
+// aside), one shell line each, and the mechanism.
+func (s *State) PlanNetCondition(p NetPath, c Condition) ([]string, string, error) {
+	if err := c.Validate(); err != nil {
+		return nil, "", err
+	}
+	if p.Broker > 0 {
+		if _, err := s.Node(p.Broker); err != nil {
+			return nil, "", errkind.Wrap(errkind.Usage, FieldNetBroker, err)
+		}
+	}
+	if err := s.checkNetCond(); err != nil {
+		return nil, "", err
+	}
+	nc := &NetConds{Mechanism: MechNFQueue, Chain: chainName(s.Dir)}
+	if s.NetCond != nil {
+		nc.Mechanism = s.NetCond.Mechanism
+		nc.Conds = slices.DeleteFunc(slices.Clone(s.NetCond.Conds), func(x NetCond) bool { return x.Path == p.String() })
+	} else if netemAvailable() {
+		nc.Mechanism = MechNetem
+	}
+	nc.Conds = append(nc.Conds, NetCond{Path: p.String(), Condition: c})
+	slices.SortFunc(nc.Conds, func(a, b NetCond) int { return strings.Compare(a.Path, b.Path) })
+	for i := range nc.Conds {
+		if nc.Mechanism == MechNFQueue && nc.Conds[i].Condition.Delay > 0 {
+			nc.Conds[i].Queue = queueBase(s.Dir) + uint16(i)
+		}
+	}
+	var lines []string
+	for _, c := range s.netRules(nc) {
+		lines = append(lines, strings.Join(c, " "))
+	}
+	return lines, nc.Mechanism, nil
+}
