@@ -48,7 +48,7 @@ import (
 const (
 	MechNetem    = "tc netem"
 	MechNFQueue  = "iptables + NFQUEUE (kplan lab netd)"
-	netcondField = "net"
+	netcondField = ""
 )
 
 // The fields the errors of network conditions name; the CLI spells each as

@@ -173,10 +173,11 @@ func runNet(ctx context.Context, opts *NetOptions) error {
 func NewCmdNetd(f *cmdutil.Factory) *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
-		Use:    "netd",
-		Short:  "Serve the lab's delay queues (started by kplan lab net)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
+		Use:     "netd",
+		Short:   "Serve the lab's delay queues (started by kplan lab net)",
+		Example: `  $ kplan lab netd --dir /tmp/kplan-lab-0`,
+		Hidden:  true,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return RunNetd(cmd.Context(), dir)
 		},
