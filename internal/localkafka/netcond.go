@@ -614,7 +614,13 @@ func startNetd(ctx context.Context, dir string) (int, error) {
 		return 0, err
 	}
 	defer logf.Close() //nolint:errcheck // the child holds its own descriptor
-	cmd := exec.Command(exe, "lab", "netd", "--dir", dir)
+	args := []string{"lab", "netd", "--dir", dir}
+	if strings.HasSuffix(exe, ".test") {
+		// A test binary serves as netd from its TestMain (MaybeNetd);
+		// one without it then runs no test and fails the ready check.
+		args = append([]string{"-test.run=^$"}, args...)
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), NetdEnv+"="+dir)
 	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
