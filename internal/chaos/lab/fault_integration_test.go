@@ -92,7 +92,7 @@ func TestLabNetClientsDelay(t *testing.T) {
 	require.NoError(t, kafka.CreateTopic(ctx, cl, "netdelay", [][]int32{{1, 2, 3}}, nil))
 
 	produceRTTs(t, cl, "netdelay", 5) // warm: metadata, connections
-	base := produceRTTs(t, cl, "netdelay", 21)
+	base := produceRTTs(t, cl, "netdelay", 31)
 
 	require.NoError(t, s.SetNetCondition(ctx, localkafka.ClientsPath(), localkafka.Condition{Delay: 50 * time.Millisecond}))
 	nc := s.NetConditions()
@@ -102,15 +102,20 @@ func TestLabNetClientsDelay(t *testing.T) {
 	if nc.Mechanism == localkafka.MechNFQueue {
 		require.True(t, s.NetdAlive(), "netd serves the delay queue")
 	}
-	delayed := produceRTTs(t, cl, "netdelay", 21)
-	t.Logf("produce round trip p50: %v without, %v with 50ms on the clients' path (%s)", base[10], delayed[10], nc.Mechanism)
-	assert.GreaterOrEqual(t, delayed[10]-base[10], 45*time.Millisecond, "the median grows by the delay")
-	assert.GreaterOrEqual(t, delayed[0], 50*time.Millisecond, "no produce is faster than the delay")
-
+	delayed := produceRTTs(t, cl, "netdelay", 31)
 	require.NoError(t, s.ClearNetConditions(ctx))
 	noLeftovers(t, s, chain, netd)
-	after := produceRTTs(t, cl, "netdelay", 11)
-	assert.Less(t, after[5], delayed[10]-25*time.Millisecond, "the delay is gone after clear")
+	after := produceRTTs(t, cl, "netdelay", 31)
+
+	// The fastest round trip of each run is the one least disturbed by
+	// the other processes of a loaded machine: compare those (the
+	// medians are logged).
+	floor := min(base[0], after[0])
+	t.Logf("produce round trip min/p50: %v/%v without, %v/%v with 50ms on the clients' path (%s), %v/%v after clear",
+		base[0], base[15], delayed[0], delayed[15], nc.Mechanism, after[0], after[15])
+	assert.GreaterOrEqual(t, delayed[0], 50*time.Millisecond, "no produce is faster than the delay")
+	assert.GreaterOrEqual(t, delayed[0]-floor, 40*time.Millisecond, "the round trip grows by the delay")
+	assert.Less(t, after[0], delayed[0]-25*time.Millisecond, "the delay is gone after clear")
 }
 
 // isr returns partition 0's ISR of topic, read through cl.
