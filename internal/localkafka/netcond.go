@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -635,8 +636,8 @@ func startNetd(ctx context.Context, dir string) (int, error) {
 	go cmd.Wait() //nolint:errcheck // its log says why it ended
 	ready := make(chan error, 1)
 	go func() {
-		b := make([]byte, 6)
-		n, err := out.Read(b)
+		b := make([]byte, len("ready\n"))
+		n, err := io.ReadFull(out, b)
 		if err == nil && string(b[:n]) != "ready\n" {
 			err = fmt.Errorf("netd said %q", b[:n])
 		}
