@@ -26,8 +26,6 @@ type Cluster struct {
 	state *localkafka.State
 	admin *kgo.Client
 	conn  kafka.ConnOptions
-	// faulted are the paths InjectFault put conditions on (fault.go).
-	faulted []localkafka.NetPath
 }
 
 // New opens the lab whose state is in dir (localkafka.DefaultDir() when

@@ -1,6 +1,6 @@
 //go:build integration
 
-package lab_test
+package faulter_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/chaos"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
+	"github.com/kplan-dev/kplan/internal/chaos/lab/faulter"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/localkafka"
@@ -156,9 +157,10 @@ func waitISR(t *testing.T, cl *kgo.Client, topic string, within time.Duration, o
 // the fault brings it back and leaves nothing behind.
 func TestLabFaultPartitionLeavesISR(t *testing.T) {
 	lab := labtest.Shared(t)
-	c, err := chaoslab.Open(lab.State, kafka.ConnOptions{}, "test")
+	lc, err := chaoslab.Open(lab.State, kafka.ConnOptions{}, "test")
 	require.NoError(t, err)
-	defer c.Close()
+	defer lc.Close()
+	c := faulter.New(lc)
 	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap, Timeout: 3 * time.Second}, "test", kgo.MetadataMinAge(100*time.Millisecond))
 	require.NoError(t, err)
 	defer cl.Close()
