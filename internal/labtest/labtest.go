@@ -160,7 +160,12 @@ func freeBase(n int) (int, error) {
 // With k8stest in the same binary, stop the control plane too:
 //
 //	func TestMain(m *testing.M) { os.Exit(k8stest.Stop(labtest.Main(m))) }
+//
+// When the binary is re-executed as a lab's delay process (`kplan lab net`
+// re-executes os.Executable(), here the test binary), it serves as netd
+// instead and never returns (localkafka.MaybeNetd).
 func Main(m *testing.M) int {
+	localkafka.MaybeNetd()
 	code := m.Run()
 	if shared != nil {
 		if derr := shared.State.Down(15 * time.Second); derr != nil {

@@ -181,6 +181,8 @@ type State struct {
 	// Security describes a secured lab's client listener and files; nil
 	// for a plaintext lab.
 	Security *Security `json:"security,omitempty"`
+	// NetCond is what `kplan lab net` put in force (netcond.go); nil: none.
+	NetCond *NetConds `json:"net_conditions,omitempty"`
 
 	// secrets are the SCRAM passwords while Up writes files and formats
 	// storage; never saved in lab.json.
@@ -953,7 +955,7 @@ func (s *State) down(grace time.Duration) (Cleanup, error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var errs []error
+	errs := []error{s.ClearNetConditions(context.Background())}
 	for _, n := range alive {
 		if n.Alive() {
 			if err := syscall.Kill(n.PID, syscall.SIGKILL); err != nil {

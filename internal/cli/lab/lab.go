@@ -45,7 +45,7 @@ every subcommand works from any later process. Fetch the jars once with
   $ kplan lab elect-preferred
   $ kplan lab down`,
 	}
-	cmd.AddCommand(NewCmdUp(f, nil), NewCmdStatus(f, nil), NewCmdKill(f, nil), NewCmdRestart(f, nil), NewCmdElect(f, nil), NewCmdDown(f, nil))
+	cmd.AddCommand(NewCmdUp(f, nil), NewCmdStatus(f, nil), NewCmdKill(f, nil), NewCmdRestart(f, nil), NewCmdElect(f, nil), NewCmdDown(f, nil), NewCmdNet(f, nil), NewCmdNetd(f))
 	return cmd
 }
 

@@ -3,7 +3,9 @@ package lab
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,6 +125,17 @@ type Status struct {
 	Partitions      int            `json:"partitions"`
 	UnderReplicated []string       `json:"under_replicated"`
 	Offline         []string       `json:"offline"`
+	// Net is the network conditions in force (`kplan lab net`); omitted
+	// when there are none.
+	Net *NetStatus `json:"net,omitempty"`
+}
+
+// NetStatus is the lab's network conditions in status.
+type NetStatus struct {
+	Mechanism  string            `json:"mechanism"`
+	Chain      string            `json:"chain"`
+	NetdAlive  bool              `json:"netd_alive"`
+	Conditions map[string]string `json:"conditions"`
 }
 
 // BrokerStatus is one broker of the lab.
@@ -142,6 +155,12 @@ func newStatus(s *localkafka.State) Status {
 		Brokers: []BrokerStatus{}, UnderReplicated: []string{}, Offline: []string{}}
 	if s.Security != nil {
 		st.Security, st.ClientConfig = s.Security.Protocol, s.Security.ClientConfig
+	}
+	if nc := s.NetConditions(); nc != nil {
+		st.Net = &NetStatus{Mechanism: nc.Mechanism, Chain: nc.Chain, NetdAlive: s.NetdAlive(), Conditions: map[string]string{}}
+		for _, c := range nc.Conds {
+			st.Net.Conditions[c.Path] = c.Condition.String()
+		}
 	}
 	for _, n := range s.Brokers() {
 		addr := net.JoinHostPort(n.Addr, strconv.Itoa(n.Port))
@@ -191,6 +210,11 @@ func (st Status) doc() report.Document {
 	}
 	if st.Security != "" {
 		brokers.Notes = append(brokers.Notes, fmt.Sprintf("security %s: --command-config %s", st.Security, st.ClientConfig))
+	}
+	if st.Net != nil {
+		for _, p := range slices.Sorted(maps.Keys(st.Net.Conditions)) {
+			brokers.Notes = append(brokers.Notes, fmt.Sprintf("network %s: %s (%s)", p, st.Net.Conditions[p], st.Net.Mechanism))
+		}
 	}
 	return report.Document{Title: fmt.Sprintf("kplan lab in %s (cluster %s, bootstrap %s)", st.Dir, st.ClusterID, st.Bootstrap), Sections: []report.Section{brokers}}
 }
