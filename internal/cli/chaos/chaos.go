@@ -25,6 +25,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
+	"github.com/kplan-dev/kplan/internal/chaos/lab/faulter"
 	"github.com/kplan-dev/kplan/internal/chaos/remote"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
@@ -657,6 +658,9 @@ func openCluster(opts *Options) (chaos.Cluster, error) {
 			return nil, cmdutil.Usage(fmt.Errorf("--cluster lab: %w", err))
 		}
 		opts.Config.Conn = c.Conn() // a secured lab's client.properties, unless --command-config
+		if opts.Config.Fault != nil {
+			return faulter.New(c), nil // the lab's network conditions (kplan lab net)
+		}
 		return c, nil
 	}
 	c, err := embedded.NewCluster(opts.Brokers, opts.Config.Version)
