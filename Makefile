@@ -27,7 +27,7 @@ export KPLAN_KAFKA_JARS := $(KAFKA_JARS)
 export KPLAN_KUBE_APISERVER := $(K8S_DIR)/kube-apiserver
 export KPLAN_CHAOS_MESH := $(CHAOS_MESH_DIR)
 
-.PHONY: all build test unit integration lint vet fmt kafka k8s etcd tools demo bench fuzz soak clean
+.PHONY: all build test unit integration lint vet fmt kafka k8s etcd iptables tools demo bench fuzz soak clean
 
 all: build
 
@@ -56,7 +56,7 @@ unit:
 ## finds its tests. Every package runs even when an earlier one fails; the
 ## target fails at the end if any did.
 INTEGRATION_FILES = $(shell grep -rl --include='*_test.go' '^//go:build integration' cmd internal)
-integration: kafka k8s
+integration: kafka k8s iptables
 	@failed=; \
 	for dir in $$(for f in $(INTEGRATION_FILES); do dirname $$f; done | sort -u); do \
 	  tests=$$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(.*\*testing\.T).*/\1/p' \
@@ -108,6 +108,16 @@ $(KAFKA_JARS)/.complete: build/kafka/pom.xml
 ## A cold build takes several minutes; Go's build cache makes rebuilds fast.
 ## Fails (never skips) when something cannot be had.
 k8s: etcd $(K8S_DIR)/.complete $(CHAOS_MESH_DIR)/.complete
+
+## iptables: `kplan lab net`'s rules (loss, partition, the delay queue's
+## NFQUEUE) and their integration tests need it; Debian's package is
+## installed with apt-get when it is missing.
+iptables:
+	@command -v iptables >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "make iptables: iptables is required and was not found, and there is no apt-get to install it" >&2; exit 1; }; \
+	  echo "make iptables: installing Debian's iptables (apt-get)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iptables >/dev/null; } || \
+	    { echo "make iptables: apt-get could not install iptables (run as root with Debian's archive reachable)" >&2; exit 1; }; }
 
 etcd:
 	@command -v etcd >/dev/null || { \
