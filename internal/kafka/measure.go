@@ -348,7 +348,9 @@ func (m *Measurer) MeasureProduce(ctx context.Context, s ProduceSpec) (Windows, 
 	for time.Now().Before(deadline) && firstErr.Load() == nil && ctx.Err() == nil {
 		cl.Produce(ctx, &kgo.Record{Topic: s.Topic, Partition: s.Partition, Value: value}, func(r *kgo.Record, err error) {
 			if err != nil {
-				if !errors.Is(err, context.Canceled) && !(ended.Load() && errors.Is(err, kgo.ErrAborting)) {
+				// Records aborted at the end are not an error of the run.
+				aborted := ended.Load() && errors.Is(err, kgo.ErrAborting)
+				if !errors.Is(err, context.Canceled) && !aborted {
 					firstErr.CompareAndSwap(nil, &err)
 				}
 				return
