@@ -56,6 +56,16 @@ func TestUnavailabilityExecKiller(t *testing.T) {
 		"--partitions", "1,10", "--repeat", "1", "--yes", "-o", "json"}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// A topic of the user's with a replica on every broker, so that "back
+	// in every ISR" is checked on partitions the run did not make.
+	const probe = "isr-probe"
+	m := kafka.NewMeasurer(kafka.ConnOptions{BootstrapServers: lab.Bootstrap, Timeout: 10 * time.Second}, "test")
+	defer m.Close()
+	require.NoError(t, m.CreateScratch(ctx, probe, 3, 3, []int32{1, 2, 3}))
+	defer func() {
+		_, err := m.DeleteScratch(context.WithoutCancel(ctx))
+		assert.NoError(t, err)
+	}()
 	t.Logf("$ kplan measure %s", strings.Join(args, " "))
 	ios, _, out, errOut := iostreams.Test()
 	f := &cmdutil.Factory{IOStreams: ios, Version: "test", Now: time.Now}
@@ -92,10 +102,15 @@ func TestUnavailabilityExecKiller(t *testing.T) {
 	defer adm.Close()
 	snap, err := adm.Snapshot(ctx)
 	require.NoError(t, err)
+	probed := 0
 	for _, p := range snap.Partitions {
 		assert.False(t, strings.HasPrefix(p.Topic, "kplan-unavail-"), fmt.Sprintf("scratch topic %s left", p.Topic))
 		if slices.Contains(p.Replicas, victim) {
 			assert.Contains(t, p.ISR, victim, "%s/%d: broker %d back in the ISR", p.Topic, p.Partition, victim)
 		}
+		if p.Topic == probe {
+			probed++
+		}
 	}
+	assert.Equal(t, 3, probed, "the probe topic's partitions were checked")
 }
