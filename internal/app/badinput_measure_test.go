@@ -33,6 +33,11 @@ func TestBadInputMeasure(t *testing.T) {
 		{with("--record-size", "1k"), 2, "--record-size"},
 		{with("--duration", "10ms"), 2, "--duration"},
 		{with("--duration", "forever"), 2, "--duration"},
+		// The warm-up window and two counted windows (the SASL_SSL lab at
+		// --duration 1s counted nothing).
+		{with("--duration", "1s"), 2, "--duration"},
+		{with("--duration", "2s"), 2, "--duration"},
+		{with("--duration", "5s", "--window", "2s"), 2, "--duration"},
 		{with("--window", "0s"), 2, "--window"},
 		{with("--linger", "-1ms"), 2, "--linger"},
 		{with("--replication-samples", "0"), 2, "--replication-samples"},

@@ -290,9 +290,12 @@ type ProduceSpec struct {
 	RecordSize int
 	Duration   time.Duration
 	Window     time.Duration
-	// Linger is the producer's linger; MaxBufferedRecords its buffer.
+	// Linger is the producer's linger; MaxBufferedRecords and
+	// MaxBufferedBytes bound its buffer (buffered plus unacknowledged), in
+	// records and in bytes of record values (0: no byte bound).
 	Linger             time.Duration
 	MaxBufferedRecords int
+	MaxBufferedBytes   int
 }
 
 // payload is size bytes that do not compress (seeded, so runs repeat).
@@ -308,7 +311,12 @@ func payload(size int) []byte {
 // MeasureProduce writes to one partition as fast as one uncompressed
 // producer can for s.Duration and counts the acknowledged bytes (record
 // values) per window by acknowledgement time. At acks=0 a record counts
-// when it is written to the connection.
+// when it is written to the connection. Only acknowledgements within
+// s.Duration count: at the deadline the producer stops, the records still
+// buffered are aborted (those in flight are waited for, as idempotence
+// requires) and nothing acknowledged after the deadline is counted, so the
+// run's windows hold what the cluster acknowledged during the run and no
+// backlog is drained after it.
 func (m *Measurer) MeasureProduce(ctx context.Context, s ProduceSpec) (Windows, error) {
 	opts := append(s.Acks.producerOpts(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -317,6 +325,9 @@ func (m *Measurer) MeasureProduce(ctx context.Context, s ProduceSpec) (Windows, 
 		kgo.MaxBufferedRecords(s.MaxBufferedRecords),
 		kgo.ProducerBatchMaxBytes(int32(max(s.RecordSize+1024, 1<<20))),
 	)
+	if s.MaxBufferedBytes > 0 {
+		opts = append(opts, kgo.MaxBufferedBytes(max(s.MaxBufferedBytes, s.RecordSize)))
+	}
 	cl, err := NewClient(m.conn, m.version, opts...)
 	if err != nil {
 		return Windows{}, err
@@ -330,25 +341,30 @@ func (m *Measurer) MeasureProduce(ctx context.Context, s ProduceSpec) (Windows, 
 	start := time.Now()
 	wc := newWindowCounter(start, s.Window)
 	var firstErr atomic.Pointer[error]
+	var ended atomic.Bool
 	deadline := start.Add(s.Duration)
 	// Records carry ctx, not the run's deadline: a non-idempotent producer
 	// would drop the buffered ones at the deadline instead of sending them.
 	for time.Now().Before(deadline) && firstErr.Load() == nil && ctx.Err() == nil {
 		cl.Produce(ctx, &kgo.Record{Topic: s.Topic, Partition: s.Partition, Value: value}, func(r *kgo.Record, err error) {
 			if err != nil {
-				if !errors.Is(err, context.Canceled) {
+				// Records aborted at the end are not an error of the run.
+				aborted := ended.Load() && errors.Is(err, kgo.ErrAborting)
+				if !errors.Is(err, context.Canceled) && !aborted {
 					firstErr.CompareAndSwap(nil, &err)
 				}
 				return
 			}
-			wc.add(time.Now(), int64(len(r.Value)))
+			if at := time.Now(); at.Before(deadline) {
+				wc.add(at, int64(len(r.Value)))
+			}
 		})
 	}
-	// Records still buffered at the deadline are waited for, not counted
-	// twice: the count is by acknowledgement time.
-	fctx, fcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer fcancel()
-	_ = cl.Flush(fctx)
+	// The run is over: what is still buffered is not part of it.
+	ended.Store(true)
+	actx, acancel := context.WithTimeout(ctx, 30*time.Second)
+	defer acancel()
+	_ = cl.AbortBufferedRecords(actx)
 	if err := ctx.Err(); err != nil {
 		return Windows{}, err
 	}

@@ -78,6 +78,54 @@ func TestMeasurerOnKfake(t *testing.T) {
 	}
 }
 
+// TestMeasureProduceCountsOnlyTheRun is the regression test of the SASL_SSL
+// lab's "rate below 1kB/s": a producer buffer larger than the run can
+// acknowledge was drained after the deadline and its acknowledgements
+// counted in windows past the run. Now the producer stops at the deadline,
+// aborts what is still buffered and counts nothing after it, with a buffer
+// bounded in bytes.
+func TestMeasureProduceCountsOnlyTheRun(t *testing.T) {
+	addrs, stop, err := FakeCluster(1)
+	require.NoError(t, err)
+	defer stop()
+	ctx := context.Background()
+	m := NewMeasurer(ConnOptions{BootstrapServers: strings.Join(addrs, ","), Timeout: 5 * time.Second}, "test")
+	defer m.Close()
+	info, err := m.Info(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.CreateScratch(ctx, "kplan-measure-t-run", 1, 1, info.Brokers))
+	tests := []struct {
+		name  string
+		acks  Acks
+		bytes int
+	}{
+		{"acks all, 64 KiB", AcksAll, 64 << 10},
+		{"acks 1, 64 KiB", AcksLeader, 64 << 10},
+		{"acks 0, no byte bound", AcksNone, 0},
+		// A bound below one record still lets one record through.
+		{"acks all, bound below a record", AcksAll, 10},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ProduceSpec{Topic: "kplan-measure-t-run", Acks: tc.acks, RecordSize: 1000, Duration: 300 * time.Millisecond,
+				Window: 100 * time.Millisecond, MaxBufferedRecords: 100_000, MaxBufferedBytes: tc.bytes}
+			w, err := m.MeasureProduce(ctx, s)
+			require.NoError(t, err)
+			assert.Positive(t, w.Records)
+			assert.LessOrEqual(t, len(w.Bytes), int(s.Duration/s.Window), "a window past the run counted something")
+			assert.Less(t, w.Elapsed, s.Duration, "an acknowledgement after the deadline was counted")
+			var sum int64
+			for _, b := range w.Bytes {
+				sum += b
+			}
+			assert.Equal(t, w.Total, sum, "windows add up")
+			assert.Equal(t, w.Records*1000, w.Total)
+		})
+	}
+	_, err = m.DeleteScratch(context.WithoutCancel(ctx))
+	require.NoError(t, err)
+}
+
 func TestCreateScratchRefusesReplicationFactor(t *testing.T) {
 	m := NewMeasurer(ConnOptions{BootstrapServers: "127.0.0.1:1", Timeout: time.Second}, "test")
 	defer m.Close()

@@ -72,13 +72,27 @@ type Throughput struct {
 	Bytes   int64 `json:"bytes"`
 }
 
+// WarmupWindows is how many windows of a rate measurement are left out at
+// the start (connections, buffers filling); CountedWindows the fewest
+// windows after them that a rate is taken from. A run must last
+// MinWindows windows.
+const (
+	WarmupWindows  = 1
+	CountedWindows = 2
+	MinWindows     = WarmupWindows + CountedWindows
+)
+
 // ThroughputOf computes a rate from bytes counted per window over a run of
-// duration. The first window (connections, buffers filling) and any window
-// not wholly inside the run are left out; with fewer than two windows the
-// whole run counts.
+// duration. The warm-up window (connections, buffers filling) and any
+// window not wholly inside the run are left out; a run shorter than
+// MinWindows windows is refused (field "duration"): it would have no
+// spread to state, or nothing but its warm-up to count.
 func ThroughputOf(windows []int64, window, duration time.Duration, records int64) (Throughput, error) {
 	if window <= 0 || duration < window {
 		return Throughput{}, errkind.Usagef("window", "want a window of at least 1ms and at most the duration, got %s for %s", window, duration)
+	}
+	if duration < MinWindows*window {
+		return Throughput{}, errkind.Usagef("duration", "want at least %d windows of %s (%d of warm-up, %d counted), got %s", MinWindows, window, WarmupWindows, CountedWindows, duration)
 	}
 	var total int64
 	for _, b := range windows {
@@ -89,15 +103,12 @@ func ThroughputOf(windows []int64, window, duration time.Duration, records int64
 	}
 	full := int(duration / window)
 	var rates []float64
-	for i := 1; i < full && i < len(windows); i++ {
-		rates = append(rates, float64(windows[i])/window.Seconds())
-	}
-	if len(rates) == 0 {
-		var in int64
-		for i := 0; i < full && i < len(windows); i++ {
-			in += windows[i]
+	for i := WarmupWindows; i < full; i++ {
+		var b int64
+		if i < len(windows) {
+			b = windows[i]
 		}
-		rates = []float64{float64(in) / (time.Duration(full) * window).Seconds()}
+		rates = append(rates, float64(b)/window.Seconds())
 	}
 	sp := SpreadOf(rates)
 	bps := int64(sp.Mean) / 1000 * 1000

@@ -56,9 +56,10 @@ func TestThroughputOf(t *testing.T) {
 		// The first window (warm-up) and the ones past the run are left out.
 		{"drops warm-up and tail", []int64{1_000, 10_000_000, 12_000_000, 99_000_000}, time.Second, 3 * time.Second, 11_000_000, 2},
 		{"half-second windows", []int64{0, 5_000_000, 5_000_000, 5_000_000}, 500 * time.Millisecond, 2 * time.Second, 10_000_000, 3},
-		// One window: the whole run counts.
-		{"one window", []int64{7_654_321}, time.Second, time.Second, 7_654_000, 1},
-		{"rounds down to kB/s", []int64{0, 1_999_999}, time.Second, 2 * time.Second, 1_999_000, 1},
+		{"rounds down to kB/s", []int64{0, 1_999_999, 1_999_999}, time.Second, 3 * time.Second, 1_999_000, 2},
+		// A counted window with no acknowledgement in it is a zero, not
+		// left out: the rate is of the whole counted time.
+		{"empty counted window", []int64{0, 4_000_000}, time.Second, 3 * time.Second, 2_000_000, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,18 +79,25 @@ func TestThroughputOfRefuses(t *testing.T) {
 		window   time.Duration
 		duration time.Duration
 		kind     errkind.Kind
+		field    string
 	}{
-		{"nothing counted", []int64{0, 0}, time.Second, 2 * time.Second, errkind.Runtime},
-		{"no windows", nil, time.Second, 2 * time.Second, errkind.Runtime},
-		{"zero window", []int64{1}, 0, time.Second, errkind.Usage},
-		{"window longer than the run", []int64{1}, 2 * time.Second, time.Second, errkind.Usage},
-		{"below 1kB/s", []int64{0, 999}, time.Second, 2 * time.Second, errkind.Runtime},
+		{"nothing counted", []int64{0, 0, 0}, time.Second, 3 * time.Second, errkind.Runtime, ""},
+		{"no windows", nil, time.Second, 3 * time.Second, errkind.Runtime, ""},
+		{"zero window", []int64{1}, 0, time.Second, errkind.Usage, "window"},
+		{"window longer than the run", []int64{1}, 2 * time.Second, time.Second, errkind.Usage, "window"},
+		{"below 1kB/s", []int64{0, 999, 999}, time.Second, 3 * time.Second, errkind.Runtime, ""},
+		// The SASL_SSL lab at --duration 1s: only the warm-up window, and
+		// everything acknowledged after the run.
+		{"only the warm-up window", []int64{0, 10_000_000}, time.Second, time.Second, errkind.Usage, "duration"},
+		{"one counted window", []int64{0, 10_000_000}, time.Second, 2 * time.Second, errkind.Usage, "duration"},
+		{"everything after the run", []int64{0, 0, 0, 10_000_000}, time.Second, 3 * time.Second, errkind.Runtime, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ThroughputOf(tc.windows, tc.window, tc.duration, 0)
 			require.Error(t, err)
 			assert.Equal(t, tc.kind, errkind.KindOf(err))
+			assert.Equal(t, tc.field, errkind.FieldOf(err))
 		})
 	}
 }

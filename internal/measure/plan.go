@@ -29,8 +29,10 @@ type Settings struct {
 	Duration   time.Duration `json:"duration_ns"`
 	Window     time.Duration `json:"window_ns"`
 	Linger     time.Duration `json:"linger_ns"`
-	// MaxBuffered is the producer's buffer in records.
-	MaxBuffered int `json:"max_buffered_records"`
+	// MaxBuffered and MaxBufferedBytes bound the producer's buffer, in
+	// records and in bytes (0: no byte bound).
+	MaxBuffered      int `json:"max_buffered_records"`
+	MaxBufferedBytes int `json:"max_buffered_bytes,omitempty"`
 	// ReplicationFactor is the scratch topics'.
 	ReplicationFactor int `json:"replication_factor"`
 	// ReplicationRecordSize and ReplicationInterval are the l_r pairs'
@@ -112,8 +114,8 @@ func (p *Plan) produceHow() string {
 	if s.Acks == "all" {
 		idem = " (idempotent)"
 	}
-	return fmt.Sprintf("one partition, one producer as fast as it can for %s, acks=%s%s, %d-byte records (incompressible), uncompressed, linger %s, %d records buffered; mean of the %s windows after the first (warm-up), by acknowledgement time; %d records, %d bytes in all",
-		s.Duration, s.Acks, idem, s.RecordSize, s.Linger, s.MaxBuffered, s.Window, p.Produce.Records, p.Produce.Bytes)
+	return fmt.Sprintf("one partition, one producer as fast as it can for %s, acks=%s%s, %d-byte records (incompressible), uncompressed, linger %s, %s buffered; mean of the %s windows after the first (warm-up), by acknowledgement time, stopped at the end (records still buffered aborted, not counted); %d records, %d bytes in all",
+		s.Duration, s.Acks, idem, s.RecordSize, s.Linger, s.bufferText(), s.Window, p.Produce.Records, p.Produce.Bytes)
 }
 
 func (p *Plan) consumeHow() string {
@@ -207,4 +209,12 @@ func comment(b *strings.Builder, text string) {
 		line += " " + w
 	}
 	b.WriteString(line + "\n")
+}
+
+// bufferText is the producer's buffer bound in words.
+func (s Settings) bufferText() string {
+	if s.MaxBufferedBytes <= 0 {
+		return fmt.Sprintf("%d records", s.MaxBuffered)
+	}
+	return fmt.Sprintf("at most %d records or %d bytes", s.MaxBuffered, s.MaxBufferedBytes)
 }

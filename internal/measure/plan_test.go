@@ -32,7 +32,7 @@ func fixturePlan(t *testing.T) *Plan {
 		Command: "kplan measure --cluster lab --out plans/lab-measured.yaml",
 		Machine: Machine{Host: "vm", Cores: 2, Cluster: "kplan lab /tmp/lab (127.0.0.1:19092)", ClusterID: "abc", Brokers: 3, KafkaVersion: "4.3.1 (the lab's jars)"},
 		Settings: Settings{Acks: "all", RecordSize: 1024, Duration: 4 * time.Second, Window: time.Second, Linger: 10 * time.Millisecond,
-			MaxBuffered: 10000, ReplicationFactor: 3, ReplicationRecordSize: 100, ReplicationInterval: 10 * time.Millisecond, ElectionRounds: 3},
+			MaxBuffered: 10000, MaxBufferedBytes: 4 << 20, ReplicationFactor: 3, ReplicationRecordSize: 100, ReplicationInterval: 10 * time.Millisecond, ElectionRounds: 3},
 		Requirements: Requirements{Consumers: 1, ReplicationFactor: 3, MaxBrokers: 3, MaxReplicationLatency: 200 * time.Millisecond, MaxUnavailability: 2 * time.Second},
 		Produce:      tp, Consume: tc, Replication: lr, Election: &u, Handles: h,
 	}

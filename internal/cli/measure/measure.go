@@ -226,7 +226,7 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, er
 		{r.recordSize >= 1 && r.recordSize <= MaxRecordSize, "record-size", fmt.Sprintf("want 1 to %d bytes, got %d", MaxRecordSize, r.recordSize)},
 		{r.lrRecordSize >= 1 && r.lrRecordSize <= MaxRecordSize, "replication-record-size", fmt.Sprintf("want 1 to %d bytes, got %d", MaxRecordSize, r.lrRecordSize)},
 		{r.window >= time.Millisecond, "window", fmt.Sprintf("want at least 1ms, got %s", r.window)},
-		{r.duration >= r.window && r.duration <= 24*time.Hour, "duration", fmt.Sprintf("want at least one --window (%s) and at most 24h, got %s", r.window, r.duration)},
+		{r.duration >= measure.MinWindows*r.window && r.duration <= 24*time.Hour, "duration", fmt.Sprintf("want at least %d --window (%s: %d of warm-up, %d counted) and at most 24h, got %s", measure.MinWindows, r.window, measure.WarmupWindows, measure.CountedWindows, r.duration)},
 		{r.linger >= 0, "linger", fmt.Sprintf("must not be negative, got %s", r.linger)},
 		{r.lrSamples >= 1 && r.lrSamples <= 1_000_000, "replication-samples", fmt.Sprintf("want 1 to 1000000, got %d", r.lrSamples)},
 		{r.lrInterval >= 0, "replication-interval", fmt.Sprintf("must not be negative, got %s", r.lrInterval)},
@@ -465,7 +465,7 @@ func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafk
 		Command: strings.Join(opts.Args, " "),
 		Machine: measure.Machine{Host: host, Cores: runtime.NumCPU(), ClusterID: info.ClusterID, Brokers: len(info.Brokers)},
 		Settings: measure.Settings{Acks: opts.Acks.String(), RecordSize: opts.RecordSize, Duration: opts.Duration, Window: opts.Window,
-			Linger: opts.Linger, MaxBuffered: maxBuffered, ReplicationFactor: rf, ReplicationRecordSize: opts.ReplicationRecordSize,
+			Linger: opts.Linger, MaxBuffered: maxBuffered, MaxBufferedBytes: maxBufferedBytes, ReplicationFactor: rf, ReplicationRecordSize: opts.ReplicationRecordSize,
 			ReplicationInterval: opts.ReplicationInterval, ElectionRounds: opts.ElectionRounds},
 		Requirements: measure.Requirements{Throughput: opts.Throughput, Consumers: opts.Consumers, ReplicationFactor: int64(rf),
 			MaxBrokers: opts.MaxBrokers, MaxReplicationLatency: opts.MaxReplicationLatency, MaxUnavailability: opts.MaxUnavailability},
@@ -485,7 +485,7 @@ func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafk
 	}
 	progress("Tp: one producer, acks=%s, %d-byte records, for %s", opts.Acks, opts.RecordSize, opts.Duration)
 	pw, err := m.MeasureProduce(ctx, kafka.ProduceSpec{Topic: topics.produce, Acks: opts.Acks, RecordSize: opts.RecordSize,
-		Duration: opts.Duration, Window: opts.Window, Linger: opts.Linger, MaxBufferedRecords: maxBuffered})
+		Duration: opts.Duration, Window: opts.Window, Linger: opts.Linger, MaxBufferedRecords: maxBuffered, MaxBufferedBytes: maxBufferedBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -545,10 +545,17 @@ func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafk
 	return plan, nil
 }
 
-// maxBuffered is Tp's producer buffer in records; replicationWarmup the
-// l_r pairs sent before counting.
+// maxBuffered and maxBufferedBytes bound Tp's producer buffer (buffered
+// plus unacknowledged) in records and bytes; replicationWarmup is the l_r
+// pairs sent before counting. 4 MiB keeps four full batches (1 MiB each)
+// queued behind those in flight, enough to keep one partition's pipeline
+// full, while what is left at the deadline (aborted, not counted) stays
+// well under a window's worth at any rate worth measuring: 10,000 records
+// of 1 kB (10 MB) took longer than the run to acknowledge on a SASL_SSL
+// lab.
 const (
 	maxBuffered       = 10000
+	maxBufferedBytes  = 4 << 20
 	replicationWarmup = 10
 )
 
