@@ -608,27 +608,12 @@ func (k *Killer) Cleanup(ctx context.Context) error {
 // app.kubernetes.io/managed-by=kplan) in o.Namespace, left behind by a kplan
 // that was killed, and returns their names (`kplan chaos cleanup`).
 func Cleanup(ctx context.Context, o Options) ([]string, error) {
-	quiet()
-	if err := (Options{Namespace: o.Namespace}).Validate(); err != nil {
-		return nil, err
-	}
-	c, host, err := newClient(o)
-	if err != nil {
-		return nil, err
-	}
-	timeout := o.InjectTimeout
-	if timeout <= 0 {
-		timeout = DefaultInjectTimeout
-	}
-	return cleanupWith(ctx, c, host, o.Namespace, timeout, defaultPoll)
+	return cleanupFromOptions(ctx, o, cleanupWith)
 }
 
 // CleanupWithClient is Cleanup with a client already built.
 func CleanupWithClient(ctx context.Context, c client.Client, namespace string) ([]string, error) {
-	if err := (Options{Namespace: namespace}).Validate(); err != nil {
-		return nil, err
-	}
-	return cleanupWith(ctx, c, "", namespace, DefaultInjectTimeout, defaultPoll)
+	return cleanupWithBuiltClient(ctx, c, namespace, cleanupWith)
 }
 
 func cleanupWith(ctx context.Context, c client.Client, host, ns string, timeout, poll time.Duration) ([]string, error) {

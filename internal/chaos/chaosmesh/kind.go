@@ -134,3 +134,33 @@ func (ck chaosKind) cleanup(ctx context.Context, c client.Client, host, ns strin
 	}
 	return names, nil
 }
+
+// cleanupFunc is cleanupWith or cleanupNetworkWith.
+type cleanupFunc func(ctx context.Context, c client.Client, host, ns string, timeout, poll time.Duration) ([]string, error)
+
+// cleanupFromOptions builds the client o names and runs cleanup in
+// o.Namespace (Cleanup, CleanupNetwork).
+func cleanupFromOptions(ctx context.Context, o Options, cleanup cleanupFunc) ([]string, error) {
+	quiet()
+	if err := (Options{Namespace: o.Namespace}).Validate(); err != nil {
+		return nil, err
+	}
+	c, host, err := newClient(o)
+	if err != nil {
+		return nil, err
+	}
+	timeout := o.InjectTimeout
+	if timeout <= 0 {
+		timeout = DefaultInjectTimeout
+	}
+	return cleanup(ctx, c, host, o.Namespace, timeout, defaultPoll)
+}
+
+// cleanupWithBuiltClient runs cleanup with c in namespace
+// (CleanupWithClient, CleanupNetworkWithClient).
+func cleanupWithBuiltClient(ctx context.Context, c client.Client, namespace string, cleanup cleanupFunc) ([]string, error) {
+	if err := (Options{Namespace: namespace}).Validate(); err != nil {
+		return nil, err
+	}
+	return cleanup(ctx, c, "", namespace, DefaultInjectTimeout, defaultPoll)
+}

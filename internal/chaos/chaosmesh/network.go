@@ -374,27 +374,12 @@ func (n *Networker) Owned() []string {
 // (`kplan chaos cleanup`, next to Cleanup's PodChaos) and returns their
 // names as "networkchaos/NAME".
 func CleanupNetwork(ctx context.Context, o Options) ([]string, error) {
-	quiet()
-	if err := (Options{Namespace: o.Namespace}).Validate(); err != nil {
-		return nil, err
-	}
-	c, host, err := newClient(o)
-	if err != nil {
-		return nil, err
-	}
-	timeout := o.InjectTimeout
-	if timeout <= 0 {
-		timeout = DefaultInjectTimeout
-	}
-	return cleanupNetworkWith(ctx, c, host, o.Namespace, timeout, defaultPoll)
+	return cleanupFromOptions(ctx, o, cleanupNetworkWith)
 }
 
 // CleanupNetworkWithClient is CleanupNetwork with a client already built.
 func CleanupNetworkWithClient(ctx context.Context, c client.Client, namespace string) ([]string, error) {
-	if err := (Options{Namespace: namespace}).Validate(); err != nil {
-		return nil, err
-	}
-	return cleanupNetworkWith(ctx, c, "", namespace, DefaultInjectTimeout, defaultPoll)
+	return cleanupWithBuiltClient(ctx, c, namespace, cleanupNetworkWith)
 }
 
 func cleanupNetworkWith(ctx context.Context, c client.Client, host, ns string, timeout, poll time.Duration) ([]string, error) {
