@@ -497,39 +497,14 @@ func clampTime(t, lo, hi time.Time) time.Time {
 }
 
 func condition(pc *v1alpha1.PodChaos, typ v1alpha1.ChaosConditionType) corev1.ConditionStatus {
-	for _, c := range pc.Status.Conditions {
-		if c.Type == typ {
-			return c.Status
-		}
-	}
-	return corev1.ConditionUnknown
+	return statusCondition(&pc.Status.ChaosStatus, typ)
 }
 
 // applyTime returns the earliest successful Apply event of the records for
 // pod ("ns/name", or "ns/name/container" for container-kill), and the
 // message of the latest failed one.
 func applyTime(pc *v1alpha1.PodChaos, pod string) (time.Time, string) {
-	var at time.Time
-	failure := ""
-	for _, r := range pc.Status.Experiment.Records {
-		if r == nil || (r.Id != pod && !strings.HasPrefix(r.Id, pod+"/")) {
-			continue
-		}
-		for _, e := range r.Events {
-			if e.Operation != v1alpha1.Apply || e.Timestamp == nil {
-				continue
-			}
-			switch e.Type {
-			case v1alpha1.TypeSucceeded:
-				if at.IsZero() || e.Timestamp.Time.Before(at) {
-					at = e.Timestamp.Time
-				}
-			case v1alpha1.TypeFailed:
-				failure = e.Message
-			}
-		}
-	}
-	return at, failure
+	return statusApply(&pc.Status.ChaosStatus, pod)
 }
 
 // Restore brings b back: for pod-failure it deletes the PodChaos, so Chaos
