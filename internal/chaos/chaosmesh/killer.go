@@ -497,39 +497,14 @@ func clampTime(t, lo, hi time.Time) time.Time {
 }
 
 func condition(pc *v1alpha1.PodChaos, typ v1alpha1.ChaosConditionType) corev1.ConditionStatus {
-	for _, c := range pc.Status.Conditions {
-		if c.Type == typ {
-			return c.Status
-		}
-	}
-	return corev1.ConditionUnknown
+	return statusCondition(&pc.Status.ChaosStatus, typ)
 }
 
 // applyTime returns the earliest successful Apply event of the records for
 // pod ("ns/name", or "ns/name/container" for container-kill), and the
 // message of the latest failed one.
 func applyTime(pc *v1alpha1.PodChaos, pod string) (time.Time, string) {
-	var at time.Time
-	failure := ""
-	for _, r := range pc.Status.Experiment.Records {
-		if r == nil || (r.Id != pod && !strings.HasPrefix(r.Id, pod+"/")) {
-			continue
-		}
-		for _, e := range r.Events {
-			if e.Operation != v1alpha1.Apply || e.Timestamp == nil {
-				continue
-			}
-			switch e.Type {
-			case v1alpha1.TypeSucceeded:
-				if at.IsZero() || e.Timestamp.Time.Before(at) {
-					at = e.Timestamp.Time
-				}
-			case v1alpha1.TypeFailed:
-				failure = e.Message
-			}
-		}
-	}
-	return at, failure
+	return statusApply(&pc.Status.ChaosStatus, pod)
 }
 
 // Restore brings b back: for pod-failure it deletes the PodChaos, so Chaos
@@ -550,7 +525,7 @@ func (k *Killer) Restore(ctx context.Context, b chaos.Broker) error {
 	ctx, cancel := context.WithTimeout(ctx, k.o.RestoreTimeout)
 	defer cancel()
 	if k.o.Action == ActionPodFailure && st.chaos != "" {
-		if err := deleteAndWait(ctx, k.c, k.host, k.o.Namespace, st.chaos, k.o.InjectTimeout, k.poll); err != nil {
+		if err := podChaosKind.deleteAndWait(ctx, k.c, k.host, k.o.Namespace, st.chaos, k.o.InjectTimeout, k.poll); err != nil {
 			return err
 		}
 		k.disown(st.chaos)
@@ -601,100 +576,21 @@ func (k *Killer) Cleanup(ctx context.Context) error {
 	k.mu.Lock()
 	names := slices.Clone(k.owned)
 	k.mu.Unlock()
-	var errs []error
-	for _, name := range names {
-		err := deleteAndWait(ctx, k.c, k.host, k.o.Namespace, name, k.o.InjectTimeout, k.poll)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		k.disown(name)
-		k.logf("deleted PodChaos %s/%s", k.o.Namespace, name)
-	}
-	if len(errs) > 0 {
-		// One line: the first failure; the others are alike.
-		return errs[0]
-	}
-	return nil
-}
-
-// deleteAndWait deletes the PodChaos name and waits until it is gone
-// (Chaos Mesh's finalizer recovers the target first). NotFound, also of
-// the resource itself, means there is nothing to delete.
-func deleteAndWait(ctx context.Context, c client.Client, host, ns, name string, timeout, poll time.Duration) error {
-	ref := ns + "/" + name
-	pc := &v1alpha1.PodChaos{}
-	pc.Namespace, pc.Name = ns, name
-	if err := c.Delete(ctx, pc); err != nil {
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return nil
-		}
-		return kubeErr(err, host, "delete", "podchaos", ns)
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		err := c.Get(ctx, client.ObjectKeyFromObject(pc), &v1alpha1.PodChaos{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return kubeErr(err, host, "get", "podchaos", ns)
-		}
-		if !time.Now().Before(deadline) {
-			return errkind.New(errkind.Runtime, "", "PodChaos %s is still there %s after its deletion: Chaos Mesh has not released its finalizer (is chaos-controller-manager running?)", ref, timeout)
-		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("wait for PodChaos %s to go: %w", ref, ctx.Err())
-		case <-t.C:
-		}
-	}
+	return podChaosKind.deleteOwned(ctx, k, names, k.disown)
 }
 
 // Cleanup deletes every kplan-managed chaos object (labelled
 // app.kubernetes.io/managed-by=kplan) in o.Namespace, left behind by a kplan
 // that was killed, and returns their names (`kplan chaos cleanup`).
 func Cleanup(ctx context.Context, o Options) ([]string, error) {
-	quiet()
-	if err := (Options{Namespace: o.Namespace}).Validate(); err != nil {
-		return nil, err
-	}
-	c, host, err := newClient(o)
-	if err != nil {
-		return nil, err
-	}
-	timeout := o.InjectTimeout
-	if timeout <= 0 {
-		timeout = DefaultInjectTimeout
-	}
-	return cleanupWith(ctx, c, host, o.Namespace, timeout, defaultPoll)
+	return cleanupFromOptions(ctx, o, cleanupWith)
 }
 
 // CleanupWithClient is Cleanup with a client already built.
 func CleanupWithClient(ctx context.Context, c client.Client, namespace string) ([]string, error) {
-	if err := (Options{Namespace: namespace}).Validate(); err != nil {
-		return nil, err
-	}
-	return cleanupWith(ctx, c, "", namespace, DefaultInjectTimeout, defaultPoll)
+	return cleanupWithBuiltClient(ctx, c, namespace, cleanupWith)
 }
 
 func cleanupWith(ctx context.Context, c client.Client, host, ns string, timeout, poll time.Duration) ([]string, error) {
-	var list v1alpha1.PodChaosList
-	err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{ManagedByLabel: ManagedByValue})
-	if err != nil {
-		return nil, kubeErr(err, host, "list", "podchaos", ns)
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, pc := range list.Items {
-		names = append(names, pc.Name)
-	}
-	sort.Strings(names)
-	for i, name := range names {
-		if err := deleteAndWait(ctx, c, host, ns, name, timeout, poll); err != nil {
-			return names[:i], err
-		}
-	}
-	return names, nil
+	return podChaosKind.cleanup(ctx, c, host, ns, timeout, poll)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -361,20 +360,7 @@ func (n *Networker) ClearFault(ctx context.Context) error {
 	n.mu.Lock()
 	names := slices.Clone(n.owned)
 	n.mu.Unlock()
-	k := n.k
-	var errs []error
-	for _, name := range names {
-		if err := deleteNetworkAndWait(ctx, k.c, k.host, k.o.Namespace, name, k.o.InjectTimeout, k.poll); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n.disown(name)
-		k.logf("deleted NetworkChaos %s/%s", k.o.Namespace, name)
-	}
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
+	return networkChaosKind.deleteOwned(ctx, n.k, names, n.disown)
 }
 
 // Owned returns the NetworkChaos names that may still exist.
@@ -384,92 +370,25 @@ func (n *Networker) Owned() []string {
 	return slices.Clone(n.owned)
 }
 
-// deleteNetworkAndWait deletes the NetworkChaos name and waits until it is
-// gone. NotFound, also of the resource itself, means there is nothing to
-// delete.
-func deleteNetworkAndWait(ctx context.Context, c client.Client, host, ns, name string, timeout, poll time.Duration) error {
-	ref := ns + "/" + name
-	nc := &v1alpha1.NetworkChaos{}
-	nc.Namespace, nc.Name = ns, name
-	if err := c.Delete(ctx, nc); err != nil {
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return nil
-		}
-		return kubeErr(err, host, "delete", networkResource, ns)
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		err := c.Get(ctx, client.ObjectKeyFromObject(nc), &v1alpha1.NetworkChaos{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return kubeErr(err, host, "get", networkResource, ns)
-		}
-		if !time.Now().Before(deadline) {
-			return errkind.New(errkind.Runtime, "", "NetworkChaos %s is still there %s after its deletion: Chaos Mesh has not released its finalizer (is chaos-controller-manager running?)", ref, timeout)
-		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("wait for NetworkChaos %s to go: %w", ref, ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
 // CleanupNetwork deletes every kplan-managed NetworkChaos in o.Namespace
 // (`kplan chaos cleanup`, next to Cleanup's PodChaos) and returns their
 // names as "networkchaos/NAME".
 func CleanupNetwork(ctx context.Context, o Options) ([]string, error) {
-	quiet()
-	if err := (Options{Namespace: o.Namespace}).Validate(); err != nil {
-		return nil, err
-	}
-	c, host, err := newClient(o)
-	if err != nil {
-		return nil, err
-	}
-	timeout := o.InjectTimeout
-	if timeout <= 0 {
-		timeout = DefaultInjectTimeout
-	}
-	return cleanupNetworkWith(ctx, c, host, o.Namespace, timeout, defaultPoll)
+	return cleanupFromOptions(ctx, o, cleanupNetworkWith)
 }
 
 // CleanupNetworkWithClient is CleanupNetwork with a client already built.
 func CleanupNetworkWithClient(ctx context.Context, c client.Client, namespace string) ([]string, error) {
-	if err := (Options{Namespace: namespace}).Validate(); err != nil {
-		return nil, err
-	}
-	return cleanupNetworkWith(ctx, c, "", namespace, DefaultInjectTimeout, defaultPoll)
+	return cleanupWithBuiltClient(ctx, c, namespace, cleanupNetworkWith)
 }
 
 func cleanupNetworkWith(ctx context.Context, c client.Client, host, ns string, timeout, poll time.Duration) ([]string, error) {
-	var list v1alpha1.NetworkChaosList
-	err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{ManagedByLabel: ManagedByValue})
-	if err != nil {
-		// No NetworkChaos resource, or no right to list it: kplan could
-		// not have created one either.
-		if meta.IsNoMatchError(err) || apierrors.IsForbidden(err) {
-			return nil, nil
-		}
-		return nil, kubeErr(err, host, "list", networkResource, ns)
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, nc := range list.Items {
-		names = append(names, nc.Name)
-	}
-	sort.Strings(names)
+	names, err := networkChaosKind.cleanup(ctx, c, host, ns, timeout, poll)
 	var done []string
 	for _, name := range names {
-		if err := deleteNetworkAndWait(ctx, c, host, ns, name, timeout, poll); err != nil {
-			return done, err
-		}
 		done = append(done, "networkchaos/"+name)
 	}
-	return done, nil
+	return done, err
 }
 
 // recordPhase is the phase of Chaos Mesh's record of pod, "" when none.

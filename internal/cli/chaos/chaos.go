@@ -670,30 +670,6 @@ func openCluster(opts *Options) (chaos.Cluster, error) {
 	return c, nil
 }
 
-// secondInterrupt returns a channel that closes when sigs delivers its
-// second signal. The first one cancels the run's context (internal/app's
-// signal context) and the experiment cleans up; onFirst says so. The second
-// cuts the cleanup short. It stops watching when done closes.
-func secondInterrupt(sigs <-chan os.Signal, done <-chan struct{}, onFirst func()) <-chan struct{} {
-	abort := make(chan struct{})
-	go func() {
-		for n := 0; ; {
-			select {
-			case <-done:
-				return
-			case <-sigs:
-			}
-			if n++; n == 1 {
-				onFirst()
-				continue
-			}
-			close(abort)
-			return
-		}
-	}()
-	return abort
-}
-
 func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	io := opts.IO
 	cfg := opts.Config
@@ -716,7 +692,7 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	defer signal.Stop(sigs)
 	done := make(chan struct{})
 	defer close(done)
-	cfg.Abort = secondInterrupt(sigs, done, func() {
+	cfg.Abort = cmdutil.SecondInterrupt(sigs, done, func() {
 		fmt.Fprintln(io.ErrOut, "\nchaos: interrupted; stopping the producers and cleaning up (interrupt again to cut the cleanup short)")
 	})
 	if rcl != nil {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,29 +149,6 @@ func TestWriteReportPartitionerNeverRan(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "## The last run")
-}
-
-// The first interrupt cancels the run (internal/app) and the cleanup runs;
-// the second cuts it short.
-func TestSecondInterrupt(t *testing.T) {
-	sigs := make(chan os.Signal, 2)
-	done := make(chan struct{})
-	defer close(done)
-	first := make(chan struct{})
-	abort := secondInterrupt(sigs, done, func() { close(first) })
-	sigs <- os.Interrupt
-	<-first
-	select {
-	case <-abort:
-		t.Fatal("one interrupt must not cut the cleanup short")
-	default:
-	}
-	sigs <- os.Interrupt
-	select {
-	case <-abort:
-	case <-time.After(time.Minute):
-		t.Fatal("the second interrupt did not abort the cleanup")
-	}
 }
 
 // Regression: errors were re-formatted with %s (dropping the chain) and

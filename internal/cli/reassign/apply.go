@@ -234,7 +234,7 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	}
 	done := make(chan struct{})
 	defer close(done)
-	ao.Abort = secondSignal(sigs, done, func() {
+	ao.Abort = cmdutil.SecondInterrupt(sigs, done, func() {
 		if o.Mode == apply.ModeExecute && o.Throttle > 0 {
 			fmt.Fprintln(o.IO.ErrOut, "kplan reassign apply: interrupted; removing the replication throttle (interrupt again to leave it in place)")
 		}
@@ -335,30 +335,6 @@ func joinIDs(xs []int32) string {
 		parts[i] = strconv.Itoa(int(x))
 	}
 	return strings.Join(parts, ",")
-}
-
-// secondSignal returns a channel that closes on the second signal sigs
-// delivers: the first one cancels the command's context (internal/app's
-// signal context) and apply cleans up, which onFirst announces; the second
-// cuts the cleanup short. It stops watching when done closes.
-func secondSignal(sigs <-chan os.Signal, done <-chan struct{}, onFirst func()) <-chan struct{} {
-	abort := make(chan struct{})
-	go func() {
-		for n := 0; ; {
-			select {
-			case <-done:
-				return
-			case <-sigs:
-			}
-			if n++; n == 1 {
-				onFirst()
-				continue
-			}
-			close(abort)
-			return
-		}
-	}()
-	return abort
 }
 
 // loadPlan reads the plan file.
