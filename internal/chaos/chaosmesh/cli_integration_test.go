@@ -167,8 +167,12 @@ func TestChaosMeshCLIKillBroker3(t *testing.T) {
 		switch p.Name {
 		case "roundrobin":
 			assert.GreaterOrEqual(t, *after.MaxOverMean, 1.25, p.Name)
-		case "node", "sqf":
+		case "node":
 			assert.LessOrEqual(t, *after.MaxOverMean, 1.05, p.Name)
+		case "sqf":
+			// Balanced queues, not counts: see TestLabKillBroker3
+			// (internal/chaos) for why sqf's bound is round robin's.
+			assert.Less(t, *after.MaxOverMean, 1.25, p.Name)
 		}
 	}
 	noPodChaos(t, e.env.Client, e.env.Namespace)
