@@ -9,14 +9,14 @@ import (
 
 // Check is the last line of defence before a plan reaches Kafka: every
 // changed partition has a non-empty replica list of distinct target brokers
-// (o.Brokers, or c's brokers when empty), and keeps its replication factor
+// (o.Brokers, or c's live brokers when empty), and keeps its replication factor
 // unless o.ReplicationFactor sets one. A failure means a planner bug, so
 // its error is a runtime error.
 func Check(c *topology.Cluster, p *Plan, o Options) error {
 	target := map[int32]bool{}
 	brokers := o.Brokers
 	if len(brokers) == 0 {
-		brokers = c.Brokers
+		brokers = LiveBrokers(c)
 	}
 	for _, b := range brokers {
 		target[b.ID] = true

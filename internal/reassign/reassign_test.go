@@ -40,7 +40,7 @@ func checkPlan(t *testing.T, c *topology.Cluster, opts Options, p *Plan) {
 		brokers = c.Brokers
 	}
 	for _, b := range brokers {
-		target[b.ID] = true
+		target[b.ID] = !b.Missing
 	}
 	for _, ch := range p.Changes {
 		i := c.Find(ch.New.Key())

@@ -108,7 +108,12 @@ func (w *work) targetBrokers() (map[int32]string, map[int32]bool, error) {
 	targetSet := map[int32]bool{}
 	tb := o.Brokers
 	if len(tb) == 0 {
-		tb = c.Brokers
+		tb = LiveBrokers(c)
+		for _, b := range c.Brokers {
+			if b.Missing {
+				w.notes = append(w.notes, fmt.Sprintf("broker %d is down (replicas name it, the cluster's broker list does not): it is drained, never a target", b.ID))
+			}
+		}
 	}
 	for _, b := range tb {
 		if b.ID < 0 {
@@ -116,6 +121,9 @@ func (w *work) targetBrokers() (map[int32]string, map[int32]bool, error) {
 		}
 		if targetSet[b.ID] {
 			return nil, nil, targetErr("brokers", "broker %d is listed twice", b.ID)
+		}
+		if cb, ok := c.Broker(b.ID); ok && cb.Missing {
+			return nil, nil, targetErr("brokers", "broker %d is down (replicas name it, the cluster's broker list does not): it can be drained, not a target", b.ID)
 		}
 		targetSet[b.ID] = true
 		if b.Rack != "" {
@@ -139,6 +147,18 @@ func (w *work) targetBrokers() (map[int32]string, map[int32]bool, error) {
 		}
 	}
 	return racks, targetSet, nil
+}
+
+// LiveBrokers returns c's brokers that are not Missing: the default target
+// set, since a down broker can only be drained.
+func LiveBrokers(c *topology.Cluster) []topology.Broker {
+	out := make([]topology.Broker, 0, len(c.Brokers))
+	for _, b := range c.Brokers {
+		if !b.Missing {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // indexBrokers numbers the brokers densely in id order and their racks in
