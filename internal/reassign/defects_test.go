@@ -55,3 +55,47 @@ func TestDownBrokerIsDrained(t *testing.T) {
 		assert.Contains(t, te.Msg, "broker 4 is down")
 	}
 }
+
+// sameRackPairs counts partitions with two replicas in one named rack, by
+// the racks of c's brokers: the independent count of rack violations when
+// there are at least as many racks as replicas.
+func sameRackPairs(c *topology.Cluster, parts []topology.Partition) int {
+	bad := 0
+	for _, p := range parts {
+		seen := map[string]bool{}
+		for _, r := range p.Replicas {
+			b, _ := c.Broker(r)
+			if b.Rack != "" && seen[b.Rack] {
+				bad++
+				break
+			}
+			seen[b.Rack] = true
+		}
+	}
+	return bad
+}
+
+// One rack-less broker (or a down one) used to turn rack awareness off for
+// the whole plan while the summary said "rack violations 0" before and
+// after. Now the rack-less broker counts as a rack of its own, the brokers
+// with racks keep their rules, and the summary counts what is there.
+func TestRacklessBrokerKeepsRacks(t *testing.T) {
+	for _, down := range []bool{false, true} {
+		brokers := []topology.Broker{{ID: 1, Rack: "a"}, {ID: 2, Rack: "a"}, {ID: 3, Rack: "b"}, {ID: 4, Rack: "b"}, {ID: 6, Rack: "c"}}
+		if !down {
+			brokers = append(brokers, topology.Broker{ID: 5})
+		}
+		c := &topology.Cluster{Live: down, Brokers: brokers}
+		// Every partition on two brokers of one rack, some on broker 5.
+		c.Partitions = append(ring("a", 6, 2, 1, 2), ring("b", 6, 2, 3, 4)...)
+		c.Partitions = append(c.Partitions, ring("c", 6, 2, 5, 6)...)
+		c.Normalize()
+		p, err := Compute(c, Options{})
+		require.NoError(t, err)
+		checkPlan(t, c, Options{}, p)
+		assert.Equal(t, 12, sameRackPairs(c, c.Partitions))
+		assert.Equal(t, 12, p.Summary.Before.RackViolations, "down=%v", down)
+		assert.Zero(t, sameRackPairs(c, p.Final.Partitions), "down=%v", down)
+		assert.Zero(t, p.Summary.After.RackViolations)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -479,23 +480,40 @@ func within(p, k, lo, hi int) bool {
 // rackViolations counts partitions whose replicas do not spread over racks
 // as far as the racks of the brokers (listed or holding replicas) allow:
 // some rack holds more of them than rackCap (with at least as many racks
-// as replicas, two in one rack). 0 when some broker's rack is unknown.
+// as replicas, two in one rack). A broker whose rack is unknown (no rack,
+// or down) counts as a rack of its own, as the planner counts it, so one
+// such broker no longer hides every violation; without any rack there is
+// nothing to violate.
 func rackViolations(parts []topology.Partition, brokers []topology.Broker, rackOf func(int32) string) int {
-	ids := map[int32]bool{}
+	// rack maps each broker to its rack's name, unknown racks to a name of
+	// their own that no real rack has.
+	rack := map[int32]string{}
+	anyRack := false
+	note := func(id int32) {
+		if _, ok := rack[id]; ok {
+			return
+		}
+		r := rackOf(id)
+		if r == "" {
+			r = "\x00" + strconv.Itoa(int(id))
+		} else {
+			anyRack = true
+		}
+		rack[id] = r
+	}
 	for _, b := range brokers {
-		ids[b.ID] = true
+		note(b.ID)
 	}
 	for _, p := range parts {
 		for _, r := range p.Replicas {
-			ids[r] = true
+			note(r)
 		}
 	}
+	if !anyRack {
+		return 0 // no racks: nothing to violate
+	}
 	perRack := map[string]int{}
-	for id := range ids {
-		r := rackOf(id)
-		if r == "" {
-			return 0 // racks unknown for some broker: nothing to violate
-		}
+	for _, r := range rack {
 		perRack[r]++
 	}
 	sizes := make([]int, 0, len(perRack))
@@ -513,7 +531,7 @@ func rackViolations(parts []topology.Partition, brokers []topology.Broker, rackO
 		}
 		clear(count)
 		for _, r := range p.Replicas {
-			count[rackOf(r)]++
+			count[rack[r]]++
 		}
 		for _, k := range count {
 			if k > c {

@@ -244,8 +244,9 @@ func TestCountBalanceBound(t *testing.T) {
 
 // A layout where some brokers have racks and others not used to fail with
 // "--brokers: broker N has no rack ..." even without --brokers. From the
-// layout it plans without racks and says so; only an explicit target broker
-// list is refused, naming the brokers field.
+// layout the rack-less broker counts as a rack of its own, with a note
+// (TestRacklessBrokerKeepsRacks); only an explicit target broker list is
+// refused, naming the brokers field.
 func TestPartialRacks(t *testing.T) {
 	c := &topology.Cluster{Brokers: []topology.Broker{{ID: 1, Rack: "a"}, {ID: 2, Rack: "b"}, {ID: 3}}}
 	for p := range 6 {
@@ -255,7 +256,7 @@ func TestPartialRacks(t *testing.T) {
 	p, err := Compute(c, Options{})
 	require.NoError(t, err)
 	checkPlan(t, c, Options{}, p)
-	assert.Contains(t, strings.Join(p.Summary.Notes, "\n"), "racks ignored: broker 3 has no rack while broker 2 has one")
+	assert.Contains(t, strings.Join(p.Summary.Notes, "\n"), "broker 3 without a rack beside brokers with one (e.g. 2): each counts as a rack of its own")
 	reps, _ := balanced(p)
 	assert.True(t, reps)
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -162,10 +163,12 @@ func LiveBrokers(c *topology.Cluster) []topology.Broker {
 }
 
 // indexBrokers numbers the brokers densely in id order and their racks in
-// name order. Racks count only when every target broker has one: a target
-// broker without a rack beside others with one is an error when the
-// brokers come from Options.Brokers, and makes the planner ignore racks
-// (with a note) when they come from the cluster.
+// name order. A target broker without a rack beside others with one is an
+// error when the brokers come from Options.Brokers; when they come from the
+// cluster, each such broker counts as a rack of its own (with a note), so
+// the brokers with racks keep their rack rules. (Ignoring racks for the
+// whole plan, as kplan once did, let one rack-less broker put two replicas
+// of a partition in one rack.)
 func (w *work) indexBrokers(racks map[int32]string, targetSet map[int32]bool) error {
 	ids := make([]int32, 0, len(racks))
 	for id := range racks {
@@ -183,12 +186,18 @@ func (w *work) indexBrokers(racks map[int32]string, targetSet map[int32]bool) er
 		}
 	}
 	useRacks := true
+	var rackless []int32 // target brokers planned as a rack of their own
 	if withRack >= 0 && withoutRack >= 0 {
 		if len(w.opts.Brokers) > 0 {
 			return targetErr("brokers", "broker %d has no rack while broker %d has one: give every target broker a rack (ID:RACK) or none", withoutRack, withRack)
 		}
-		w.notes = append(w.notes, fmt.Sprintf("racks ignored: broker %d has no rack while broker %d has one", withoutRack, withRack))
-		useRacks = false
+		for _, id := range ids {
+			if targetSet[id] && racks[id] == "" {
+				rackless = append(rackless, id)
+			}
+		}
+		w.notes = append(w.notes, fmt.Sprintf("%s without a rack beside brokers with one (e.g. %d): each counts as a rack of its own, the others keep their racks",
+			idsNote(rackless), withRack))
 	}
 	w.ids = ids
 	w.pos = make(map[int32]int32, len(ids))
@@ -214,6 +223,10 @@ func (w *work) indexBrokers(racks map[int32]string, targetSet map[int32]bool) er
 		w.rack[i] = -1
 		if r, ok := rackIx[racks[id]]; ok && racks[id] != "" {
 			w.rack[i] = r
+		} else if slices.Contains(rackless, id) {
+			// A rack of its own, unnamed: rackName stays "".
+			w.rack[i] = int32(len(rackNames))
+			rackNames = append(rackNames, "")
 		}
 	}
 	w.nrack = len(rackNames)
@@ -403,6 +416,18 @@ func (w *work) tieOrder() []int32 {
 		w.opts.Rand.Shuffle(len(tie), func(i, j int) { tie[i], tie[j] = tie[j], tie[i] })
 	}
 	return tie
+}
+
+// idsNote names brokers for a note: "broker 3" or "brokers 3, 5".
+func idsNote(ids []int32) string {
+	if len(ids) == 1 {
+		return fmt.Sprintf("broker %d", ids[0])
+	}
+	s := make([]string, len(ids))
+	for j, id := range ids {
+		s[j] = fmt.Sprint(id)
+	}
+	return "brokers " + strings.Join(s, ", ")
 }
 
 func plural(n int, noun string) string {
