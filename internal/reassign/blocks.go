@@ -2,6 +2,7 @@ package reassign
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -192,7 +193,13 @@ func (w *work) pickBrokers(cell []int32, groups [][]int, sizes []int) [][]int32 
 func (w *work) inBlock(b int32, t int) bool { return w.blockOf[b] == w.tblock[t] }
 
 // anchor gives every partition of a topic confined to a smaller block than
-// its cell a replica inside the block, so it can lead from there.
+// its cell a replica inside the block, so it can lead from there. A
+// partition of replication factor 1 moves only off a broker above its
+// target (a move count balance needs anyway, as in the thesis's Fig 6.6),
+// otherwise it stays: its only replica is its data, and anchoring every one
+// moved a whole topic onto its block (an RF-1 topic spread 1-1-1 onto one
+// broker, several times the bound). It then leads from where it is, and
+// the overlap it leaves is reported.
 func (w *work) anchor() {
 	n := w.n()
 	tie := w.tieOrder()
@@ -216,8 +223,13 @@ func (w *work) anchor() {
 			continue
 		}
 		hi := int32((w.parts(t) + len(block) - 1) / len(block))
+		single := 0
 		for i := int(w.tstart[t]); i < int(w.tstart[t+1]); i++ {
 			if w.inBlockReplicas(i, t) > 0 {
+				continue
+			}
+			if b := w.slots[w.off[i]]; w.off[i+1]-w.off[i] == 1 && w.cnt[b] <= w.tgt[b] {
+				single++
 				continue
 			}
 			// Move the replica on the most loaded broker (relative to its
@@ -252,6 +264,10 @@ func (w *work) anchor() {
 				w.put(i, bestS, best)
 				sole[best]++
 			}
+		}
+		if single > 0 {
+			w.notes = append(w.notes, fmt.Sprintf("topic %s: %s of replication factor 1 outside its leader block stay where they are (moving one moves all its data, and their brokers are within their targets); they lead from there",
+				w.tname[t], plural(single, "partition")))
 		}
 	}
 }

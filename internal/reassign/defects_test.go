@@ -99,3 +99,32 @@ func TestRacklessBrokerKeepsRacks(t *testing.T) {
 		assert.Zero(t, p.Summary.After.RackViolations)
 	}
 }
+
+// An RF-1 topic spread 1-1-1 used to be moved entirely onto one broker by
+// --fix-overlaps (its leader block: its only replica is its data), several
+// times the lower bound. Partitions of replication factor 1 now stay and
+// lead where they are: a balanced layout moves nothing, the bound.
+func TestFixOverlapsKeepsRF1Data(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rf   int
+	}{{"with rf 1", 1}, {"with rf 2", 2}, {"with rf 3", 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &topology.Cluster{Brokers: []topology.Broker{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}}}
+			c.Partitions = append(ring("a", 3, 1, 1, 2, 3), ring("big", 32, tc.rf, 1, 2, 3, 4)...)
+			c.Partitions = append(c.Partitions, ring("c", 1, 1, 4)...)
+			c.Normalize()
+			opts := Options{FixOverlaps: true}
+			p, err := Compute(c, opts)
+			require.NoError(t, err)
+			checkPlan(t, c, opts, p)
+			assert.Equal(t, p.Summary.LowerBound, p.Summary.ReplicasMoved)
+			assert.Equal(t, movesBetween(c, p.Final), p.Summary.ReplicasMoved)
+			for _, fp := range p.Final.Partitions {
+				if fp.Topic != "big" {
+					assert.Equal(t, c.Partitions[c.Find(fp.Key())].Replicas, fp.Replicas, "%s moved", fp.Key())
+				}
+			}
+		})
+	}
+}
