@@ -1,6 +1,9 @@
 package reassign
 
 import (
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,5 +129,112 @@ func TestFixOverlapsKeepsRF1Data(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// perBroker counts replicas and leaders per broker of c.
+func perBroker(c *topology.Cluster) (map[int32]int, map[int32]int) {
+	reps, leads := map[int32]int{}, map[int32]int{}
+	for _, b := range c.Brokers {
+		reps[b.ID], leads[b.ID] = 0, 0
+	}
+	for _, p := range c.Partitions {
+		for _, r := range p.Replicas {
+			reps[r]++
+		}
+		leads[p.Leader]++
+	}
+	return reps, leads
+}
+
+// On a cluster already within a few percent of even, kplan used to propose
+// hundreds of moves and leader changes to reach floor/ceil of the mean.
+// With a tolerance, brokers inside the band are left alone: a layout within
+// it moves nothing, and one outside moves exactly its lower bound, every
+// broker ending inside the band.
+func TestToleranceLeavesBalancedBrokersAlone(t *testing.T) {
+	for seed := range uint64(4) {
+		c := generate(rand.New(rand.NewPCG(seed, 20)), layout{brokers: 30, firstID: 1, racks: 3 * int(seed%2), topics: 300, minParts: 20, maxParts: 50, rf: 3, skew: 0})
+		reps, _ := perBroker(c)
+		total := 0
+		for _, k := range reps {
+			total += k
+		}
+		mean := float64(total) / float64(len(reps))
+		for _, tol := range []float64{0.02, 0.05, 0.1} {
+			opts := Options{Tolerance: tol}
+			p, err := Compute(c, opts)
+			require.NoError(t, err)
+			checkPlan(t, c, opts, p)
+			require.NoError(t, Check(c, p, opts))
+			inside := true
+			for _, k := range reps {
+				inside = inside && float64(k) >= mean*(1-tol)-1e-9 && float64(k) <= mean*(1+tol)+1e-9
+			}
+			if inside {
+				assert.Zero(t, p.Summary.ReplicasMoved, "seed %d tol %g: every broker is inside the band", seed, tol)
+			}
+			if c.Brokers[0].Rack == "" {
+				assert.Equal(t, p.Summary.LowerBound, p.Summary.ReplicasMoved, "seed %d tol %g", seed, tol)
+			}
+			after, _ := perBroker(p.Final)
+			for b, k := range after {
+				assert.GreaterOrEqual(t, float64(k), min(math.Floor(mean), math.Ceil(mean*(1-tol)-1e-9)), "seed %d tol %g broker %d", seed, tol, b)
+				assert.LessOrEqual(t, float64(k), max(math.Ceil(mean), math.Floor(mean*(1+tol)+1e-9)), "seed %d tol %g broker %d", seed, tol, b)
+			}
+		}
+		// Without a tolerance the same layout is balanced to floor/ceil:
+		// the moves the tolerance saves.
+		p, err := Compute(c, Options{})
+		require.NoError(t, err)
+		q, err := Compute(c, Options{Tolerance: 0.05})
+		require.NoError(t, err)
+		assert.Greater(t, p.Summary.ReplicasMoved, q.Summary.ReplicasMoved, "seed %d", seed)
+		assert.Greater(t, p.Summary.LeaderChanges, q.Summary.LeaderChanges, "seed %d", seed)
+	}
+}
+
+// A tolerance below floor/ceil of a small mean changes nothing: small
+// layouts plan as without it.
+func TestToleranceSmallMeansUnchanged(t *testing.T) {
+	c := load(t, layouts+"kafkakit-optimize-input.json")
+	p, err := Compute(c, Options{})
+	require.NoError(t, err)
+	q, err := Compute(c, Options{Tolerance: 0.05})
+	require.NoError(t, err)
+	assert.Equal(t, p.Changes, q.Changes)
+	assert.Equal(t, 102, q.Summary.ReplicasMoved)
+	assert.Zero(t, q.Summary.Tolerance, "the band was floor/ceil everywhere")
+}
+
+// --max-moves keeps the changes that fit and counts the rest; what it
+// keeps is a valid plan of its own, and drained brokers empty first.
+func TestMaxMoves(t *testing.T) {
+	c := generate(rand.New(rand.NewPCG(5, 5)), layout{brokers: 12, firstID: 1, topics: 30, minParts: 3, maxParts: 30, rf: 3, skew: 1})
+	opts := Options{Brokers: c.Brokers[1:]}
+	full, err := Compute(c, opts)
+	require.NoError(t, err)
+	onDrained := 0 // the moves of the changes that empty the drained broker
+	for _, ch := range full.Changes {
+		if slices.Contains(ch.Old.Replicas, c.Brokers[0].ID) {
+			onDrained += ch.Moves
+		}
+	}
+	require.Greater(t, full.Summary.ReplicasMoved, onDrained+10)
+	for _, limit := range []int{1, onDrained, onDrained + 10, full.Summary.ReplicasMoved, full.Summary.ReplicasMoved + 1} {
+		opts.MaxMoves = limit
+		p, err := Compute(c, opts)
+		require.NoError(t, err)
+		require.NoError(t, Check(c, p, opts))
+		assert.LessOrEqual(t, p.Summary.ReplicasMoved, limit)
+		assert.Equal(t, full.Summary.ReplicasMoved, p.Summary.ReplicasMoved+p.Summary.MovesLeft, "limit %d", limit)
+		assert.Equal(t, movesBetween(c, p.Final), p.Summary.ReplicasMoved)
+		if limit >= onDrained {
+			after, _ := perBroker(p.Final)
+			assert.Zero(t, after[c.Brokers[0].ID], "limit %d: the drained broker empties first", limit)
+		}
+		if p.Summary.MovesLeft > 0 {
+			assert.Contains(t, strings.Join(p.Summary.Notes, "\n"), "keep their assignment for a later run")
+		}
 	}
 }

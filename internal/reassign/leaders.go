@@ -56,11 +56,11 @@ func (w *work) setLead(i int, r int32, gc []int) {
 	w.lead[i] = r
 }
 
-// topicBounds returns floor and ceil of topic t's partitions over its cell.
+// topicBounds returns floor and ceil of topic t's partitions over its cell
+// (widened by the tolerance, see band).
 func (w *work) topicBounds(t int) (int32, int32) {
-	p := w.tstart[t+1] - w.tstart[t]
-	k := int32(len(w.blocks[w.tblock[t]]))
-	return p / k, (p + k - 1) / k
+	lo, hi := w.band(w.parts(t), len(w.blocks[w.tblock[t]]))
+	return int32(lo), int32(hi)
 }
 
 // spreadTopic brings topic t's leaders per broker within [floor, ceil] of
@@ -176,8 +176,7 @@ func (w *work) balanceLeaders(cell []int32, gc []int, tie []int32) int {
 	for _, b := range cell {
 		total += gc[b]
 	}
-	lo := total / len(cell)
-	hi := (total + len(cell) - 1) / len(cell)
+	lo, hi := w.band(total, len(cell))
 	inCell := make([]bool, n)
 	for _, b := range cell {
 		inCell[b] = true

@@ -67,6 +67,12 @@ type Summary struct {
 	// RemainingOverlaps lists (up to MaxListed) overlapping max-group pairs
 	// after the plan and why each remains.
 	RemainingOverlaps []RemainingOverlap `json:"remaining_overlaps"`
+	// Tolerance is Options.Tolerance when its band was wider than
+	// floor/ceil of some mean, else 0.
+	Tolerance float64 `json:"tolerance,omitempty"`
+	// MovesLeft and PartitionsLeft are what Options.MaxMoves left out.
+	MovesLeft      int `json:"moves_left,omitempty"`
+	PartitionsLeft int `json:"partitions_left,omitempty"`
 	// Waves is filled by SplitWaves.
 	Waves []Wave   `json:"waves,omitempty"`
 	Notes []string `json:"notes"`

@@ -58,6 +58,13 @@ type Options struct {
 	// (each with as many racks as the brokers allow) under FixOverlaps; 0
 	// means one cell.
 	CellSize int
+	// Tolerance is a relative band around the mean (0.05: ±5%) within
+	// which a broker's replicas, leaders and topic leaders are left alone
+	// (see tolerance.go); 0 balances to floor/ceil of the mean.
+	Tolerance float64
+	// MaxMoves, when > 0, caps the replica moves: the changes beyond it
+	// keep their current assignment and the summary counts them.
+	MaxMoves int
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.
 	Rand *rand.Rand
@@ -143,6 +150,12 @@ func (p *Plan) Rollback() []topology.Partition {
 // Compute plans the reassignment of c (normalized: sorted partitions) to
 // the target in opts. Faults in the target or the input are *TargetError.
 func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
+	if opts.Tolerance < 0 || opts.Tolerance >= 1 || opts.Tolerance != opts.Tolerance {
+		return nil, targetErr("tolerance", "must be at least 0 and below 1, got %g", opts.Tolerance)
+	}
+	if opts.MaxMoves < 0 {
+		return nil, targetErr("max-moves", "must be positive, got %d", opts.MaxMoves)
+	}
 	w, err := newWork(c, opts)
 	if err != nil {
 		return nil, err
@@ -155,7 +168,7 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 		// The bound of the same target without --fix-overlaps: cells
 		// change where topics live, so their own bound is another.
 		o := opts
-		o.FixOverlaps, o.CellSize, o.Rand = false, 0, nil
+		o.FixOverlaps, o.CellSize, o.Rand, o.MaxMoves = false, 0, nil, 0
 		cw, err := newWork(c, o)
 		if err != nil {
 			return nil, err
@@ -165,5 +178,11 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	}
 	w.placeReplicas()
 	w.assignLeaders()
-	return w.plan(), nil
+	left, leftParts := w.capMoves()
+	pl := w.plan()
+	if w.widened {
+		pl.Summary.Tolerance = opts.Tolerance
+	}
+	pl.Summary.MovesLeft, pl.Summary.PartitionsLeft = left, leftParts
+	return pl, nil
 }

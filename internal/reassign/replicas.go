@@ -19,6 +19,7 @@ func (w *work) placeReplicas() {
 		// Targets again: the ceilings go to the brokers these forced moves
 		// left most loaded, so shedding undoes as little as possible.
 		w.computeTargets(w.tieOrder())
+		w.tolerate()
 	}
 	w.shed()
 	if w.overTarget() > 0 {
@@ -66,6 +67,7 @@ func (w *work) prepare() {
 	// issue's form: replicas on drained brokers plus the excess over target.
 	w.capped = w.computeTargets(w.tieOrder())
 	w.boundTgt = slices.Clone(w.tgt)
+	w.tolerate()
 	w.lower = 0
 	for b := range w.ids {
 		if w.target[b] {

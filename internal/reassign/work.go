@@ -68,7 +68,8 @@ type work struct {
 	// countBound is, under FixOverlaps, the lower bound of the same target
 	// without it (count balance over all target brokers).
 	countBound *int
-	forced     int // holes: replicas that had to move or be created
+	forced     int  // holes: replicas that had to move or be created
+	widened    bool // the tolerance widened some band beyond floor/ceil
 	notes      []string
 }
 

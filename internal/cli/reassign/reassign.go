@@ -44,12 +44,21 @@ type Options struct {
 	ReplicationFactor int
 	FixOverlaps       bool
 	CellSize          int
+	// Tolerance and MaxMoves: see reassign.Options.
+	Tolerance float64
+	MaxMoves  int
 	// Seed shuffles ties between equally loaded brokers when SeedSet.
 	Seed    uint64
 	SeedSet bool
 
 	f *cmdutil.Factory
 }
+
+// DefaultTolerance is --tolerance's default: brokers within ±5% of the mean
+// are left alone, so an almost balanced cluster gets few or no moves. Below
+// 20 replicas (or leaders) per broker the band is floor/ceil of the mean,
+// as without tolerance.
+const DefaultTolerance = 0.05
 
 // NewCmdReassign returns `kplan reassign`. runF replaces the run function
 // in tests.
@@ -91,7 +100,16 @@ FILE.wave-2.json, ... to run one after another.
 The summary compares the moves with a lower bound: what the brokers under
 their target must receive, i.e. the replicas on drained brokers plus each
 broker's excess over a target of floor/ceil of the mean, the ceilings given
-to the most loaded brokers. With --fix-overlaps it also shows the
+to the most loaded brokers.
+
+--tolerance (default 0.05) is a relative band around the mean: a broker
+holding between mean×(1-tol) and mean×(1+tol) replicas keeps them, and
+brokers outside move to the band's edge, no further; leaders per broker and
+each topic's leaders per broker get the same band. The band is never
+narrower than floor/ceil of the mean, so it changes nothing below 20 per
+broker; --tolerance 0 balances to floor/ceil everywhere. --max-moves N
+keeps the changes that fit in N replica moves (emptying drained brokers
+first) and the summary counts the moves left for a later run. With --fix-overlaps it also shows the
 count-balance bound (the bound without --fix-overlaps), since cells and
 leader blocks move more by design. Without --out nothing is written.`,
 		Example: `  $ kplan reassign --from testdata/layouts/kafkakit-optimize-input.json
@@ -133,6 +151,8 @@ leader blocks move more by design. Without --out nothing is written.`,
 	fs.IntVar(&opts.ReplicationFactor, "replication-factor", 0, "set every partition's replication factor (default: keep each one's)")
 	fs.BoolVar(&opts.FixOverlaps, "fix-overlaps", false, "make leader broker sets pairwise identical or disjoint where partition counts allow")
 	fs.IntVar(&opts.CellSize, "cell-size", 0, "with --fix-overlaps: split the target brokers into cells of this many brokers")
+	fs.Float64Var(&opts.Tolerance, "tolerance", DefaultTolerance, "leave brokers within this relative band around the mean alone (replicas, leaders, topic leaders; 0: balance to floor/ceil)")
+	fs.IntVar(&opts.MaxMoves, "max-moves", 0, "move at most this many replicas; the summary counts what is left (0: no cap)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
 	cmd.AddCommand(NewCmdApply(f, nil))
@@ -149,6 +169,10 @@ func (o *Options) validate() error {
 		return cmdutil.UsageErrorf("--waves/--max-moves-per-wave: need --out FILE to name the wave files")
 	case o.ReplicationFactor < 0:
 		return cmdutil.UsageErrorf("--replication-factor: must be at least 1, got %d", o.ReplicationFactor)
+	case o.Tolerance < 0 || o.Tolerance >= 1 || o.Tolerance != o.Tolerance:
+		return cmdutil.UsageErrorf("--tolerance: must be at least 0 and below 1, got %g", o.Tolerance)
+	case o.MaxMoves < 0:
+		return cmdutil.UsageErrorf("--max-moves: must be positive, got %d", o.MaxMoves)
 	case o.CellSize < 0:
 		return cmdutil.UsageErrorf("--cell-size: must be positive, got %d", o.CellSize)
 	case o.CellSize > 0 && !o.FixOverlaps:
@@ -258,7 +282,8 @@ func runReassign(ctx context.Context, opts *Options) error {
 			kafka.ApplySizes(c, sizes)
 		}
 	}
-	ro := reassign.Options{Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize}
+	ro := reassign.Options{Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
+		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves}
 	if opts.SeedSet {
 		ro.Rand = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	}

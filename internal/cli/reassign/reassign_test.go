@@ -92,6 +92,9 @@ func TestBadInput(t *testing.T) {
 		{"same file twice", []string{"--from", kafkakit, "--out", "a.json", "--rollback", "a.json"}, "--out and --rollback: both name a.json"},
 		{"duplicate replica", []string{"--from", bad}, bad + ":2"},
 		{"no source", nil, "no layout"},
+		{"tolerance negative", []string{"--from", kafkakit, "--tolerance", "-0.1"}, "--tolerance: must be at least 0 and below 1"},
+		{"tolerance whole", []string{"--from", kafkakit, "--tolerance", "1"}, "--tolerance: must be at least 0 and below 1"},
+		{"max moves negative", []string{"--from", kafkakit, "--max-moves", "-1"}, "--max-moves: must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := run(append([]string{"reassign"}, tc.args...)...)
@@ -249,4 +252,12 @@ func TestParseBrokers(t *testing.T) {
 		_, err := reassign.ParseBrokers(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// --max-moves caps the plan and the summary says what is left.
+func TestMaxMovesSummary(t *testing.T) {
+	code, out, errOut := run("reassign", "--from", kafkakit, "--max-moves", "40")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `replicas moved\s+(40|3\d)\n`, out)
+	assert.Regexp(t, `left by --max-moves\s+\d+ moves in \d+ partitions`, out)
 }

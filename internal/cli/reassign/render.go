@@ -64,6 +64,12 @@ func doc(r result) report.Document {
 		{"preferred elections", strconv.Itoa(s.PreferredElections)},
 		{"bytes moved", bytesText(s.BytesMoved)},
 	}...)
+	if s.Tolerance > 0 {
+		plan.Rows = append(plan.Rows, []string{"tolerance", fmt.Sprintf("±%g%% of the mean (--tolerance %g)", s.Tolerance*100, s.Tolerance)})
+	}
+	if s.MovesLeft > 0 {
+		plan.Rows = append(plan.Rows, []string{"left by --max-moves", fmt.Sprintf("%d moves in %d partitions", s.MovesLeft, s.PartitionsLeft)})
+	}
 	d.Sections = append(d.Sections, plan)
 	bal := report.Section{Title: "Balance", Header: []string{"", "BEFORE", "AFTER"}, Rows: [][]string{
 		{"replicas per broker", skewCells(s.Before.Replicas), skewCells(s.After.Replicas)},
