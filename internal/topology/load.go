@@ -303,14 +303,35 @@ func (jp jsonPartition) partition(topics map[string]string) (Partition, string, 
 // LoadDescribe reads the text of kafka-topics.sh --describe, Kafka 2.x to
 // 4.x: partition lines hold "Topic: t  Partition: 0  Leader: 1  Replicas:
 // 1,2  Isr: 1,2" (tab separated, with optional Elr, LastKnownElr and
-// Offline fields and "Leader: none"); topic header lines are skipped.
+// Offline fields and "Leader: none"). Topic header lines ("Topic: t
+// PartitionCount: 3 ...") are checked against the partition lines of their
+// topic: fewer or more than PartitionCount (a truncated copy) is an error
+// naming the header's line.
 func LoadDescribe(data []byte, name string) (*Cluster, error) {
 	c := &Cluster{}
 	seen := map[Key]bool{}
 	topics := map[string]string{}
+	type header struct {
+		line, count, lines int
+	}
+	headers := map[string]*header{}
+	var order []string
 	for i, raw := range strings.Split(string(data), "\n") {
 		line := strings.TrimSpace(raw)
-		if line == "" || !strings.Contains(line, "Partition:") {
+		if line == "" {
+			continue
+		}
+		if !strings.Contains(line, "Partition:") {
+			if h := describeFields(line); h["PartitionCount"] != "" && h["Topic"] != "" {
+				n, err := strconv.ParseInt(h["PartitionCount"], 10, 32)
+				if err != nil || n < 0 {
+					return nil, &LoadError{File: name, Line: i + 1, Field: "PartitionCount", Msg: fmt.Sprintf("%q is not a partition count", h["PartitionCount"])}
+				}
+				if _, dup := headers[h["Topic"]]; !dup {
+					order = append(order, h["Topic"])
+				}
+				headers[h["Topic"]] = &header{line: i + 1, count: int(n)}
+			}
 			continue
 		}
 		fields := describeFields(line)
@@ -374,14 +395,30 @@ func LoadDescribe(data []byte, name string) (*Cluster, error) {
 			return nil, fail("Partition", "duplicate topic-partition %s", p.Key())
 		}
 		seen[p.Key()] = true
+		if h := headers[fields["Topic"]]; h != nil {
+			h.lines++
+		}
 		c.Partitions = append(c.Partitions, p)
 	}
 	if len(c.Partitions) == 0 {
 		return nil, &LoadError{File: name, Line: 1, Msg: "no partition lines found"}
 	}
+	for _, t := range order {
+		if h := headers[t]; h.lines != h.count {
+			return nil, &LoadError{File: name, Line: h.line, Field: "PartitionCount", Msg: fmt.Sprintf("topic %s has %d partitions but %s follow (truncated output?)",
+				t, h.count, pluralLines(h.lines))}
+		}
+	}
 	c.Live = true // describe output is a cluster's live state: leaders and ISR are facts
 	c.Normalize()
 	return c, nil
+}
+
+func pluralLines(n int) string {
+	if n == 1 {
+		return "1 partition line"
+	}
+	return fmt.Sprintf("%d partition lines", n)
 }
 
 // describeFields splits "Key: value" pairs separated by tabs (or runs of

@@ -134,6 +134,11 @@ func TestLoadDescribeErrors(t *testing.T) {
 		{"Topic: a\tPartition: 0\tLeader: 1\tReplicas: \tIsr: 1\n", "Replicas: \"\" is not a list"},
 		{"Topic: a\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\nTopic: a\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\n", "d.txt:2: Partition: duplicate topic-partition a-0"},
 		{"Topic: a\tPartitionCount: 1\n", "no partition lines"},
+		// A truncated copy: fewer partition lines than PartitionCount.
+		{describe4x + "Topic: b\tTopicId: x\tPartitionCount: 3\tReplicationFactor: 1\tConfigs:\n\tTopic: b\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\n",
+			"d.txt:4: PartitionCount: topic b has 3 partitions but 1 partition line follow"},
+		{strings.Replace(describe2x, "PartitionCount:3", "PartitionCount:2", 1), "d.txt:1: PartitionCount: topic orders has 2 partitions but 3 partition lines follow"},
+		{"Topic: a\tPartitionCount: x\n", "d.txt:1: PartitionCount: \"x\" is not a partition count"},
 	}
 	for _, tt := range tests {
 		_, err := Load(strings.NewReader(tt.body), "d.txt")
