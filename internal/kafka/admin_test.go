@@ -66,6 +66,11 @@ func TestAdminSnapshotWaitAndSizes(t *testing.T) {
 		assert.Equal(t, sizes[p.Key()], p.SizeBytes)
 	}
 
+	// kfake never has a reassignment in progress: the request round-trips.
+	ongoing, err := a.AllOngoing(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, ongoing)
+
 	none, err := a.Snapshot(ctx, func(string) bool { return false })
 	require.NoError(t, err)
 	assert.Empty(t, none.Partitions)

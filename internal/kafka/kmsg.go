@@ -29,4 +29,11 @@ func kmsgCreateTopic(topic string, assignment [][]int32, configs map[string]*str
 	return req
 }
 
+// kmsgListReassignments asks for every ongoing reassignment (no topics).
+func kmsgListReassignments() *kmsg.ListPartitionReassignmentsRequest {
+	req := kmsg.NewPtrListPartitionReassignmentsRequest()
+	req.TimeoutMillis = 15000
+	return req
+}
+
 func kerrErr(code int16) error { return kerr.ErrorForCode(code) }

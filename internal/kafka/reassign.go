@@ -180,6 +180,33 @@ func (a *Admin) Ongoing(ctx context.Context, keys []topology.Key) (map[topology.
 	return out, nil
 }
 
+// AllOngoing lists every reassignment in progress on the cluster (a
+// ListPartitionReassignments request without topics, which Kafka answers
+// with all of them).
+func (a *Admin) AllOngoing(ctx context.Context) (map[topology.Key]topology.Ongoing, error) {
+	cl, err := a.Client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
+	req := kmsgListReassignments()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, a.classify(fmt.Errorf("list reassignments: %w", err))
+	}
+	if err := kerrErr(resp.ErrorCode); err != nil {
+		return nil, a.classify(fmt.Errorf("list reassignments: %w", err))
+	}
+	out := map[topology.Key]topology.Ongoing{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			out[topology.Key{Topic: t.Topic, Partition: p.Partition}] = topology.Ongoing{Replicas: p.Replicas, Adding: p.AddingReplicas, Removing: p.RemovingReplicas}
+		}
+	}
+	return out, nil
+}
+
 // bounded runs one request within the connection timeout.
 func bounded[T any](ctx context.Context, a *Admin, req func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := a.bounded(ctx)

@@ -238,3 +238,31 @@ func TestMaxMoves(t *testing.T) {
 		}
 	}
 }
+
+// A partition in the middle of a reassignment lists its old and new
+// replicas together (Kafka's metadata while adding replicas); planning from
+// that list made the move a permanent replication-factor increase. With
+// the ongoing reassignments it is planned from its target replicas.
+func TestOngoingReassignmentKeepsRF(t *testing.T) {
+	c := &topology.Cluster{Live: true, Brokers: []topology.Broker{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}}}
+	c.Partitions = ring("t", 8, 2, 1, 2, 3, 4)
+	// t-0 moves from 1,2 to 2,3: while adding 3 it lists 1,2,3.
+	c.Partitions[0].Replicas = []int32{1, 2, 3}
+	c.Partitions[0].ISR = []int32{1, 2}
+	c.Normalize()
+	ongoing := map[topology.Key]topology.Ongoing{{Topic: "t", Partition: 0}: {Replicas: []int32{1, 2, 3}, Adding: []int32{3}, Removing: []int32{1}}}
+	opts := Options{Ongoing: ongoing}
+	p, err := Compute(c, opts)
+	require.NoError(t, err)
+	require.NoError(t, Check(c, p, Options{}))
+	for _, fp := range p.Final.Partitions {
+		assert.Len(t, fp.Replicas, 2, "%s: replication factor", fp.Key())
+	}
+	assert.Contains(t, strings.Join(p.Summary.Notes, "\n"), "1 partition is in the middle of a reassignment, planned from the replicas it is moving to (t-0 1,2,3 -> 2,3)")
+	assert.Equal(t, []int32{1, 2, 3}, c.Partitions[0].Replicas, "the input is not changed")
+
+	// Without them, the same layout keeps replication factor 3 for t-0.
+	q, err := Compute(c, Options{})
+	require.NoError(t, err)
+	assert.Len(t, q.Final.Partitions[0].Replicas, 3)
+}

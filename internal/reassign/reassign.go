@@ -34,6 +34,9 @@ package reassign
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -65,6 +68,11 @@ type Options struct {
 	// MaxMoves, when > 0, caps the replica moves: the changes beyond it
 	// keep their current assignment and the summary counts them.
 	MaxMoves int
+	// Ongoing are the reassignments in progress (a live cluster's
+	// ListPartitionReassignments): their partitions are planned from their
+	// target replicas (the replicas less those being removed), never as a
+	// larger replication factor.
+	Ongoing map[topology.Key]topology.Ongoing
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.
 	Rand *rand.Rand
@@ -156,10 +164,12 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	if opts.MaxMoves < 0 {
 		return nil, targetErr("max-moves", "must be positive, got %d", opts.MaxMoves)
 	}
+	c, settled := settle(c, opts.Ongoing)
 	w, err := newWork(c, opts)
 	if err != nil {
 		return nil, err
 	}
+	w.notes = append(settled, w.notes...)
 	switch {
 	case opts.FixOverlaps && opts.CellSize == 0:
 		// One cell: the bound is the one without --fix-overlaps.
@@ -185,4 +195,67 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	}
 	pl.Summary.MovesLeft, pl.Summary.PartitionsLeft = left, leftParts
 	return pl, nil
+}
+
+// settle returns c with every partition in the middle of a reassignment
+// replaced by its target (its replicas less those being removed, in their
+// order; ISR and leader kept where they stay), and a note naming them. A
+// partition adding replicas lists old and new ones together, so planning
+// from that list would keep them all: a permanent increase of its
+// replication factor. c itself is not changed.
+func settle(c *topology.Cluster, ongoing map[topology.Key]topology.Ongoing) (*topology.Cluster, []string) {
+	if len(ongoing) == 0 {
+		return c, nil
+	}
+	var keys []string
+	out := c
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		o, ok := ongoing[p.Key()]
+		if !ok || len(o.Removing) == 0 {
+			continue
+		}
+		target := slices.DeleteFunc(slices.Clone(p.Replicas), func(r int32) bool { return slices.Contains(o.Removing, r) })
+		if len(target) == 0 || len(target) == len(p.Replicas) {
+			continue
+		}
+		if out == c {
+			out = c.Clone()
+		}
+		q := &out.Partitions[i]
+		if q.ISR != nil {
+			q.ISR = slices.DeleteFunc(q.ISR, func(r int32) bool { return !slices.Contains(target, r) })
+		}
+		if !slices.Contains(target, q.Leader) {
+			q.Leader = topology.NoLeader
+		}
+		q.Replicas = target
+		if len(keys) < 3 {
+			keys = append(keys, fmt.Sprintf("%s %s -> %s", p.Key(), joinIDs(p.Replicas), joinIDs(target)))
+		} else {
+			keys = append(keys, "")
+		}
+	}
+	if len(keys) == 0 {
+		return c, nil
+	}
+	shown := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == "" })
+	what := "1 partition is"
+	if len(keys) > 1 {
+		what = fmt.Sprintf("%d partitions are", len(keys))
+	}
+	more := ""
+	if len(keys) > len(shown) {
+		more = "; ..."
+	}
+	return out, []string{fmt.Sprintf("%s in the middle of a reassignment, planned from the replicas it is moving to (%s%s); a plan that changes one replaces its reassignment",
+		what, strings.Join(shown, "; "), more)}
+}
+
+func joinIDs(v []int32) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(int(x))
+	}
+	return strings.Join(s, ",")
 }

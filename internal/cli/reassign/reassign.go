@@ -271,18 +271,24 @@ func runReassign(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	var ongoing map[topology.Key]topology.Ongoing
 	if opts.Source.From == "" {
 		// Sizes make "bytes moved" real; without them the plan still stands.
 		admin := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: opts.Source.BootstrapServers, CommandConfig: opts.Source.CommandConfig, Timeout: opts.Source.Timeout}, opts.f.Version)
 		sizes, err := admin.LogDirSizes(ctx, nil)
-		admin.Close()
 		if err != nil {
 			fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: partition sizes unknown (%v); bytes moved not reported\n", err)
 		} else {
 			kafka.ApplySizes(c, sizes)
 		}
+		// Partitions mid-reassignment list old and new replicas together:
+		// the planner needs their targets.
+		if ongoing, err = admin.AllOngoing(ctx); err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: reassignments in progress unknown (%v); a partition adding replicas would be planned with all of them\n", err)
+		}
+		admin.Close()
 	}
-	ro := reassign.Options{Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
+	ro := reassign.Options{Ongoing: ongoing, Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
 		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves}
 	if opts.SeedSet {
 		ro.Rand = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
