@@ -3,6 +3,7 @@
 package reassign_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -40,4 +41,33 @@ func TestUnwritableFileIsUsage(t *testing.T) {
 	assert.Equal(t, cmdutil.ExitUsage, code, errOut)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "cannot write "+missing)
+}
+
+// Re-planning with fewer waves (or none) used to leave the earlier plan's
+// wave files beside the new ones. kplan removes its own stale wave files,
+// and only those.
+func TestStaleWavesRemoved(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.json")
+	other := []string{"plan.wave-x.json", "plan.wave-0.json", "other.wave-3.json", "plan.wave-3.json.bak"}
+	for _, name := range other {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("{}"), 0o644))
+	}
+	code, _, errOut := run("reassign", "--from", kafkakit, "--out", plan, "--waves", "3")
+	require.Equal(t, 0, code, errOut)
+	for i := 1; i <= 3; i++ {
+		require.FileExists(t, filepath.Join(dir, fmt.Sprintf("plan.wave-%d.json", i)))
+	}
+	code, _, errOut = run("reassign", "--from", kafkakit, "--out", plan, "--waves", "1")
+	require.Equal(t, 0, code, errOut)
+	assert.FileExists(t, filepath.Join(dir, "plan.wave-1.json"))
+	assert.NoFileExists(t, filepath.Join(dir, "plan.wave-2.json"))
+	assert.NoFileExists(t, filepath.Join(dir, "plan.wave-3.json"))
+	assert.Contains(t, errOut, "removed wave files of an earlier plan")
+	code, _, errOut = run("reassign", "--from", kafkakit, "--out", plan)
+	require.Equal(t, 0, code, errOut)
+	assert.NoFileExists(t, filepath.Join(dir, "plan.wave-1.json"))
+	for _, name := range append(other, "plan.json") {
+		assert.FileExists(t, filepath.Join(dir, name), "not kplan's wave file")
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -308,6 +309,15 @@ func runReassign(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if opts.Out != "" {
+		removed, err := removeStaleWaves(opts.Out, written)
+		if len(removed) > 0 {
+			fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: removed wave files of an earlier plan: %s\n", strings.Join(removed, ", "))
+		}
+		if err != nil {
+			return err
+		}
+	}
 	r := result{Summary: plan.Summary, Files: written}
 	return report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) })
 }
@@ -354,6 +364,38 @@ func planFiles(opts *Options, plan *reassign.Plan) ([]file, error) {
 		}
 	}
 	return files, nil
+}
+
+// removeStaleWaves removes the wave files of an earlier plan beside out
+// (kplan's own pattern, OUT.wave-N.json, regular files only) that this run
+// did not write: re-planning with fewer waves, or none, used to leave them
+// beside the new plan, where running them all would apply two plans.
+func removeStaleWaves(out string, written []string) ([]string, error) {
+	base := strings.TrimSuffix(out, ".json")
+	dir := filepath.Dir(base)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("looking for stale wave files in %s: %w", dir, err)
+	}
+	keep := map[string]bool{}
+	for _, w := range written {
+		if filepath.Dir(w) == dir {
+			keep[filepath.Base(w)] = true
+		}
+	}
+	pattern := regexp.MustCompile(`^` + regexp.QuoteMeta(filepath.Base(base)) + `\.wave-[1-9][0-9]*\.json$`)
+	var removed []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !pattern.MatchString(e.Name()) || keep[e.Name()] {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if err := os.Remove(path); err != nil {
+			return removed, fmt.Errorf("removing the stale wave file %s: %w", path, err)
+		}
+		removed = append(removed, path)
+	}
+	return removed, nil
 }
 
 // writeAll writes every file to a temp file beside it, then renames them
