@@ -266,3 +266,25 @@ func TestOngoingReassignmentKeepsRF(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, q.Final.Partitions[0].Replicas, 3)
 }
+
+// A drain plan used to include replication-factor-1 partitions on a dead
+// broker without a word: their data is gone while it is down. The plan now
+// warns, and also names partitions whose only copies are on live drained
+// brokers (they must stay up until the move completes).
+func TestDrainWarnsAboutLostPartitions(t *testing.T) {
+	c := &topology.Cluster{Live: true, Brokers: []topology.Broker{{ID: 1}, {ID: 2}, {ID: 3}}}
+	c.Partitions = append(ring("rf1", 4, 1, 1, 2, 3, 4), ring("rf2", 4, 2, 1, 2, 3, 4)...)
+	c.Normalize() // broker 4 is down
+	p, err := Compute(c, Options{})
+	require.NoError(t, err)
+	notes := strings.Join(p.Summary.Notes, "\n")
+	assert.Contains(t, notes, "1 partition has every replica on a down broker or no leader (rf1-3 on 4)")
+	assert.NotContains(t, notes, "no replica on a target broker")
+
+	// Draining live broker 3 as well: rf1-2 has its only copy there.
+	p, err = Compute(c, Options{Brokers: []topology.Broker{{ID: 1}, {ID: 2}}})
+	require.NoError(t, err)
+	notes = strings.Join(p.Summary.Notes, "\n")
+	assert.Contains(t, notes, "1 partition has every replica on a down broker or no leader (rf1-3 on 4)")
+	assert.Contains(t, notes, "2 partitions have no replica on a target broker (rf1-2 on 3; rf2-2 on 3,4)")
+}

@@ -169,7 +169,7 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.notes = append(settled, w.notes...)
+	w.notes = append(append(settled, w.notes...), w.lostNotes()...)
 	switch {
 	case opts.FixOverlaps && opts.CellSize == 0:
 		// One cell: the bound is the one without --fix-overlaps.
