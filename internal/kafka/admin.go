@@ -69,6 +69,22 @@ func (a *Admin) Snapshot(ctx context.Context, topicFilter func(string) bool) (*t
 	return c, nil
 }
 
+// ClusterID reads the cluster id from metadata ("" when the cluster sends
+// none).
+func (a *Admin) ClusterID(ctx context.Context) (string, error) {
+	cl, err := a.Client()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
+	md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return "", a.classify(fmt.Errorf("metadata: %w", err))
+	}
+	return md.Cluster, nil
+}
+
 // LogDirSizes returns the on-disk size of every partition of the topics the
 // filter accepts (nil: all but Kafka's internal topics), from
 // DescribeLogDirs on every broker: the largest replica's size, which is

@@ -66,6 +66,10 @@ func TestAdminSnapshotWaitAndSizes(t *testing.T) {
 		assert.Equal(t, sizes[p.Key()], p.SizeBytes)
 	}
 
+	id, err := a.ClusterID(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "kfake", id)
+
 	// kfake never has a reassignment in progress: the request round-trips.
 	ongoing, err := a.AllOngoing(ctx)
 	require.NoError(t, err)

@@ -216,7 +216,7 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	ao := apply.Options{
 		Throttle:    o.Throttle,
 		Yes:         o.Yes,
-		Lab:         o.isLab(),
+		Lab:         o.isLab(ctx, adm),
 		NoWait:      o.NoWait,
 		WaitTimeout: o.WaitTimeout,
 		Poll:        o.Poll,
@@ -397,10 +397,22 @@ func (o *ApplyOptions) progress() func(apply.Event) {
 	}
 }
 
-// isLab reports whether every bootstrap address belongs to the local kplan
-// lab in LabDir.
-func (o *ApplyOptions) isLab() bool {
+// clusterIDer is an admin that reads the cluster id from metadata
+// (kafka.Admin does).
+type clusterIDer interface {
+	ClusterID(ctx context.Context) (string, error)
+}
+
+// isLab reports whether the cluster is the local kplan lab in LabDir: every
+// bootstrap address is one of the lab's brokers, and the cluster answering
+// there has the lab's cluster id (lab.json). The address alone let any
+// cluster that took over a stale lab's ports skip --yes.
+func (o *ApplyOptions) isLab(ctx context.Context, adm apply.Admin) bool {
 	if o.BootstrapServers == "" {
+		return false
+	}
+	ider, ok := adm.(clusterIDer)
+	if !ok {
 		return false
 	}
 	dir := o.LabDir
@@ -417,7 +429,8 @@ func (o *ApplyOptions) isLab() bool {
 			return false
 		}
 	}
-	return true
+	id, err := ider.ClusterID(ctx)
+	return err == nil && s.ClusterID != "" && id == s.ClusterID
 }
 
 // showPlan prints the partitions to change.
