@@ -481,10 +481,18 @@ func (r *runner) safety(ctx context.Context, victim int32) error {
 	if err != nil {
 		return fmt.Errorf("safety check: %w", err)
 	}
+	topics := make([]string, 0, len(m.topics))
+	for t := range m.topics {
+		topics = append(topics, t)
+	}
+	minISR, _, err := kafka.MinInsync(ctx, r.admin, topics, -1)
+	if err != nil {
+		return fmt.Errorf("safety check: %w", err)
+	}
 	var parts []PartitionState
 	for t, ps := range m.topics {
 		for p, pm := range ps {
-			parts = append(parts, PartitionState{Name: fmt.Sprintf("%s/%d", t, p), Replicas: pm.replicas, ISR: pm.isr})
+			parts = append(parts, PartitionState{Name: fmt.Sprintf("%s/%d", t, p), Replicas: pm.replicas, ISR: pm.isr, MinISR: minISR[t]})
 		}
 	}
 	return CheckKill(parts, victim)
@@ -494,30 +502,46 @@ func (r *runner) safety(ctx context.Context, victim int32) error {
 type PartitionState struct {
 	Name          string // TOPIC/PARTITION
 	Replicas, ISR []int32
+	// MinISR is its topic's min.insync.replicas (0: unknown, not checked).
+	MinISR int
 }
 
 // CheckKill is the check before a real kill of victim: it refuses
 // (errkind.Refused, field FieldAllowUnavailable) when partitions are already
-// under-replicated or when the kill would leave a partition with no in-sync
-// replica. Run applies it on every real cluster unless AllowUnavailable;
-// a dry run applies it to a snapshot.
+// under-replicated, when the kill would leave a partition with no in-sync
+// replica, or when it would leave a partition with fewer in-sync replicas
+// than its min.insync.replicas (every acks=all write to it then fails:
+// a dry run once said "checks: passed" and the kill let 0 of 200 such
+// records through). Run applies it on every real cluster unless
+// AllowUnavailable; a dry run applies it to a snapshot.
 func CheckKill(parts []PartitionState, victim int32) error {
-	var under, orphan []string
+	var under, orphan, belowMin []string
 	for _, p := range parts {
 		if len(p.ISR) < len(p.Replicas) {
 			under = append(under, p.Name)
 		}
-		if len(p.ISR) == 1 && p.ISR[0] == victim {
+		left := len(p.ISR)
+		if slices.Contains(p.ISR, victim) {
+			left--
+		}
+		switch {
+		case left == 0 && len(p.ISR) > 0:
 			orphan = append(orphan, p.Name)
+		case p.MinISR > 0 && left < p.MinISR && len(p.ISR) >= p.MinISR:
+			belowMin = append(belowMin, fmt.Sprintf("%s (%d in sync, min.insync.replicas %d)", p.Name, left, p.MinISR))
 		}
 	}
 	slices.Sort(under)
 	slices.Sort(orphan)
+	slices.Sort(belowMin)
 	if len(under) > 0 {
 		return errkind.Refusedf(FieldAllowUnavailable, "%d partitions are under-replicated before the kill (%s)", len(under), head(under))
 	}
 	if len(orphan) > 0 {
 		return errkind.Refusedf(FieldAllowUnavailable, "killing broker %d leaves %d partitions with no in-sync replica (%s)", victim, len(orphan), head(orphan))
+	}
+	if len(belowMin) > 0 {
+		return errkind.Refusedf(FieldAllowUnavailable, "killing broker %d leaves %d partitions below min.insync.replicas, where acks=all writes fail (%s)", victim, len(belowMin), head(belowMin))
 	}
 	return nil
 }

@@ -252,6 +252,12 @@ func (c *Cluster) addTopic(topic string, created bool) {
 
 // CreateTopic implements chaos.Cluster: an explicit assignment on existing
 // brokers; Cleanup deletes the topic unless KeepTopics.
+// MinInsync reads min.insync.replicas of topics, and broker's value as the
+// default for topics not created yet (kafka.MinInsync).
+func (c *Cluster) MinInsync(ctx context.Context, topics []string, broker int32) (map[string]int, int, error) {
+	return kafka.MinInsync(ctx, c.admin, topics, broker)
+}
+
 func (c *Cluster) CreateTopic(ctx context.Context, topic string, assignment [][]int32) error {
 	if err := kafka.CreateTopic(ctx, c.admin, topic, assignment, nil); err != nil {
 		return err

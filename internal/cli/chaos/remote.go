@@ -310,9 +310,9 @@ func planRemote(ctx context.Context, c *remote.Cluster, k chaos.Killer, cfg chao
 	}
 	p.Kill = &kp
 	if !cfg.AllowUnavailable {
-		parts := make([]chaos.PartitionState, 0, len(snap.Partitions))
-		for _, pt := range snap.Partitions {
-			parts = append(parts, chaos.PartitionState{Name: fmt.Sprintf("%s/%d", pt.Topic, pt.Partition), Replicas: pt.Replicas, ISR: pt.ISR})
+		parts, err := killStates(ctx, c, snap, victim)
+		if err != nil {
+			return p, err
 		}
 		if err := chaos.CheckKill(parts, victim); err != nil {
 			p.Refusal = err.Error()
@@ -320,6 +320,29 @@ func planRemote(ctx context.Context, c *remote.Cluster, k chaos.Killer, cfg chao
 		}
 	}
 	return p, nil
+}
+
+// killStates are the partitions of snap as chaos.CheckKill reads them,
+// with each topic's min.insync.replicas (the victim's default for the
+// topics the experiment has yet to create).
+func killStates(ctx context.Context, c *remote.Cluster, snap *topology.Cluster, victim int32) ([]chaos.PartitionState, error) {
+	var topics []string
+	for _, t := range snap.Topics() {
+		topics = append(topics, t.Name)
+	}
+	minISR, def, err := c.MinInsync(ctx, topics, victim)
+	if err != nil {
+		return nil, fmt.Errorf("checks before the kill: %w", err)
+	}
+	parts := make([]chaos.PartitionState, 0, len(snap.Partitions))
+	for _, pt := range snap.Partitions {
+		m, ok := minISR[pt.Topic]
+		if !ok {
+			m = def
+		}
+		parts = append(parts, chaos.PartitionState{Name: fmt.Sprintf("%s/%d", pt.Topic, pt.Partition), Replicas: pt.Replicas, ISR: pt.ISR, MinISR: m})
+	}
+	return parts, nil
 }
 
 // planFault adds the fault's plan to p: the broker it resolves to now and
@@ -344,9 +367,9 @@ func planFault(ctx context.Context, c *remote.Cluster, cfg chaos.Config, snap *t
 	}
 	p.FaultPlan = &fp
 	if f.Kind == chaos.FaultPartition && !cfg.AllowUnavailable {
-		parts := make([]chaos.PartitionState, 0, len(snap.Partitions))
-		for _, pt := range snap.Partitions {
-			parts = append(parts, chaos.PartitionState{Name: fmt.Sprintf("%s/%d", pt.Topic, pt.Partition), Replicas: pt.Replicas, ISR: pt.ISR})
+		parts, err := killStates(ctx, c, snap, victim)
+		if err != nil {
+			return err
 		}
 		if err := chaos.CheckKill(parts, victim); err != nil {
 			p.Refusal = err.Error()
