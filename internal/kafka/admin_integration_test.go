@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kplan-dev/kplan/internal/kafka"
@@ -117,4 +118,65 @@ func TestElectPreferredPartitions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, none, "no keys elects nothing")
 	assert.Equal(t, []int32{2, 1, 2}, leaders(), "no keys elects nothing, not everything")
+}
+
+// TestLabSnapshotKeepsInternalTopics: a filtered snapshot of real brokers
+// holds __consumer_offsets (it used to be dropped, so live audits counted
+// fewer partitions than describe text), and the metadata reads the other
+// checks need answer on real brokers: the cluster id (reassign apply's lab
+// check), min.insync.replicas (chaos's check before a kill) and the
+// ongoing reassignments (reassign's planning).
+func TestLabSnapshotKeepsInternalTopics(t *testing.T) {
+	lab := labtest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
+	defer a.Close()
+	require.NoError(t, a.WaitBrokers(ctx, labtest.Brokers))
+	cl, err := a.Client()
+	require.NoError(t, err)
+	const topic = "internal-topics"
+	require.NoError(t, kafka.CreateTopic(ctx, cl, topic, [][]int32{{1, 2}}, nil))
+	adm := kadm.NewClient(cl)
+	var committed bool
+	for !committed && ctx.Err() == nil {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 0})
+		resp, err := adm.CommitOffsets(ctx, "kplan-internal-topics", offs)
+		committed = err == nil && resp.Error() == nil
+		if !committed {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	require.True(t, committed, "commit an offset so __consumer_offsets exists")
+	md, err := adm.Metadata(ctx)
+	require.NoError(t, err)
+	internal := 0
+	for _, td := range md.Topics {
+		if td.IsInternal {
+			internal += len(td.Partitions)
+		}
+	}
+	require.Positive(t, internal)
+	snap, err := a.Snapshot(ctx, func(string) bool { return true })
+	require.NoError(t, err)
+	n := 0
+	for _, p := range snap.Partitions {
+		if p.Topic == "__consumer_offsets" {
+			n++
+		}
+	}
+	assert.Equal(t, internal, n)
+
+	id, err := a.ClusterID(ctx)
+	require.NoError(t, err)
+	assert.NotEmpty(t, id)
+	minISR, def, err := kafka.MinInsync(ctx, cl, []string{topic, "__consumer_offsets"}, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 1, minISR[topic])
+	assert.Contains(t, minISR, "__consumer_offsets")
+	assert.Equal(t, 1, def)
+	ongoing, err := a.AllOngoing(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, ongoing)
 }

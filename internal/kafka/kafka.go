@@ -125,7 +125,10 @@ func waitBrokers(ctx context.Context, conn ConnOptions, want []int32) error {
 
 // Snapshot reads brokers (with racks), leaders, replicas in assignment
 // order, ISR and offline replicas of every topic the filter accepts
-// (nil: all but Kafka's internal topics).
+// (nil: all but Kafka's internal topics). A filter sees the internal topics
+// too (__consumer_offsets, __transaction_state): they are real load on the
+// brokers, and describe text lists them; live audits used to leave them
+// out while audits of the same cluster's describe text counted them.
 func Snapshot(ctx context.Context, cl *kgo.Client, topicFilter func(string) bool) (*topology.Cluster, error) {
 	adm := kadm.NewClient(cl)
 	md, err := adm.Metadata(ctx)
@@ -144,7 +147,7 @@ func Snapshot(ctx context.Context, cl *kgo.Client, topicFilter func(string) bool
 		if t.Err != nil {
 			return nil, fmt.Errorf("topic %s: %w", t.Topic, t.Err)
 		}
-		if t.IsInternal || (topicFilter != nil && !topicFilter(t.Topic)) || (topicFilter == nil && strings.HasPrefix(t.Topic, "__")) {
+		if !snapshotTopic(topicFilter, t.Topic, t.IsInternal) {
 			continue
 		}
 		for _, p := range t.Partitions {
@@ -156,6 +159,16 @@ func Snapshot(ctx context.Context, cl *kgo.Client, topicFilter func(string) bool
 	}
 	c.Normalize()
 	return c, nil
+}
+
+// snapshotTopic reports whether Snapshot keeps a topic: the filter
+// decides, internal topics included; without a filter every topic but the
+// internal ones (flagged so, or named "__...").
+func snapshotTopic(filter func(string) bool, topic string, internal bool) bool {
+	if filter == nil {
+		return !internal && !strings.HasPrefix(topic, "__")
+	}
+	return filter(topic)
 }
 
 func nonNil(s []int32) []int32 {

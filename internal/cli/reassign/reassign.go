@@ -276,7 +276,8 @@ func runReassign(ctx context.Context, opts *Options) error {
 	if opts.Source.From == "" {
 		// Sizes make "bytes moved" real; without them the plan still stands.
 		admin := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: opts.Source.BootstrapServers, CommandConfig: opts.Source.CommandConfig, Timeout: opts.Source.Timeout}, opts.f.Version)
-		sizes, err := admin.LogDirSizes(ctx, nil)
+		// Every topic's, internal ones too: the snapshot holds them.
+		sizes, err := admin.LogDirSizes(ctx, func(string) bool { return true })
 		if err != nil {
 			fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: partition sizes unknown (%v); bytes moved not reported\n", err)
 		} else {
