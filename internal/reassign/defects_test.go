@@ -1,6 +1,7 @@
 package reassign
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -287,4 +288,80 @@ func TestDrainWarnsAboutLostPartitions(t *testing.T) {
 	notes = strings.Join(p.Summary.Notes, "\n")
 	assert.Contains(t, notes, "1 partition has every replica on a down broker or no leader (rf1-3 on 4)")
 	assert.Contains(t, notes, "2 partitions have no replica on a target broker (rf1-2 on 3; rf2-2 on 3,4)")
+}
+
+// Properties on random layouts with a down broker, a rack-less broker, a
+// tolerance and a move cap: the laws every plan obeys (checkPlan), no
+// replica on the down broker, no rack shared by two replicas among brokers
+// with racks when there are enough racks, every broker inside the
+// tolerance band without a cap, and no more moves than the cap.
+func TestPropertiesDownRacklessTolerance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 20))
+	for iter := range 400 {
+		l := layout{brokers: 4 + rng.IntN(10), firstID: 1, topics: 1 + rng.IntN(6), minParts: 1, maxParts: 1 + rng.IntN(60), skew: rng.Float64()}
+		l.rf = 1 + rng.IntN(3)
+		if rng.IntN(2) == 0 {
+			l.racks = l.rf + rng.IntN(2)
+		}
+		c := generate(rng, l)
+		c.Live = true
+		down := c.Brokers[rng.IntN(len(c.Brokers))].ID
+		if rng.IntN(3) == 0 {
+			c.Brokers[rng.IntN(len(c.Brokers))].Rack = "" // one rack-less broker
+		}
+		c.Brokers = slices.DeleteFunc(c.Brokers, func(b topology.Broker) bool { return b.ID == down })
+		c.Normalize()
+		opts := Options{Tolerance: []float64{0, 0.05, 0.2}[rng.IntN(3)]}
+		if rng.IntN(3) == 0 {
+			opts.MaxMoves = rng.IntN(20)
+		}
+		live := 0
+		racks := map[string]bool{}
+		for _, b := range c.Brokers {
+			if !b.Missing {
+				live++
+				racks[b.Rack] = true
+			}
+		}
+		if live < l.rf {
+			continue
+		}
+		p, err := Compute(c, opts)
+		require.NoError(t, err, "iteration %d", iter)
+		if !t.Run(fmt.Sprintf("layout-%d", iter), func(t *testing.T) {
+			if opts.MaxMoves == 0 {
+				checkPlan(t, c, opts, p) // a capped plan leaves partitions where they are
+			}
+			require.NoError(t, Check(c, p, opts))
+			assert.Equal(t, movesBetween(c, p.Final), p.Summary.ReplicasMoved)
+			for _, ch := range p.Changes {
+				assert.NotContains(t, ch.New.Replicas, down, "%s on the down broker", ch.New.Key())
+			}
+			if opts.MaxMoves > 0 {
+				assert.LessOrEqual(t, p.Summary.ReplicasMoved, max(opts.MaxMoves, 0))
+				return
+			}
+			for _, fp := range p.Final.Partitions {
+				assert.NotContains(t, fp.Replicas, down)
+			}
+			if l.racks >= l.rf && len(racks) > l.rf {
+				assert.Zero(t, sameRackPairs(p.Final, p.Final.Partitions), "iteration %d", iter)
+			}
+			after, _ := perBroker(p.Final)
+			total := 0
+			for _, k := range after {
+				total += k
+			}
+			w := &work{opts: opts}
+			lo, hi := w.band(total, len(after))
+			if l.racks == 0 {
+				for b, k := range after {
+					assert.True(t, k >= lo && k <= hi, "iteration %d: broker %d holds %d, band %d-%d", iter, b, k, lo, hi)
+				}
+			}
+		}) {
+			t.Logf("layout %+v options %+v down %d", l, opts, down)
+			break
+		}
+	}
 }

@@ -17,6 +17,9 @@ import (
 // case. Drain plans used to include them without a word.
 func (w *work) lostNotes() []string {
 	c := w.c
+	if !slices.Contains(w.target, false) {
+		return nil // nothing drained
+	}
 	missing := make([]bool, w.n())
 	for _, b := range c.Brokers {
 		missing[w.pos[b.ID]] = b.Missing
