@@ -8,11 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goio "io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,7 +26,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/chaos/lab/faulter"
-	"github.com/kplan-dev/kplan/internal/chaos/remote"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -147,7 +146,11 @@ elect) and changes nothing; without --yes kplan prints the plan and exits
 4. ` + "`kplan chaos cleanup`" + ` deletes Chaos Mesh objects a killed kplan left.
 
 Targets: broker-N, leader-of:TOPIC/P, busiest (most leaders of the experiment
-topics), none (no kill: a steady-state measurement).
+topics), none (no kill: a steady-state measurement), each (every broker in
+turn, one run each: on a real cluster the broker is restarted, back in every
+ISR and the preferred leaders elected before the next kill; the report sets
+per kill and partitioner each survivor's measured share beside the predicted
+one, with both max/mean).
 
 Network faults: --fault degrades one broker's network instead of (or
 before) a kill: delay:TARGET:DELAY[:JITTER] (delay:broker-2:100ms,
@@ -195,6 +198,7 @@ check and the partial result is printed. A second Ctrl-C cuts that cleanup
 short.`,
 		Example: `  $ kplan chaos --kill broker-3
   $ kplan chaos --kill broker-3 --report out/chaos
+  $ kplan chaos --cluster lab --workload chaos/failover-5.yaml --kill each
   $ kplan chaos --kill busiest --partitioner roundrobin,node --acks 1 --phase-duration 20s -o json
   $ kplan chaos --workload chaos/u2-acks-all.yaml --repeat 5 --sequential
   $ kplan chaos --layout testdata/layouts/thesis-6-4.json --rates A=2,B=1 --rate 300kB/s --kill busiest --partitioner roundrobin,node,sqf,sqf-shared
@@ -222,7 +226,7 @@ short.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest or none (required unless --fault)")
+	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest, each (every broker in turn) or none (required unless --fault)")
 	fs.StringVar(&c.fault, "fault", "", "network fault to inject after the before phase, instead of or before the kill: delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT% or partition:TARGET (lab, or chaos-mesh's NetworkChaos)")
 	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run)")
 	fs.StringVar(&c.topic, "topic", d.Topic, "topic name prefix: each partitioner writes to PREFIX-NAME")
@@ -359,12 +363,6 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		}
 	} else if c.layout == "" && c.topics == "" {
 		cfg.Assignment = nil
-		if c.partitions < 1 || c.partitions > 10000 {
-			return nil, cmdutil.UsageErrorf("%s: want 1 to 10000 partitions, got %d", c.where("partitions"), c.partitions)
-		}
-		if c.rf < 1 {
-			return nil, cmdutil.UsageErrorf("%s: must be at least 1, got %d", c.where("replication-factor"), c.rf)
-		}
 		if c.cluster == "embedded" && !cmd.Flags().Changed("bootstrap-server") && c.rf > c.brokers {
 			return nil, cmdutil.UsageErrorf("%s: %d is more than the %d brokers", c.where("replication-factor"), c.rf, c.brokers)
 		}
@@ -382,63 +380,19 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 			return nil, err
 		}
 	}
-	if c.records < 0 {
-		return nil, cmdutil.UsageErrorf("%s: must not be negative", c.where("records"))
-	}
-	cfg.Records = c.records
-	cfg.RecordSize = c.recordSize
-	if c.recordSize < chaos.MinRecordSize || c.recordSize > 1<<20 {
-		return nil, cmdutil.UsageErrorf("%s: want %d to %d bytes, got %d", c.where("record-size"), chaos.MinRecordSize, 1<<20, c.recordSize)
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-		zero bool
-	}{{"warmup", c.warmup, true}, {"phase-duration", c.phase, false}, {"failover-timeout", c.failoverTimeout, false},
-		{"latency-objective", c.objective, true}, {"metadata-min-age", c.minAge, false}, {"metadata-max-age", c.maxAge, false}} {
-		if d.v < 0 || (d.v == 0 && !d.zero) {
-			return nil, cmdutil.UsageErrorf("%s: must be positive, got %v", c.where(d.name), d.v)
-		}
-	}
-	if c.maxAge < c.minAge {
-		return nil, cmdutil.UsageErrorf("%s: %v is less than --metadata-min-age %v", c.where("metadata-max-age"), c.maxAge, c.minAge)
-	}
+	cfg.Records, cfg.RecordSize = c.records, c.recordSize
 	cfg.Warmup, cfg.Phase, cfg.FailoverTimeout, cfg.Objective = c.warmup, c.phase, c.failoverTimeout, c.objective
 	cfg.MetadataMinAge, cfg.MetadataMaxAge = c.minAge, c.maxAge
-	switch c.acks {
-	case "all", "-1":
+	cfg.Acks = chaos.Acks(c.acks)
+	if c.acks == "-1" {
 		cfg.Acks = chaos.AcksAll
-	case "1":
-		cfg.Acks = chaos.AcksLeader
-	default:
-		return nil, cmdutil.UsageErrorf("%s: want all or 1, got %q", c.where("acks"), c.acks)
 	}
 	cfg.Restore, cfg.Sequential, cfg.AllowUnavailable, cfg.Seed = c.restore, c.sequential, c.allowUnavailable, c.seed
-	if c.sqfSlack < 0 {
-		return nil, cmdutil.UsageErrorf("%s: must not be negative, got %d", c.where("sqf-slack"), c.sqfSlack)
-	}
-	cfg.SQFSlack, cfg.ConsumeAfter = c.sqfSlack, c.consumeAfter
-	if c.maxBuffered < 1 || c.maxBuffered > 100_000_000 {
-		return nil, cmdutil.UsageErrorf("%s: want 1 to 100000000, got %d", c.where("max-buffered-records"), c.maxBuffered)
-	}
-	cfg.MaxBufferedRecords = c.maxBuffered
-	if c.stick < 1 || c.stick > 1_000_000 {
-		return nil, cmdutil.UsageErrorf("%s: want 1 to 1000000, got %d", c.where("stick"), c.stick)
-	}
-	cfg.Stick = c.stick
-	if c.repeat < 1 || c.repeat > 1000 {
-		return nil, cmdutil.UsageErrorf("%s: want 1 to 1000, got %d", c.where("repeat"), c.repeat)
-	}
-	// Everything but the assignment, which may need the cluster's brokers,
-	// and the existing topics, listed at run time.
-	probe := *cfg
-	if probe.Assignment == nil {
-		probe.Assignment = [][]int32{{1}}
-	}
-	if probe.Existing && len(probe.Workload) == 0 {
-		probe.Workload = []chaos.WorkloadTopic{{Name: "existing"}}
-	}
-	if err := probe.Validate(); err != nil {
+	cfg.SQFSlack, cfg.ConsumeAfter, cfg.MaxBufferedRecords, cfg.Stick = c.sqfSlack, c.consumeAfter, c.maxBuffered, c.stick
+	// One check of everything but what needs the cluster (the ring
+	// assignment over its brokers, the existing topics), its fields
+	// spelled as the flags (or file lines) that set them.
+	if err := opts.campaign().Validate(); err != nil {
 		return nil, spell(err, c.where)
 	}
 	if opts.Remote, err = c.remote.options(cmd, c, cfg); err != nil {
@@ -544,7 +498,7 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 	if cfg.Workload, err = spec.build(names, assignments, "in the layout "+c.layout); err != nil {
 		return err
 	}
-	cfg.Rate = totalRate(cfg.Workload)
+	cfg.Rate = chaos.TotalRate(cfg.Workload)
 	cfg.Assignment = nil
 	opts.Workload = spec
 	return nil
@@ -650,37 +604,56 @@ func loadFile(cmd *cobra.Command, fileFlag, path string, allowed map[string]bool
 	return nil
 }
 
-// openCluster starts or opens the cluster of one run.
-func openCluster(opts *Options) (chaos.Cluster, error) {
+// openCluster starts or opens the cluster of one run; a lab sets cfg.Conn
+// to its own client settings (a secured lab's client.properties, unless
+// --command-config).
+func openCluster(opts *Options, cfg *chaos.Config) (chaos.Cluster, error) {
 	if opts.Cluster == "lab" {
 		c, err := chaoslab.New(opts.LabDir, opts.Config.Conn, opts.Config.Version)
 		if err != nil {
 			return nil, cmdutil.Usage(fmt.Errorf("--cluster lab: %w", err))
 		}
-		opts.Config.Conn = c.Conn() // a secured lab's client.properties, unless --command-config
+		cfg.Conn = c.Conn()
 		if opts.Config.Fault != nil {
 			return faulter.New(c), nil // the lab's network conditions (kplan lab net)
 		}
 		return c, nil
 	}
-	c, err := embedded.NewCluster(opts.Brokers, opts.Config.Version)
-	if err != nil {
-		return nil, err
+	return embedded.NewCluster(opts.Brokers, opts.Config.Version)
+}
+
+// campaign is the action the options describe.
+func (opts *Options) campaign() *chaos.Campaign {
+	return &chaos.Campaign{
+		Config: opts.Config, Partitions: opts.Partitions, ReplicationFactor: opts.ReplicationFactor, Repeat: opts.Repeat,
+		Open: func(_ context.Context, cfg *chaos.Config) (chaos.Cluster, error) { return openCluster(opts, cfg) },
+		Existing: func(ctx context.Context, c chaos.Cluster, cfg chaos.Config) ([]chaos.WorkloadTopic, error) {
+			return existingWorkload(ctx, c, cfg, opts.Workload)
+		},
+		CheckBrokers: opts.Cluster == "lab",
+		ISRWait:      isrWait,
 	}
-	return c, nil
 }
 
 func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	io := opts.IO
-	cfg := opts.Config
-	var rcl *remote.Cluster
+	camp := opts.campaign()
+	cfg := &camp.Config
 	if opts.Remote != nil {
-		var done bool
-		var err error
-		if rcl, done, err = prepareRemote(ctx, opts, &cfg); err != nil || done {
+		rcl, done, err := prepareRemote(ctx, opts, cfg)
+		if err != nil || done {
 			return err
 		}
 		defer rcl.Close()
+		camp.Shared = true
+		camp.Open = func(context.Context, *chaos.Config) (chaos.Cluster, error) { return rcl, nil }
+		// On success, error and Ctrl-C: the killer's objects and the
+		// experiment topics go.
+		defer func() {
+			if err := cleanupRemote(ctx, rcl, opts, cfg.Abort); err != nil && retErr == nil {
+				retErr = err
+			}
+		}()
 	}
 	if opts.ReportDir != "" {
 		if err := os.MkdirAll(opts.ReportDir, 0o755); err != nil {
@@ -695,15 +668,6 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	cfg.Abort = cmdutil.SecondInterrupt(sigs, done, func() {
 		fmt.Fprintln(io.ErrOut, "\nchaos: interrupted; stopping the producers and cleaning up (interrupt again to cut the cleanup short)")
 	})
-	if rcl != nil {
-		// On success, error and Ctrl-C: the killer's objects and the
-		// experiment topics go.
-		defer func() {
-			if err := cleanupRemote(ctx, rcl, opts, cfg.Abort); err != nil && retErr == nil {
-				retErr = err
-			}
-		}()
-	}
 	if opts.Progress {
 		cfg.Progress = func(p chaos.Progress) {
 			who := ""
@@ -713,142 +677,61 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 			fmt.Fprintf(io.ErrOut, "\r\033[Kchaos: %sphase %-9s  records sent %-9d  elapsed %s", who, p.Phase, p.Sent, p.Elapsed.Round(100*time.Millisecond))
 		}
 	}
-	var runs []*chaos.Result
-	var runErr error
-	for i := range opts.Repeat {
-		var c chaos.Cluster = rcl
-		if rcl == nil {
-			var err error
-			if c, err = openCluster(opts); err != nil {
-				return err
-			}
-			cfg.Conn = opts.Config.Conn
-		}
-		rc := cfg
-		rc.Seed = cfg.Seed + uint64(i)
-		if rc.Sequential && len(cfg.Partitioners) > 1 {
-			// Rotate the order each repetition: a later leg runs against
-			// brokers holding more data and a producer process holding more
-			// state, so a fixed order would favour the first partitioner.
-			k := i % len(cfg.Partitioners)
-			rc.Partitioners = append(slices.Clone(cfg.Partitioners[k:]), cfg.Partitioners[:k]...)
-		}
-		if rc.Existing && len(cfg.Workload) == 0 {
-			// The lab's topics matching --topics, listed once.
-			w, err := existingWorkload(ctx, c, opts)
-			if err != nil {
-				c.Close()
-				return err
-			}
-			cfg.Workload, rc.Workload = w, w
-			cfg.Rate = totalRate(w)
-			rc.Rate = cfg.Rate
-		}
-		if opts.Cluster == "lab" && i == 0 && len(rc.Workload) > 0 && !rc.Existing {
-			brokers, err := c.Brokers(ctx)
-			if err == nil {
-				err = checkWorkloadBrokers(rc.Workload, brokers)
-			}
-			if err != nil {
-				c.Close()
-				return err
-			}
-		}
-		if rc.Assignment == nil && len(rc.Workload) == 0 {
-			brokers, err := c.Brokers(ctx)
-			if err != nil {
-				c.Close()
-				return err
-			}
-			if opts.ReplicationFactor > len(brokers) {
-				c.Close()
-				return cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", opts.ReplicationFactor, len(brokers))
-			}
-			rc.Assignment = chaos.RingAssignment(brokers, opts.Partitions, opts.ReplicationFactor)
-		}
-		if i > 0 && soak(opts, c) {
-			// The previous cycle's broker catches up first: the kill's
-			// safety check refuses an under-replicated cluster.
-			if _, err := chaos.WaitFullISR(ctx, c, cfg.Conn, cfg.Version, isrWait); err != nil {
-				if rcl == nil {
-					c.Close()
-				}
-				runErr = err
-				break
-			}
-		}
-		res, err := chaos.Run(ctx, c, rc)
-		if err == nil && res.KilledBroker >= 0 && c.Real() && !rc.Restore && i < opts.Repeat-1 {
-			// The next run needs every broker back.
-			if err = c.Restart(ctx, res.KilledBroker); err == nil {
-				err = c.ElectPreferred(ctx)
-			}
-		}
-		if rcl == nil {
-			c.Close()
-		}
+	camp.OnRun = func(i, n int, res *chaos.Result) {
 		if opts.Progress {
 			fmt.Fprint(io.ErrOut, "\r\033[K")
 		}
-		if res != nil {
-			runs = append(runs, res)
-			if opts.Repeat > 1 {
-				fmt.Fprintln(io.ErrOut, cycleLine(i+1, opts.Repeat, res))
-			}
-		}
-		if err != nil {
-			runErr = err
-			break
+		if res != nil && n > 1 {
+			fmt.Fprintln(io.ErrOut, cycleLine(i, n, res))
 		}
 	}
-	if runErr == nil && len(runs) > 0 && cfg.Restore && runs[len(runs)-1].KilledBroker >= 0 {
-		// Kafka's promise holds while an in-sync replica survives: after
-		// the last restore every broker must be back in every ISR.
-		if err := checkWhole(ctx, opts, rcl, cfg); err != nil {
-			runErr = err
-		}
+	out, runErr := camp.Run(ctx)
+	if out.ISR != nil {
+		fmt.Fprintln(io.ErrOut, "chaos: "+out.ISR.String())
 	}
-	if len(runs) == 0 {
+	if len(out.Runs) == 0 {
 		return mapErr(runErr, opts)
 	}
-	last := runs[len(runs)-1]
-	var sum *chaos.Summary
-	if len(runs) > 1 {
-		var err error
-		if sum, err = chaos.Summarize(runs); err != nil {
-			return err
-		}
-	}
-	var v any = last
-	doc := func() report.Document { return resultDoc(last, opts.Verbose) }
-	if sum != nil {
-		v, doc = sum, func() report.Document { return summaryDoc(sum) }
-	}
-	if err := report.Render(io.Out, opts.Format, v, doc); err != nil {
+	if err := renderCampaign(io.Out, io.ErrOut, opts, out); err != nil {
 		return err
 	}
-	if opts.ReportDir != "" {
-		files, err := writeReport(opts.ReportDir, last, sum, opts.Verbose)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(io.ErrOut, "report written to %s (%s)\n", opts.ReportDir, strings.Join(files, ", "))
+	return mapErr(runErr, opts)
+}
+
+// renderCampaign prints a campaign's result (the run, the summary of repeated
+// runs, or the kills of --kill each) and writes the --report directory.
+func renderCampaign(out, errOut goio.Writer, opts *Options, cr chaos.CampaignResult) error {
+	last := cr.Runs[len(cr.Runs)-1]
+	var v any = last
+	var head *report.Document
+	switch {
+	case cr.Kills != nil:
+		d := killEachDoc(cr.Kills)
+		v, head = cr.Kills, &d
+	case cr.Summary != nil:
+		d := summaryDoc(cr.Summary)
+		v, head = cr.Summary, &d
 	}
-	if runErr != nil {
-		return mapErr(runErr, opts)
+	doc := func() report.Document { return resultDoc(last, opts.Verbose) }
+	if head != nil {
+		doc = func() report.Document { return *head }
 	}
+	if err := report.Render(out, opts.Format, v, doc); err != nil {
+		return err
+	}
+	if opts.ReportDir == "" {
+		return nil
+	}
+	files, err := writeReportDoc(opts.ReportDir, last, v, head, opts.Verbose)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(errOut, "report written to %s (%s)\n", opts.ReportDir, strings.Join(files, ", "))
 	return nil
 }
 
 // isrWait bounds the wait for a restarted broker to be back in every ISR.
-const isrWait = 2 * time.Minute
-
-// soak reports whether runs repeat kill and restore cycles on a real
-// cluster: each cycle waits for the previous one's broker to be back in
-// every ISR.
-func soak(opts *Options, c chaos.Cluster) bool {
-	return opts.Repeat > 1 && opts.Config.Restore && opts.Config.Target.Kind != chaos.TargetNone && c.Real()
-}
+const isrWait = chaos.DefaultISRWait
 
 // cycleLine is one repetition's progress line: the kill, the failover and
 // the loss check.
@@ -872,28 +755,6 @@ func cycleLine(i, n int, res *chaos.Result) string {
 		}
 	}
 	return fmt.Sprintf("chaos: cycle %d/%d: %s, records sent %d, acked %d, lost %d, duplicates %d, never acked %d", i, n, kill, sent, acked, lost, dups, never)
-}
-
-// checkWhole checks, after runs that killed and restored brokers on a real
-// cluster, that every broker is back in every ISR, and says so.
-func checkWhole(ctx context.Context, opts *Options, rcl *remote.Cluster, cfg chaos.Config) error {
-	var c chaos.Cluster = rcl
-	if rcl == nil {
-		var err error
-		if c, err = openCluster(opts); err != nil {
-			return err
-		}
-		defer c.Close()
-	}
-	if !c.Real() {
-		return nil
-	}
-	rep, err := chaos.WaitFullISR(ctx, c, cfg.Conn, cfg.Version, isrWait)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(opts.IO.ErrOut, "chaos: "+rep.String())
-	return nil
 }
 
 // mapErr spells the experiment's errors for the command line: a field

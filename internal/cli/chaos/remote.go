@@ -128,6 +128,8 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 			switch {
 			case cfg.Restore:
 				err = errkind.Usagef("restore-cmd", "required with --restore")
+			case cfg.Target.Kind == chaos.TargetEach:
+				err = errkind.Usagef("restore-cmd", "required with --kill each (each kill is undone before the next)")
 			case c.repeat > 1:
 				err = errkind.Usagef("restore-cmd", "required with --repeat (each run needs the broker back)")
 			case cfg.Sequential && len(cfg.Partitioners) > 1:
@@ -567,13 +569,13 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 		return nil, false, err
 	}
 	if cfg.Existing && len(cfg.Workload) == 0 {
-		if cfg.Workload, err = existingWorkload(ctx, c, opts); err != nil {
+		if cfg.Workload, err = existingWorkload(ctx, c, *cfg, opts.Workload); err != nil {
 			return nil, false, err
 		}
-		cfg.Rate = totalRate(cfg.Workload)
+		cfg.Rate = chaos.TotalRate(cfg.Workload)
 	}
-	if err := checkWorkloadBrokers(cfg.Workload, brokers); err != nil {
-		return nil, false, err
+	if err := chaos.CheckWorkloadBrokers(cfg.Workload, brokers); err != nil {
+		return nil, false, spell(err, flagName)
 	}
 	for p, reps := range cfg.Assignment {
 		for _, id := range reps {

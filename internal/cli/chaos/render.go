@@ -398,18 +398,66 @@ func summaryDoc(s *chaos.Summary) report.Document {
 	return doc
 }
 
+// killEachDoc renders --kill each: per kill and partitioner, the measured
+// and predicted share of each surviving broker and their skew.
+func killEachDoc(k *chaos.KillEach) report.Document {
+	doc := report.Document{Title: fmt.Sprintf("kplan chaos: kill each broker in turn, %d kills — %s", len(k.Kills), k.Label)}
+	sec := report.Section{
+		Title:  "After each kill: measured and predicted share of the bytes per broker",
+		Header: []string{"kill", "partitioner", "max/mean", "predicted max/mean", "max error pts", "measured share", "predicted share", "acked", "lost", "failover ms", "restored"},
+	}
+	none := false
+	for _, kl := range k.Kills {
+		kill := "none"
+		if kl.Broker >= 0 {
+			kill = fmt.Sprintf("broker-%d", kl.Broker)
+		}
+		restored := "no"
+		if kl.Restored {
+			restored = "yes"
+		}
+		for _, p := range kl.Partitioners {
+			if p.PredictedShare == nil {
+				none = true
+			}
+			sec.Rows = append(sec.Rows, []string{kill, p.Name, optF(p.MeasuredMaxOverMean, 2), optF(p.PredictedMaxOverMean, 2), optF(p.MaxErrorPts, 1),
+				shares(p.MeasuredShare), shares(p.PredictedShare), fmt.Sprint(p.Acked), fmt.Sprint(p.Lost), optMS(kl.FailoverMS), restored})
+		}
+	}
+	sec.Notes = append(sec.Notes, "shares are of the bytes acknowledged in the after phase, by the broker that led each record's partition; "+
+		"the prediction is the audit's model over Kafka's election with the broker gone (kplan audit --what-if); max/mean is over the same brokers.",
+		"restored: the broker was back in every ISR and the preferred leaders elected before the next kill (and after the last); a simulated cluster starts each run whole.")
+	if none {
+		sec.Notes = append(sec.Notes, "\"-\" under predicted: the partitioner has no prediction (see the run's notes, -o json).")
+	}
+	doc.Sections = []report.Section{sec}
+	if len(k.Runs) > 0 {
+		doc.Notes = []string{setupNote(k.Runs[0])}
+	}
+	return doc
+}
+
 // writeReport writes report.md, result.json and the plots of res (the last
 // run) into dir, which must exist; sum, when not nil, is the summary of
 // repeated runs and is what report.md and result.json show first. Every
 // file is written atomically with mode report.PermShared. It returns the
 // names of the files written.
 func writeReport(dir string, res *chaos.Result, sum *chaos.Summary, verbose bool) ([]string, error) {
+	if sum == nil {
+		return writeReportDoc(dir, res, res, nil, verbose)
+	}
+	d := summaryDoc(sum)
+	return writeReportDoc(dir, res, sum, &d, verbose)
+}
+
+// writeReportDoc is writeReport with v as result.json and head, when not
+// nil, as report.md's first part (a summary, the kills of --kill each)
+// before the last run's.
+func writeReportDoc(dir string, res *chaos.Result, v any, head *report.Document, verbose bool) ([]string, error) {
 	plots, perr := writePlots(dir, res)
 	var md strings.Builder
-	var v any = res
-	if sum != nil {
-		v = sum
-		if err := report.WriteMarkdown(&md, summaryDoc(sum)); err != nil {
+	if head != nil {
+		if err := report.WriteMarkdown(&md, *head); err != nil {
 			return nil, err
 		}
 		md.WriteString("\n## The last run\n\n")
