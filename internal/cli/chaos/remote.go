@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/docker"
 	chaosexec "github.com/kplan-dev/kplan/internal/chaos/exec"
@@ -23,7 +22,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/report"
-	"github.com/kplan-dev/kplan/internal/topology"
 )
 
 // Killer kinds, as --killer spells them.
@@ -205,249 +203,11 @@ func openRemote(ctx context.Context, opts *Options) (*remote.Cluster, error) {
 	})
 }
 
-// PlanSchema versions the JSON of a plan (--dry-run -o json).
-const PlanSchema = "kplan.chaos-plan/v1"
-
-// Plan is what a --bootstrap-server run would do, printed by --dry-run and
-// when --yes is missing.
-type Plan struct {
-	Schema  string `json:"schema"`
-	Cluster string `json:"cluster"`
-	Label   string `json:"label"`
-	Killer  string `json:"killer"`
-	// Target is --kill; Broker the broker it resolves to now (-1: none).
-	Target string `json:"target"`
-	Broker int32  `json:"broker"`
-	// Host, Port and Rack are the broker's, as Kafka advertises them.
-	Host string `json:"host,omitempty"`
-	Port int32  `json:"port,omitempty"`
-	Rack string `json:"rack,omitempty"`
-	// Kill is the killer's plan.
-	Kill *chaos.KillPlan `json:"kill,omitempty"`
-	// Fault is --fault, FaultBroker the broker it resolves to now and
-	// FaultPlan the faulter's plan (its NetworkChaos); absent without
-	// --fault.
-	Fault       string          `json:"fault,omitempty"`
-	FaultBroker *int32          `json:"fault_broker,omitempty"`
-	FaultPlan   *chaos.KillPlan `json:"fault_plan,omitempty"`
-	// Topics are the experiment topics with their Assignment; Existing
-	// those that exist already (reused, never deleted).
-	Topics     []string `json:"topics"`
-	Existing   []string `json:"existing_topics,omitempty"`
-	Assignment string   `json:"assignment"`
-	// DeleteTopics tells whether the topics kplan creates are deleted at
-	// the end.
-	DeleteTopics bool `json:"delete_topics"`
-	// Elections are the partitions the broker leads and the leaders Kafka
-	// would elect (audit's what-if on the live layout, with the
-	// experiment topics as they will be created); Offline counts those
-	// left with no leader.
-	Elections []audit.Election `json:"elections"`
-	Offline   int              `json:"offline"`
-	// Refusal is why the pre-kill checks would refuse ("" when they pass).
-	Refusal string `json:"refusal,omitempty"`
-	DryRun  bool   `json:"dry_run"`
-}
-
-// planRemote reads Kafka (and the killer's platform) and says what the run
-// would do. The error, if any, is the refusal or failure the run would
-// meet; the plan is returned with it when there is one to show.
-func planRemote(ctx context.Context, c *remote.Cluster, k chaos.Killer, cfg chaos.Config, opts *Options) (*Plan, error) {
-	p := &Plan{Schema: PlanSchema, Cluster: c.Kind(), Label: c.Label(), Killer: k.Name(), Target: cfg.Target.String(), Broker: -1,
-		Assignment: chaos.FormatAssignment(cfg.Assignment), DeleteTopics: !opts.Remote.KeepTopics, DryRun: opts.Remote.DryRun,
-		Elections: []audit.Election{}}
-	snap, err := c.Snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(cfg.Workload) > 0 {
-		p.Assignment = workloadAssignment(cfg.Workload)
-	}
-	for _, t := range experimentTopics(cfg) {
-		p.Topics = append(p.Topics, t.name)
-		have, ok, err := c.Layout(ctx, t.name)
-		if err != nil {
-			return nil, err
-		}
-		if t.existing {
-			if !ok {
-				return p, errkind.Usagef("topics", "topic %s no longer exists", t.name)
-			}
-			p.Existing = append(p.Existing, t.name)
-			continue
-		}
-		if ok {
-			if !slices.EqualFunc(have, t.assignment, slices.Equal) {
-				return p, errkind.Usagef("topic", "topic %s exists with layout %s, not %s (choose another topic prefix or delete it)", t.name, chaos.FormatAssignment(have), chaos.FormatAssignment(t.assignment))
-			}
-			p.Existing = append(p.Existing, t.name)
-			continue
-		}
-		for part, reps := range t.assignment {
-			snap.Partitions = append(snap.Partitions, topology.Partition{Topic: t.name, Partition: int32(part), Leader: reps[0],
-				Replicas: slices.Clone(reps), ISR: slices.Clone(reps), SizeBytes: -1})
-		}
-	}
-	snap.Normalize()
-	if err := planFault(ctx, c, cfg, snap, p); err != nil {
-		return p, err
-	}
-	victim, err := planVictim(cfg, snap)
-	if err != nil || victim < 0 {
-		return p, err
-	}
-	b, err := c.Broker(ctx, victim)
-	if err != nil {
-		return p, err
-	}
-	p.Broker, p.Host, p.Port, p.Rack = b.ID, b.Host, b.Port, b.Rack
-	if w := audit.WhatIfLoss(snap, audit.ByLeaders, []int32{victim}); len(w) == 1 {
-		p.Elections = append(p.Elections, w[0].Elections...)
-		p.Offline = w[0].OfflineCount
-	}
-	kp, err := k.Plan(ctx, b)
-	if err != nil {
-		p.Refusal = err.Error()
-		return p, err
-	}
-	p.Kill = &kp
-	if !cfg.AllowUnavailable {
-		parts := make([]chaos.PartitionState, 0, len(snap.Partitions))
-		for _, pt := range snap.Partitions {
-			parts = append(parts, chaos.PartitionState{Name: fmt.Sprintf("%s/%d", pt.Topic, pt.Partition), Replicas: pt.Replicas, ISR: pt.ISR})
-		}
-		if err := chaos.CheckKill(parts, victim); err != nil {
-			p.Refusal = err.Error()
-			return p, err
-		}
-	}
-	return p, nil
-}
-
-// planFault adds the fault's plan to p: the broker it resolves to now and
-// the faulter's manifest; a partition takes the kill's checks.
-func planFault(ctx context.Context, c *remote.Cluster, cfg chaos.Config, snap *topology.Cluster, p *Plan) error {
-	f := cfg.Fault
-	if f == nil {
-		return nil
-	}
-	p.Fault = f.String()
-	fcfg := cfg
-	fcfg.Target = f.Target
-	victim, err := planVictim(fcfg, snap)
-	if err != nil || victim < 0 {
-		return err
-	}
-	p.FaultBroker = &victim
-	fp, err := c.PlanFault(ctx, victim, *f)
-	if err != nil {
-		p.Refusal = err.Error()
-		return err
-	}
-	p.FaultPlan = &fp
-	if f.Kind == chaos.FaultPartition && !cfg.AllowUnavailable {
-		parts := make([]chaos.PartitionState, 0, len(snap.Partitions))
-		for _, pt := range snap.Partitions {
-			parts = append(parts, chaos.PartitionState{Name: fmt.Sprintf("%s/%d", pt.Topic, pt.Partition), Replicas: pt.Replicas, ISR: pt.ISR})
-		}
-		if err := chaos.CheckKill(parts, victim); err != nil {
-			p.Refusal = err.Error()
-			return err
-		}
-	}
-	return nil
-}
-
-// experimentTopic is a topic an experiment writes: created with assignment,
-// or existing (written as it is).
-type experimentTopic struct {
-	name       string
-	assignment [][]int32
-	existing   bool
-}
-
-// experimentTopics lists the topics cfg writes, each once: one per
-// partitioner for the one-topic experiment; for a workload, each workload
-// topic per partitioner side by side, or once in a sequential run.
-func experimentTopics(cfg chaos.Config) []experimentTopic {
-	var out []experimentTopic
-	seen := map[string]bool{}
-	for _, name := range cfg.Partitioners {
-		if len(cfg.Workload) == 0 {
-			out = append(out, experimentTopic{name: chaos.TopicFor(cfg.Topic, name), assignment: cfg.Assignment})
-			continue
-		}
-		for _, w := range cfg.Workload {
-			t := chaos.WorkloadTopicName(cfg.Topic, name, w.Name, cfg.Sequential, cfg.Existing)
-			if !seen[t] {
-				seen[t] = true
-				out = append(out, experimentTopic{name: t, assignment: w.Assignment, existing: cfg.Existing})
-			}
-		}
-	}
-	return out
-}
-
-// workloadAssignment spells a workload's layout as "A=1,2;2,3 B=2,1"
-// ("A=existing" for topics written as they are).
-func workloadAssignment(ws []chaos.WorkloadTopic) string {
-	parts := make([]string, len(ws))
-	for i, w := range ws {
-		a := "existing"
-		if w.Assignment != nil {
-			a = chaos.FormatAssignment(w.Assignment)
-		}
-		parts[i] = w.Name + "=" + a
-	}
-	return strings.Join(parts, " ")
-}
-
-// planVictim resolves --kill on the snapshot: the broker now, the leader of
-// a partition now (an experiment topic's preferred leader), or the broker
-// leading most partitions of the experiment topics as they will be
-// created. -1 for none.
-func planVictim(cfg chaos.Config, snap *topology.Cluster) (int32, error) {
-	t := cfg.Target
-	switch t.Kind {
-	case chaos.TargetBroker:
-		return t.Broker, nil
-	case chaos.TargetLeaderOf:
-		for _, pt := range snap.Partitions {
-			if pt.Topic == t.Topic && pt.Partition == t.Partition {
-				if pt.Leader < 0 {
-					return -1, errkind.Refusedf("kill", "%s: the partition has no leader", t)
-				}
-				return pt.Leader, nil
-			}
-		}
-		return -1, errkind.Usagef("kill", "%s: no such partition", t)
-	case chaos.TargetBusiest:
-		count := map[int32]int{}
-		mine := map[string]bool{}
-		for _, et := range experimentTopics(cfg) {
-			mine[et.name] = true
-		}
-		for _, pt := range snap.Partitions {
-			if mine[pt.Topic] && pt.Leader >= 0 {
-				count[pt.Leader]++
-			}
-		}
-		best, bestN := int32(-1), 0
-		for id, n := range count {
-			if n > bestN || n == bestN && id < best {
-				best, bestN = id, n
-			}
-		}
-		return best, nil
-	}
-	return -1, nil
-}
-
 // maxPlanElections bounds the elections the text plan lists.
 const maxPlanElections = 20
 
 // writePlan prints the plan: JSON with -o json, else text.
-func writePlan(w io.Writer, f report.Format, p *Plan) error {
+func writePlan(w io.Writer, f report.Format, p *chaos.Plan) error {
 	if f == report.JSON {
 		b, err := json.MarshalIndent(p, "", "  ")
 		if err != nil {
@@ -525,7 +285,7 @@ func writePlan(w io.Writer, f report.Format, p *Plan) error {
 }
 
 // writeFaultPlan prints the fault's part of a plan.
-func writeFaultPlan(sb *strings.Builder, p *Plan) {
+func writeFaultPlan(sb *strings.Builder, p *chaos.Plan) {
 	if p.Fault == "" {
 		return
 	}
@@ -591,7 +351,8 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 		cfg.Assignment = chaos.RingAssignment(brokers, opts.Partitions, opts.ReplicationFactor)
 	}
 	k := c.Killer()
-	plan, perr := planRemote(ctx, c, k, *cfg, opts)
+	pr := chaos.PlanRun{Cluster: c, Killer: k, Config: *cfg, DeleteTopics: !opts.Remote.KeepTopics, DryRun: opts.Remote.DryRun}
+	plan, perr := pr.Run(ctx)
 	ro := opts.Remote
 	out := opts.IO.Out
 	if !ro.DryRun && ro.Yes {
