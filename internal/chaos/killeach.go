@@ -3,7 +3,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -47,9 +49,10 @@ type Kill struct {
 // KillPartitioner is one partitioner's after phase of one kill.
 type KillPartitioner struct {
 	Name string `json:"name"`
-	// MeasuredShare and PredictedShare are each broker's share of the
-	// bytes after the kill (PhaseResult's); MeasuredMaxOverMean and
-	// PredictedMaxOverMean the skew of those shares over the same brokers.
+	// MeasuredShare and PredictedShare are each surviving broker's share
+	// of the bytes after the kill (PhaseResult's, the killed broker left
+	// out); MeasuredMaxOverMean and PredictedMaxOverMean the skew of those
+	// shares over the same brokers.
 	// The predicted figures are absent when the partitioner has none
 	// (PartitionerResult.Prediction says why).
 	MeasuredShare        map[string]float64 `json:"measured_share,omitempty"`
@@ -73,15 +76,29 @@ func NewKillEach(runs []*Result, restored []bool) *KillEach {
 		for _, p := range r.Partitioners {
 			kp := KillPartitioner{Name: p.Name, Acked: p.Acked, Lost: p.Lost}
 			if ph := p.Phases[PhaseAfter.String()]; ph != nil {
-				kp.MeasuredShare, kp.PredictedShare = ph.MeasuredShare, ph.PredictedShare
-				kp.PredictedMaxOverMean, kp.MaxErrorPts = ph.PredictedMaxOverMean, ph.MaxErrorPts
-				kp.MeasuredMaxOverMean = shareSkew(ph.MeasuredShare)
+				// Over the survivors: a real cluster's after phase may list
+				// the dead broker among its leaders (a metadata answer from
+				// before the election), with a share of 0.
+				dead := strconv.Itoa(int(r.KilledBroker))
+				kp.MeasuredShare, kp.PredictedShare = without(ph.MeasuredShare, dead), without(ph.PredictedShare, dead)
+				kp.MaxErrorPts = ph.MaxErrorPts
+				kp.MeasuredMaxOverMean, kp.PredictedMaxOverMean = shareSkew(kp.MeasuredShare), shareSkew(kp.PredictedShare)
 			}
 			kl.Partitioners = append(kl.Partitioners, kp)
 		}
 		k.Kills = append(k.Kills, kl)
 	}
 	return k
+}
+
+// without is m without key k, m itself when it has no k.
+func without(m map[string]float64, k string) map[string]float64 {
+	if _, ok := m[k]; !ok {
+		return m
+	}
+	out := maps.Clone(m)
+	delete(out, k)
+	return out
 }
 
 // shareSkew is the largest share over the mean share; nil without shares.
