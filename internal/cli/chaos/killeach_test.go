@@ -135,3 +135,49 @@ func TestKillEachEmbedded(t *testing.T) {
 		assert.Contains(t, errOut.String(), fmt.Sprintf("cycle %d/3: killed broker %d", i, i))
 	}
 }
+
+// TestFailover5Concentrates checks the shipped chaos/failover-5.yaml does
+// what its comment says, by brute force over its layout: 5 brokers, RF 2
+// and RF 3 topics, every broker leading the same number of partitions, and
+// at least one kill after which round robin (every partition the same
+// share, the topics at equal rates and sizes) puts max/mean >= 1.30 on the
+// survivors, Kafka's election being the first live replica in order.
+func TestFailover5Concentrates(t *testing.T) {
+	o, err := parse(t, "--workload", "../../../chaos/failover-5.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, chaos.TargetEach, o.Config.Target.Kind)
+	assert.Equal(t, 5, o.Brokers)
+	rfs := map[int]bool{}
+	lead := map[int32]int{}
+	worst := 0.0
+	for _, w := range o.Config.Workload {
+		rfs[len(w.Assignment[0])] = true
+		for _, reps := range w.Assignment {
+			lead[reps[0]]++
+		}
+	}
+	assert.Equal(t, map[int]bool{2: true, 3: true}, rfs)
+	assert.Len(t, lead, 5)
+	for _, n := range lead {
+		assert.Equal(t, lead[1], n, "leaders even before a kill")
+	}
+	for dead := int32(1); dead <= 5; dead++ {
+		after := map[int32]float64{}
+		for _, w := range o.Config.Workload {
+			for _, reps := range w.Assignment {
+				for _, r := range reps {
+					if r != dead {
+						after[r] += 1 / float64(len(w.Assignment))
+						break
+					}
+				}
+			}
+		}
+		var hi, sum float64
+		for _, v := range after {
+			hi, sum = max(hi, v), sum+v
+		}
+		worst = max(worst, hi*float64(len(after))/sum)
+	}
+	assert.GreaterOrEqual(t, worst, 1.30)
+}
