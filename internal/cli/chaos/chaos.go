@@ -281,18 +281,8 @@ func (c *flags) where(name string) string {
 }
 
 func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
-	c.origin = map[string]string{}
-	fileFlag, path := "workload", c.workload
-	switch {
-	case c.workload != "" && c.file != "":
-		return nil, cmdutil.UsageErrorf("--workload and --file: give one (--file is another name for --workload)")
-	case c.file != "":
-		fileFlag, path = "file", c.file
-	}
-	if path != "" {
-		if err := loadFile(cmd, fileFlag, path, fileKeys(cmd), c.origin); err != nil {
-			return nil, err
-		}
+	if err := c.readFile(cmd); err != nil {
+		return nil, err
 	}
 	opts := &Options{IO: f.IOStreams, Config: chaos.Defaults(), Cluster: c.cluster, Brokers: c.brokers, LabDir: c.labDir,
 		Repeat: c.repeat, ReportDir: c.reportDir, Partitions: c.partitions, ReplicationFactor: c.rf,
@@ -303,76 +293,19 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	}
 	cfg := &opts.Config
 	cfg.Version, cfg.Conn.CommandConfig = f.Version, c.commandConfig
-	if c.commandConfig != "" {
-		// Read it now: a bad file is the user's input, not a runtime error
-		// after the cluster started.
-		props, err := kafka.LoadClientProperties(c.commandConfig)
-		if err == nil {
-			_, err = props.Opts()
-		}
-		if err != nil {
-			return nil, cmdutil.Usage(err)
-		}
-	}
-	if err := c.faultOptions(cfg); err != nil {
-		return nil, err
-	}
-	cfg.Partitioners = nil
-	for _, p := range strings.Split(c.partitioners, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			cfg.Partitioners = append(cfg.Partitioners, p)
-		}
-	}
-	cfg.Topic = c.topic
-	switch c.cluster {
-	case "embedded":
-		if c.brokers < 1 || c.brokers > 100 {
-			return nil, cmdutil.UsageErrorf("%s: want 1 to 100 brokers, got %d", c.where("brokers"), c.brokers)
-		}
-	case "lab":
-		if cmd.Flags().Changed("bootstrap-server") {
-			return nil, cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
-		}
-	default:
-		return nil, cmdutil.UsageErrorf("%s: unknown cluster %q (want embedded or lab)", c.where("cluster"), c.cluster)
-	}
 	given := func(name string) bool {
 		_, inFile := c.origin[name]
 		return cmd.Flags().Changed(name) || inFile
 	}
-	if c.layout != "" || c.topics != "" {
-		for _, n := range []string{"assignment", "partitions", "replication-factor"} {
-			if given(n) {
-				w := "layout"
-				if c.layout == "" {
-					w = "topics"
-				}
-				return nil, cmdutil.UsageErrorf("%s and %s: give one (a workload's topics have their own layout)", c.where(w), c.where(n))
-			}
-		}
-	} else {
-		for _, n := range []string{"rates", "rates-file", "keys"} {
-			if given(n) {
-				return nil, cmdutil.UsageErrorf("%s: needs a workload: --layout FILE or --topics REGEX", c.where(n))
-			}
-		}
-	}
-	if c.assignment != "" {
-		if cfg.Assignment, err = chaos.ParseAssignment(c.assignment); err != nil {
-			return nil, spell(err, c.where)
-		}
-	} else if c.layout == "" && c.topics == "" {
-		cfg.Assignment = nil
-		if c.cluster == "embedded" && !cmd.Flags().Changed("bootstrap-server") && c.rf > c.brokers {
-			return nil, cmdutil.UsageErrorf("%s: %d is more than the %d brokers", c.where("replication-factor"), c.rf, c.brokers)
-		}
-	}
-	switch strings.ToLower(strings.TrimSpace(c.rate)) {
-	case "unlimited", "0", "none":
-		cfg.Rate = 0
-	default:
-		if cfg.Rate, err = units.ParseRate(c.rate); err != nil {
-			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rate"), err)
+	for _, step := range []func() error{
+		c.checkCommandConfig,
+		func() error { return c.faultOptions(cfg) },
+		func() error { return c.clusterOptions(cmd) },
+		func() error { return c.topicOptions(cmd, cfg, given) },
+		func() error { return c.bind(cfg) },
+	} {
+		if err := step(); err != nil {
+			return nil, err
 		}
 	}
 	if c.layout != "" || c.topics != "" {
@@ -380,15 +313,6 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 			return nil, err
 		}
 	}
-	cfg.Records, cfg.RecordSize = c.records, c.recordSize
-	cfg.Warmup, cfg.Phase, cfg.FailoverTimeout, cfg.Objective = c.warmup, c.phase, c.failoverTimeout, c.objective
-	cfg.MetadataMinAge, cfg.MetadataMaxAge = c.minAge, c.maxAge
-	cfg.Acks = chaos.Acks(c.acks)
-	if c.acks == "-1" {
-		cfg.Acks = chaos.AcksAll
-	}
-	cfg.Restore, cfg.Sequential, cfg.AllowUnavailable, cfg.Seed = c.restore, c.sequential, c.allowUnavailable, c.seed
-	cfg.SQFSlack, cfg.ConsumeAfter, cfg.MaxBufferedRecords, cfg.Stick = c.sqfSlack, c.consumeAfter, c.maxBuffered, c.stick
 	// One check of everything but what needs the cluster (the ring
 	// assignment over its brokers, the existing topics), its fields
 	// spelled as the flags (or file lines) that set them.
@@ -408,6 +332,117 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		return nil, cmdutil.UsageErrorf("%s: existing topics only on --cluster lab or a --bootstrap-server cluster (the embedded cluster has none)", c.where("topics"))
 	}
 	return opts, nil
+}
+
+// readFile reads --workload (or --file) into the flags not set on the
+// command line, noting where each came from.
+func (c *flags) readFile(cmd *cobra.Command) error {
+	c.origin = map[string]string{}
+	fileFlag, path := "workload", c.workload
+	switch {
+	case c.workload != "" && c.file != "":
+		return cmdutil.UsageErrorf("--workload and --file: give one (--file is another name for --workload)")
+	case c.file != "":
+		fileFlag, path = "file", c.file
+	}
+	if path == "" {
+		return nil
+	}
+	return loadFile(cmd, fileFlag, path, fileKeys(cmd), c.origin)
+}
+
+// checkCommandConfig reads --command-config now: a bad file is the user's
+// input, not a runtime error after the cluster started.
+func (c *flags) checkCommandConfig() error {
+	if c.commandConfig == "" {
+		return nil
+	}
+	props, err := kafka.LoadClientProperties(c.commandConfig)
+	if err == nil {
+		_, err = props.Opts()
+	}
+	return cmdutil.Usage(err)
+}
+
+// clusterOptions checks --cluster and --brokers.
+func (c *flags) clusterOptions(cmd *cobra.Command) error {
+	switch c.cluster {
+	case "embedded":
+		if c.brokers < 1 || c.brokers > 100 {
+			return cmdutil.UsageErrorf("%s: want 1 to 100 brokers, got %d", c.where("brokers"), c.brokers)
+		}
+	case "lab":
+		if cmd.Flags().Changed("bootstrap-server") {
+			return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
+		}
+	default:
+		return cmdutil.UsageErrorf("%s: unknown cluster %q (want embedded or lab)", c.where("cluster"), c.cluster)
+	}
+	return nil
+}
+
+// topicOptions reads the one-topic experiment's flags (--partitioner,
+// --topic, --assignment, --partitions, --replication-factor, --rate),
+// refusing those a workload replaces, and the workload's flags without one.
+func (c *flags) topicOptions(cmd *cobra.Command, cfg *chaos.Config, given func(string) bool) error {
+	cfg.Partitioners = nil
+	for _, p := range strings.Split(c.partitioners, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.Partitioners = append(cfg.Partitioners, p)
+		}
+	}
+	cfg.Topic = c.topic
+	workload := c.layout != "" || c.topics != ""
+	if workload {
+		w := "layout"
+		if c.layout == "" {
+			w = "topics"
+		}
+		for _, n := range []string{"assignment", "partitions", "replication-factor"} {
+			if given(n) {
+				return cmdutil.UsageErrorf("%s and %s: give one (a workload's topics have their own layout)", c.where(w), c.where(n))
+			}
+		}
+	}
+	for _, n := range []string{"rates", "rates-file", "keys"} {
+		if !workload && given(n) {
+			return cmdutil.UsageErrorf("%s: needs a workload: --layout FILE or --topics REGEX", c.where(n))
+		}
+	}
+	var err error
+	if c.assignment != "" {
+		if cfg.Assignment, err = chaos.ParseAssignment(c.assignment); err != nil {
+			return spell(err, c.where)
+		}
+	} else if !workload {
+		cfg.Assignment = nil
+		if c.cluster == "embedded" && !cmd.Flags().Changed("bootstrap-server") && c.rf > c.brokers {
+			return cmdutil.UsageErrorf("%s: %d is more than the %d brokers", c.where("replication-factor"), c.rf, c.brokers)
+		}
+	}
+	switch strings.ToLower(strings.TrimSpace(c.rate)) {
+	case "unlimited", "0", "none":
+		cfg.Rate = 0
+	default:
+		if cfg.Rate, err = units.ParseRate(c.rate); err != nil {
+			return cmdutil.UsageErrorf("%s: %w", c.where("rate"), err)
+		}
+	}
+	return nil
+}
+
+// bind copies the flags Config.Validate checks into cfg.
+func (c *flags) bind(cfg *chaos.Config) error {
+	cfg.Records, cfg.RecordSize = c.records, c.recordSize
+	cfg.Warmup, cfg.Phase, cfg.FailoverTimeout, cfg.Objective = c.warmup, c.phase, c.failoverTimeout, c.objective
+	cfg.MetadataMinAge, cfg.MetadataMaxAge = c.minAge, c.maxAge
+	cfg.Acks = chaos.Acks(c.acks)
+	if c.acks == "-1" {
+		cfg.Acks = chaos.AcksAll
+	}
+	cfg.Restore, cfg.Sequential, cfg.AllowUnavailable, cfg.Seed = c.restore, c.sequential, c.allowUnavailable, c.seed
+	cfg.SQFSlack, cfg.ConsumeAfter, cfg.MaxBufferedRecords, cfg.Stick = c.sqfSlack, c.consumeAfter, c.maxBuffered, c.stick
+	return nil
 }
 
 // faultOptions reads --kill and --fault: one of them is required; --fault
@@ -442,34 +477,9 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 	if c.layout != "" && c.topics != "" {
 		return cmdutil.UsageErrorf("%s and %s: give one (a layout's topics are created, --topics writes existing ones)", c.where("layout"), c.where("topics"))
 	}
-	spec := &WorkloadSpec{Total: cfg.Rate, where: c.where, ratesFlag: "rates"}
-	var err error
-	switch {
-	case c.rates != "" && c.ratesFile != "":
-		return cmdutil.UsageErrorf("%s and %s: give one, not both", c.where("rates"), c.where("rates-file"))
-	case c.rates != "":
-		if spec.Rates, err = audit.ParseRates(c.rates); err != nil {
-			return cmdutil.UsageErrorf("%s: %w", c.where("rates"), err)
-		}
-		spec.RatesGiven = true
-	case c.ratesFile != "":
-		spec.ratesFlag = "rates-file"
-		data, err := os.ReadFile(c.ratesFile)
-		if err != nil {
-			return cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
-		}
-		if spec.Rates, err = audit.ParseRatesFile(data, c.ratesFile); err != nil {
-			return cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
-		}
-		spec.RatesGiven = true
-	}
-	if spec.RatesGiven && spec.Rates.BytesPerSecond && given("rate") {
-		return cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.ratesFlag), c.where("rate"))
-	}
-	if c.keys == "" {
-		spec.Keys = workload.TopicKeys{}
-	} else if spec.Keys, err = workload.ParseTopicKeys(c.keys); err != nil {
-		return spell(err, c.where)
+	spec, err := c.workloadSpec(cfg.Rate, given)
+	if err != nil {
+		return err
 	}
 	if c.topics != "" {
 		if spec.Topics, err = regexp.Compile(c.topics); err != nil {
@@ -502,6 +512,40 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 	cfg.Assignment = nil
 	opts.Workload = spec
 	return nil
+}
+
+// workloadSpec reads --rates or --rates-file and --keys; total is --rate.
+func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpec, error) {
+	spec := &WorkloadSpec{Total: total, where: c.where, ratesFlag: "rates"}
+	var err error
+	switch {
+	case c.rates != "" && c.ratesFile != "":
+		return nil, cmdutil.UsageErrorf("%s and %s: give one, not both", c.where("rates"), c.where("rates-file"))
+	case c.rates != "":
+		if spec.Rates, err = audit.ParseRates(c.rates); err != nil {
+			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates"), err)
+		}
+		spec.RatesGiven = true
+	case c.ratesFile != "":
+		spec.ratesFlag = "rates-file"
+		data, err := os.ReadFile(c.ratesFile)
+		if err != nil {
+			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
+		}
+		if spec.Rates, err = audit.ParseRatesFile(data, c.ratesFile); err != nil {
+			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
+		}
+		spec.RatesGiven = true
+	}
+	if spec.RatesGiven && spec.Rates.BytesPerSecond && given("rate") {
+		return nil, cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.ratesFlag), c.where("rate"))
+	}
+	if c.keys == "" {
+		spec.Keys = workload.TopicKeys{}
+	} else if spec.Keys, err = workload.ParseTopicKeys(c.keys); err != nil {
+		return nil, spell(err, c.where)
+	}
+	return spec, nil
 }
 
 // spell turns a domain error about a field into one about the flag (or the
@@ -558,40 +602,9 @@ func loadFile(cmd *cobra.Command, fileFlag, path string, allowed map[string]bool
 		if fl == nil || !allowed[k.Value] {
 			return cmdutil.UsageErrorf("%s: unknown key %q", loc, k.Value)
 		}
-		var val string
-		switch v.Kind {
-		case yaml.ScalarNode:
-			val = v.Value
-			if pathKeys[k.Value] && val != "" && !filepath.IsAbs(val) {
-				val = filepath.Join(filepath.Dir(path), val)
-			}
-		case yaml.SequenceNode:
-			parts := make([]string, 0, len(v.Content))
-			for _, e := range v.Content {
-				if e.Kind != yaml.ScalarNode {
-					return cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
-				}
-				parts = append(parts, e.Value)
-			}
-			val = strings.Join(parts, ",")
-		case yaml.MappingNode:
-			if !mapKeys[k.Value] {
-				return cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
-			}
-			parts := make([]string, 0, len(v.Content)/2)
-			for j := 0; j+1 < len(v.Content); j += 2 {
-				tk, tv := v.Content[j], v.Content[j+1]
-				if tk.Kind != yaml.ScalarNode || tv.Kind != yaml.ScalarNode || tk.Value == "" {
-					return cmdutil.UsageErrorf("%s:%d: %s: want TOPIC: VALUE entries", path, tk.Line, k.Value)
-				}
-				if strings.ContainsAny(tk.Value, ",=") || strings.Contains(tv.Value, ",") {
-					return cmdutil.UsageErrorf("%s:%d: %s: %s: a topic or value with ',' or '='", path, tk.Line, k.Value, tk.Value)
-				}
-				parts = append(parts, tk.Value+"="+tv.Value)
-			}
-			val = strings.Join(parts, ",")
-		default:
-			return cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+		val, err := fileValue(path, loc, k, v)
+		if err != nil {
+			return err
 		}
 		if fl.Changed {
 			continue // the command line overrides the file
@@ -602,6 +615,46 @@ func loadFile(cmd *cobra.Command, fileFlag, path string, allowed map[string]bool
 		origin[k.Value] = fmt.Sprintf("%s:%d: %s", path, k.Line, k.Value)
 	}
 	return nil
+}
+
+// fileValue is an experiment file's value as the flag takes it: a scalar as
+// it is (a relative path from the file's directory), a list joined with
+// commas, a mapping (rates, keys) as TOPIC=VALUE pairs.
+func fileValue(path, loc string, k, v *yaml.Node) (string, error) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		val := v.Value
+		if pathKeys[k.Value] && val != "" && !filepath.IsAbs(val) {
+			val = filepath.Join(filepath.Dir(path), val)
+		}
+		return val, nil
+	case yaml.SequenceNode:
+		parts := make([]string, 0, len(v.Content))
+		for _, e := range v.Content {
+			if e.Kind != yaml.ScalarNode {
+				return "", cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+			}
+			parts = append(parts, e.Value)
+		}
+		return strings.Join(parts, ","), nil
+	case yaml.MappingNode:
+		if !mapKeys[k.Value] {
+			return "", cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+		}
+		parts := make([]string, 0, len(v.Content)/2)
+		for j := 0; j+1 < len(v.Content); j += 2 {
+			tk, tv := v.Content[j], v.Content[j+1]
+			if tk.Kind != yaml.ScalarNode || tv.Kind != yaml.ScalarNode || tk.Value == "" {
+				return "", cmdutil.UsageErrorf("%s:%d: %s: want TOPIC: VALUE entries", path, tk.Line, k.Value)
+			}
+			if strings.ContainsAny(tk.Value, ",=") || strings.Contains(tv.Value, ",") {
+				return "", cmdutil.UsageErrorf("%s:%d: %s: %s: a topic or value with ',' or '='", path, tk.Line, k.Value, tk.Value)
+			}
+			parts = append(parts, tk.Value+"="+tv.Value)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
 }
 
 // openCluster starts or opens the cluster of one run; a lab sets cfg.Conn
@@ -668,23 +721,7 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	cfg.Abort = cmdutil.SecondInterrupt(sigs, done, func() {
 		fmt.Fprintln(io.ErrOut, "\nchaos: interrupted; stopping the producers and cleaning up (interrupt again to cut the cleanup short)")
 	})
-	if opts.Progress {
-		cfg.Progress = func(p chaos.Progress) {
-			who := ""
-			if p.Partitioner != "" {
-				who = p.Partitioner + " "
-			}
-			fmt.Fprintf(io.ErrOut, "\r\033[Kchaos: %sphase %-9s  records sent %-9d  elapsed %s", who, p.Phase, p.Sent, p.Elapsed.Round(100*time.Millisecond))
-		}
-	}
-	camp.OnRun = func(i, n int, res *chaos.Result) {
-		if opts.Progress {
-			fmt.Fprint(io.ErrOut, "\r\033[K")
-		}
-		if res != nil && n > 1 {
-			fmt.Fprintln(io.ErrOut, cycleLine(i, n, res))
-		}
-	}
+	progress(opts, camp)
 	out, runErr := camp.Run(ctx)
 	if out.ISR != nil {
 		fmt.Fprintln(io.ErrOut, "chaos: "+out.ISR.String())
@@ -696,6 +733,29 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		return err
 	}
 	return mapErr(runErr, opts)
+}
+
+// progress sets the campaign's progress hooks: a progress line on a
+// terminal, and a line per run when there are several.
+func progress(opts *Options, camp *chaos.Campaign) {
+	w := opts.IO.ErrOut
+	if opts.Progress {
+		camp.Config.Progress = func(p chaos.Progress) {
+			who := ""
+			if p.Partitioner != "" {
+				who = p.Partitioner + " "
+			}
+			fmt.Fprintf(w, "\r\033[Kchaos: %sphase %-9s  records sent %-9d  elapsed %s", who, p.Phase, p.Sent, p.Elapsed.Round(100*time.Millisecond))
+		}
+	}
+	camp.OnRun = func(i, n int, res *chaos.Result) {
+		if opts.Progress {
+			fmt.Fprint(w, "\r\033[K")
+		}
+		if res != nil && n > 1 {
+			fmt.Fprintln(w, cycleLine(i, n, res))
+		}
+	}
 }
 
 // renderCampaign prints a campaign's result (the run, the summary of repeated

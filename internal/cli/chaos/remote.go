@@ -110,14 +110,30 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 		Conn:   kafka.ConnOptions{BootstrapServers: r.bootstrap, CommandConfig: cfg.Conn.CommandConfig},
 		Killer: r.killer, Yes: r.yes, DryRun: r.dryRun, KeepTopics: r.keepTopics,
 	}
+	if err := r.killerOptions(o, c, cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Fault != nil && r.killer != KillerChaosMesh {
+		return nil, cmdutil.UsageErrorf("%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), r.killer)
+	}
+	for _, n := range own {
+		if k, ok := kf[n]; ok && k != r.killer && given(n) {
+			return nil, cmdutil.UsageErrorf("%s: only with --killer %s", c.where(n), k)
+		}
+	}
+	return o, nil
+}
+
+// killerOptions checks --killer and its own flags into o.
+func (r *remoteFlags) killerOptions(o *RemoteOptions, c *flags, cfg *chaos.Config) error {
 	var err error
 	switch r.killer {
 	case "":
 		if cfg.Fault != nil {
-			return nil, cmdutil.UsageErrorf("%s: required with --fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)", c.where("killer"))
+			return cmdutil.UsageErrorf("%s: required with --fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)", c.where("killer"))
 		}
 		if cfg.Target.Kind != chaos.TargetNone {
-			return nil, cmdutil.UsageErrorf("%s: required with --bootstrap-server (%s)", c.where("killer"), killerKinds)
+			return cmdutil.UsageErrorf("%s: required with --bootstrap-server (%s)", c.where("killer"), killerKinds)
 		}
 	case KillerExec:
 		o.Exec = chaosexec.Options{KillCmd: r.killCmd, RestoreCmd: r.restoreCmd, Timeout: r.killTimeout}
@@ -140,20 +156,9 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 	case KillerChaosMesh:
 		o.Mesh, err = r.mesh.options()
 	default:
-		return nil, cmdutil.UsageErrorf("%s: unknown killer %q (want %s)", c.where("killer"), r.killer, killerKinds)
+		return cmdutil.UsageErrorf("%s: unknown killer %q (want %s)", c.where("killer"), r.killer, killerKinds)
 	}
-	if err != nil {
-		return nil, cmdutil.Usage(spell(err, c.where))
-	}
-	if cfg.Fault != nil && r.killer != KillerChaosMesh {
-		return nil, cmdutil.UsageErrorf("%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), r.killer)
-	}
-	for _, n := range own {
-		if k, ok := kf[n]; ok && k != r.killer && given(n) {
-			return nil, cmdutil.UsageErrorf("%s: only with --killer %s", c.where(n), k)
-		}
-	}
-	return o, nil
+	return cmdutil.Usage(spell(err, c.where))
 }
 
 // newKiller builds the killer of a --bootstrap-server run.
@@ -224,27 +229,7 @@ func writePlan(w io.Writer, f report.Format, p *chaos.Plan) error {
 	fmt.Fprintf(&sb, "kplan chaos %s\n", head)
 	fmt.Fprintf(&sb, "cluster:     %s\n", p.Label)
 	fmt.Fprintf(&sb, "killer:      %s\n", p.Killer)
-	if p.Broker >= 0 {
-		rack := ""
-		if p.Rack != "" {
-			rack = ", rack " + p.Rack
-		}
-		fmt.Fprintf(&sb, "kill:        %s: broker %d, advertised as %s:%d%s\n", p.Target, p.Broker, p.Host, p.Port, rack)
-	} else {
-		fmt.Fprintf(&sb, "kill:        %s\n", p.Target)
-	}
-	if p.Kill != nil {
-		fmt.Fprintf(&sb, "target:      %s\n", p.Kill.Target)
-		for i, s := range p.Kill.Steps {
-			fmt.Fprintf(&sb, "  %d. %s\n", i+1, s)
-		}
-		if p.Kill.Manifest != "" {
-			sb.WriteString("manifest:\n")
-			for _, l := range strings.Split(strings.TrimRight(p.Kill.Manifest, "\n"), "\n") {
-				sb.WriteString("  " + l + "\n")
-			}
-		}
-	}
+	writeKillPlan(&sb, p)
 	writeFaultPlan(&sb, p)
 	what := "created, deleted at the end"
 	switch {
@@ -257,23 +242,7 @@ func writePlan(w io.Writer, f report.Format, p *chaos.Plan) error {
 	if len(p.Existing) > 0 && len(p.Existing) < len(p.Topics) {
 		fmt.Fprintf(&sb, "             existing, reused and kept: %s\n", strings.Join(p.Existing, ", "))
 	}
-	if p.Broker >= 0 {
-		fmt.Fprintf(&sb, "leaders:     broker %d leads %d partitions; Kafka would elect (audit what-if):\n", p.Broker, len(p.Elections))
-		for i, e := range p.Elections {
-			if i == maxPlanElections {
-				fmt.Fprintf(&sb, "  ... and %d more\n", len(p.Elections)-i)
-				break
-			}
-			if e.NewLeader < 0 {
-				fmt.Fprintf(&sb, "  %s/%d -> none (offline)\n", e.Topic, e.Partition)
-				continue
-			}
-			fmt.Fprintf(&sb, "  %s/%d -> broker %d\n", e.Topic, e.Partition, e.NewLeader)
-		}
-		if p.Offline > 0 {
-			fmt.Fprintf(&sb, "  %d partitions would have no leader\n", p.Offline)
-		}
-	}
+	writePlanElections(&sb, p)
 	switch {
 	case p.Refusal != "":
 		fmt.Fprintf(&sb, "checks:      refused: %s\n", p.Refusal)
@@ -282,6 +251,52 @@ func writePlan(w io.Writer, f report.Format, p *chaos.Plan) error {
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// writeKillPlan prints the kill's part of a plan.
+func writeKillPlan(sb *strings.Builder, p *chaos.Plan) {
+	if p.Broker >= 0 {
+		rack := ""
+		if p.Rack != "" {
+			rack = ", rack " + p.Rack
+		}
+		fmt.Fprintf(sb, "kill:        %s: broker %d, advertised as %s:%d%s\n", p.Target, p.Broker, p.Host, p.Port, rack)
+	} else {
+		fmt.Fprintf(sb, "kill:        %s\n", p.Target)
+	}
+	if p.Kill != nil {
+		fmt.Fprintf(sb, "target:      %s\n", p.Kill.Target)
+		for i, s := range p.Kill.Steps {
+			fmt.Fprintf(sb, "  %d. %s\n", i+1, s)
+		}
+		if p.Kill.Manifest != "" {
+			sb.WriteString("manifest:\n")
+			for _, l := range strings.Split(strings.TrimRight(p.Kill.Manifest, "\n"), "\n") {
+				sb.WriteString("  " + l + "\n")
+			}
+		}
+	}
+}
+
+// writePlanElections prints the leaders Kafka would elect after the kill.
+func writePlanElections(sb *strings.Builder, p *chaos.Plan) {
+	if p.Broker >= 0 {
+		fmt.Fprintf(sb, "leaders:     broker %d leads %d partitions; Kafka would elect (audit what-if):\n", p.Broker, len(p.Elections))
+		for i, e := range p.Elections {
+			if i == maxPlanElections {
+				fmt.Fprintf(sb, "  ... and %d more\n", len(p.Elections)-i)
+				break
+			}
+			if e.NewLeader < 0 {
+				fmt.Fprintf(sb, "  %s/%d -> none (offline)\n", e.Topic, e.Partition)
+				continue
+			}
+			fmt.Fprintf(sb, "  %s/%d -> broker %d\n", e.Topic, e.Partition, e.NewLeader)
+		}
+		if p.Offline > 0 {
+			fmt.Fprintf(sb, "  %d partitions would have no leader\n", p.Offline)
+		}
+	}
 }
 
 // writeFaultPlan prints the fault's part of a plan.
@@ -324,31 +339,8 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 			c.Close()
 		}
 	}()
-	brokers, err := c.Brokers(ctx)
-	if err != nil {
+	if err := remoteTopics(ctx, c, opts, cfg); err != nil {
 		return nil, false, err
-	}
-	if cfg.Existing && len(cfg.Workload) == 0 {
-		if cfg.Workload, err = existingWorkload(ctx, c, *cfg, opts.Workload); err != nil {
-			return nil, false, err
-		}
-		cfg.Rate = chaos.TotalRate(cfg.Workload)
-	}
-	if err := chaos.CheckWorkloadBrokers(cfg.Workload, brokers); err != nil {
-		return nil, false, spell(err, flagName)
-	}
-	for p, reps := range cfg.Assignment {
-		for _, id := range reps {
-			if !slices.Contains(brokers, id) {
-				return nil, false, cmdutil.UsageErrorf("--assignment: partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", p, id, brokers)
-			}
-		}
-	}
-	if cfg.Assignment == nil && len(cfg.Workload) == 0 {
-		if opts.ReplicationFactor > len(brokers) {
-			return nil, false, cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", opts.ReplicationFactor, len(brokers))
-		}
-		cfg.Assignment = chaos.RingAssignment(brokers, opts.Partitions, opts.ReplicationFactor)
 	}
 	k := c.Killer()
 	pr := chaos.PlanRun{Cluster: c, Killer: k, Config: *cfg, DeleteTopics: !opts.Remote.KeepTopics, DryRun: opts.Remote.DryRun}
@@ -380,6 +372,39 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 	}
 	keep = true
 	return c, false, nil
+}
+
+// remoteTopics completes cfg's topics on a --bootstrap-server cluster:
+// the existing ones listed, the assignment checked against its brokers or
+// built round them.
+func remoteTopics(ctx context.Context, c *remote.Cluster, opts *Options, cfg *chaos.Config) error {
+	brokers, err := c.Brokers(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.Existing && len(cfg.Workload) == 0 {
+		if cfg.Workload, err = existingWorkload(ctx, c, *cfg, opts.Workload); err != nil {
+			return err
+		}
+		cfg.Rate = chaos.TotalRate(cfg.Workload)
+	}
+	if err := chaos.CheckWorkloadBrokers(cfg.Workload, brokers); err != nil {
+		return spell(err, flagName)
+	}
+	for p, reps := range cfg.Assignment {
+		for _, id := range reps {
+			if !slices.Contains(brokers, id) {
+				return cmdutil.UsageErrorf("--assignment: partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", p, id, brokers)
+			}
+		}
+	}
+	if cfg.Assignment == nil && len(cfg.Workload) == 0 {
+		if opts.ReplicationFactor > len(brokers) {
+			return cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", opts.ReplicationFactor, len(brokers))
+		}
+		cfg.Assignment = chaos.RingAssignment(brokers, opts.Partitions, opts.ReplicationFactor)
+	}
+	return nil
 }
 
 // cleanupRemote deletes the experiment topics and the killer's objects on a
