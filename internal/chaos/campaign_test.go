@@ -1,12 +1,15 @@
 package chaos
 
 import (
+	"context"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
@@ -102,4 +105,81 @@ func TestNotPreferred(t *testing.T) {
 		"b": {{leader: -1, replicas: []int32{3}}, {leader: 3, replicas: nil}},
 	}}
 	assert.Equal(t, []string{"a/1", "b/0"}, notPreferred(m))
+}
+
+// openCounter opens fresh embedded clusters and counts opens and closes.
+type openCounter struct {
+	brokers       int
+	opens, closes int
+}
+
+type countedCluster struct {
+	Cluster
+	n *openCounter
+}
+
+func (c countedCluster) Close() { c.n.closes++; c.Cluster.Close() }
+
+func (o *openCounter) open(context.Context, *Config) (Cluster, error) {
+	c, err := embedded.NewCluster(o.brokers, "test")
+	if err != nil {
+		return nil, err
+	}
+	o.opens++
+	return countedCluster{Cluster: c, n: o}, nil
+}
+
+// TestCampaignRepeat: repeated runs on fresh clusters, each closed, the
+// ring assignment built over the cluster's brokers, the seed and the order
+// of a sequential run's partitioners rotating, and a summary.
+func TestCampaignRepeat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("in-process cluster experiments")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	oc := &openCounter{brokers: 3}
+	c := Campaign{Config: Defaults(), Partitions: 3, ReplicationFactor: 2, Repeat: 2, Open: oc.open}
+	c.Config.Assignment = nil
+	c.Config.Partitioners = []string{"roundrobin", "node"}
+	c.Config.Sequential = true
+	c.Config.Warmup, c.Config.Phase, c.Config.Rate = 200*time.Millisecond, 500*time.Millisecond, 20_000
+	var seen []int
+	c.OnRun = func(i, n int, res *Result) {
+		assert.Equal(t, 2, n)
+		require.NotNil(t, res)
+		seen = append(seen, i)
+	}
+	require.NoError(t, c.Validate())
+	out, err := c.Run(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2}, seen)
+	require.Len(t, out.Runs, 2)
+	assert.Equal(t, 2, oc.opens)
+	assert.Equal(t, 2, oc.closes, "every cluster the campaign opened is closed")
+	require.NotNil(t, out.Summary)
+	assert.Nil(t, out.Kills)
+	assert.Nil(t, out.ISR, "nothing to check on a simulated cluster")
+	for i, want := range [][]string{{"roundrobin", "node"}, {"node", "roundrobin"}} {
+		assert.Equal(t, "1,2;2,3;3,1", out.Runs[i].Assignment, "the ring over the cluster's brokers")
+		var got []string
+		for _, p := range out.Runs[i].Partitioners {
+			got = append(got, p.Name)
+		}
+		assert.Equal(t, want, got, "run %d: a sequential run's order rotates", i+1)
+	}
+}
+
+// TestCampaignRingTooLarge: a replication factor above the cluster's
+// brokers is the user's input, named by its field, and nothing runs.
+func TestCampaignRingTooLarge(t *testing.T) {
+	oc := &openCounter{brokers: 2}
+	c := Campaign{Config: Defaults(), Partitions: 3, ReplicationFactor: 3, Repeat: 1, Open: oc.open}
+	c.Config.Assignment = nil
+	out, err := c.Run(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, FieldReplicationFactor, errkind.FieldOf(err))
+	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+	assert.Empty(t, out.Runs)
+	assert.Equal(t, oc.opens, oc.closes)
 }
