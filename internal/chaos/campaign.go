@@ -83,7 +83,7 @@ func (c *Campaign) Validate() error {
 		}
 	}
 	if c.each() && c.Repeat > 1 {
-		return errkind.Usagef("repeat", "not with --kill each (each broker is killed once)")
+		return errkind.Usagef("repeat", "not with the target each (each broker is killed once)")
 	}
 	return c.Config.validate(ring, c.Config.Existing && len(c.Config.Workload) == 0, true)
 }

@@ -36,7 +36,7 @@ func TestCampaignValidate(t *testing.T) {
 		{"repeat", "repeat", "want 1 to 1000, got 0", func(c *Campaign) { c.Repeat = 0 }},
 		{"partitions", "partitions", "got 0", func(c *Campaign) { c.Partitions = 0 }},
 		{"rf", FieldReplicationFactor, "at least 1", func(c *Campaign) { c.ReplicationFactor = 0 }},
-		{"each repeated", "repeat", "not with --kill each", func(c *Campaign) { c.Config.Target = Target{Kind: TargetEach}; c.Repeat = 2 }},
+		{"each repeated", "repeat", "not with the target each", func(c *Campaign) { c.Config.Target = Target{Kind: TargetEach}; c.Repeat = 2 }},
 		{"config", "stick", "want 1 to 1000000", func(c *Campaign) { c.Config.Stick = 0 }},
 		{"durations", "metadata-min-age", "must be positive", func(c *Campaign) { c.Config.MetadataMinAge = 0 }},
 	} {

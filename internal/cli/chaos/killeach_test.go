@@ -89,7 +89,7 @@ func TestKillEachOptions(t *testing.T) {
 	assert.Equal(t, chaos.TargetEach, o.Config.Target.Kind)
 	_, err = parse(t, "--kill", "each", "--repeat", "2")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--repeat: not with --kill each")
+	assert.Contains(t, err.Error(), "--repeat: not with the target each")
 	assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
 	_, err = parse(t, "--kill", "each", "--bootstrap-server", "localhost:9092", "--killer", "exec", "--kill-cmd", "true")
 	require.Error(t, err)
