@@ -26,6 +26,9 @@ const (
 	// TargetBusiest kills the broker leading most partitions of the
 	// experiment topics at kill time (ties: the lowest id).
 	TargetBusiest
+	// TargetEach kills every broker in turn, one run each: a Campaign's
+	// target (Run takes one broker).
+	TargetEach
 )
 
 // Target is the broker an experiment kills.
@@ -45,14 +48,18 @@ func (t Target) String() string {
 		return fmt.Sprintf("leader-of:%s/%d", t.Topic, t.Partition)
 	case TargetBusiest:
 		return "busiest"
+	case TargetEach:
+		return "each"
 	default:
 		return "none"
 	}
 }
 
-// ParseTarget parses broker-N, leader-of:TOPIC/P, busiest or none.
+// ParseTarget parses broker-N, leader-of:TOPIC/P, busiest, each or none.
 func ParseTarget(s string) (Target, error) {
 	switch {
+	case s == "each":
+		return Target{Kind: TargetEach}, nil
 	case s == "none":
 		return Target{Kind: TargetNone}, nil
 	case s == "busiest":
@@ -75,7 +82,7 @@ func ParseTarget(s string) (Target, error) {
 		}
 		return Target{Kind: TargetLeaderOf, Topic: rest[:i], Partition: int32(p)}, nil
 	}
-	return Target{}, errkind.Usagef("kill", "unknown target %q (want broker-N, leader-of:TOPIC/P, busiest or none)", s)
+	return Target{}, errkind.Usagef("kill", "unknown target %q (want broker-N, leader-of:TOPIC/P, busiest, each or none)", s)
 }
 
 // Acks is the producers' acknowledgement level.
@@ -321,7 +328,12 @@ func FormatAssignment(a [][]int32) string {
 
 // Validate checks what can be checked without a cluster. Its errors are
 // usage errors naming the field (the flag's name without dashes).
-func (c *Config) Validate() error {
+func (c *Config) Validate() error { return c.validate(false, false, false) }
+
+// validate is Validate; ring leaves out the assignment a campaign builds
+// over the cluster's brokers, existing the existing topics it lists, and
+// campaign allows the targets only a campaign resolves (each).
+func (c *Config) validate(ring, existing, campaign bool) error {
 	if len(c.Partitioners) == 0 {
 		return errkind.Usagef("partitioner", "no partitioner")
 	}
@@ -341,38 +353,69 @@ func (c *Config) Validate() error {
 	if c.Topic == "" {
 		return errkind.Usagef("topic", "empty topic name")
 	}
+	if c.Target.Kind == TargetEach && !campaign {
+		return errkind.Usagef("kill", "each: one run kills one broker (a campaign kills each in turn)")
+	}
 	if err := c.Fault.validate(); err != nil {
 		return err
 	}
-	if err := c.validateWorkload(); err != nil {
+	if !ring && !existing {
+		if err := c.validateWorkload(); err != nil {
+			return err
+		}
+	}
+	if err := c.validateFigures(); err != nil {
 		return err
 	}
+	return c.validateDurations()
+}
+
+// validateFigures checks the counts and sizes.
+func (c *Config) validateFigures() error {
 	if c.RecordSize < MinRecordSize || c.RecordSize > 1<<20 {
-		return errkind.Usagef("record-size", "record size %d (want %d to %d bytes)", c.RecordSize, MinRecordSize, 1<<20)
+		return errkind.Usagef("record-size", "record size %d: want %d to %d bytes", c.RecordSize, MinRecordSize, 1<<20)
 	}
 	if c.Rate < 0 {
 		return errkind.Usagef("rate", "negative rate")
 	}
 	if c.Records < 0 {
-		return errkind.Usagef("records", "negative record count")
-	}
-	if c.Records == 0 && c.Phase <= 0 {
-		return errkind.Usagef("phase-duration", "phase duration must be positive")
-	}
-	if c.Warmup < 0 {
-		return errkind.Usagef("warmup", "negative warm-up")
-	}
-	if c.FailoverTimeout <= 0 {
-		return errkind.Usagef("failover-timeout", "non-positive failover timeout")
-	}
-	if c.Objective < 0 {
-		return errkind.Usagef("latency-objective", "negative latency objective")
+		return errkind.Usagef("records", "must not be negative, got %d", c.Records)
 	}
 	if c.Acks != AcksAll && c.Acks != AcksLeader {
-		return errkind.Usagef("acks", "acks %q (want all or 1)", c.Acks)
+		return errkind.Usagef("acks", "want all or 1, got %q", c.Acks)
 	}
-	if c.MetadataMinAge <= 0 || c.MetadataMaxAge < c.MetadataMinAge {
-		return errkind.Usagef("metadata-max-age", "metadata ages: want 0 < min <= max")
+	if c.SQFSlack < 0 {
+		return errkind.Usagef("sqf-slack", "must not be negative, got %d", c.SQFSlack)
+	}
+	if c.MaxBufferedRecords < 1 || c.MaxBufferedRecords > 100_000_000 {
+		return errkind.Usagef("max-buffered-records", "want 1 to 100000000, got %d", c.MaxBufferedRecords)
+	}
+	if c.Stick < 1 || c.Stick > 1_000_000 {
+		return errkind.Usagef("stick", "want 1 to 1000000, got %d", c.Stick)
+	}
+	return nil
+}
+
+// validateDurations checks the phases' durations, the objective and the
+// metadata ages.
+func (c *Config) validateDurations() error {
+	if c.Records == 0 && c.Phase <= 0 {
+		return errkind.Usagef("phase-duration", "must be positive, got %v", c.Phase)
+	}
+	if c.Warmup < 0 {
+		return errkind.Usagef("warmup", "must not be negative, got %v", c.Warmup)
+	}
+	if c.FailoverTimeout <= 0 {
+		return errkind.Usagef("failover-timeout", "must be positive, got %v (the failover timeout)", c.FailoverTimeout)
+	}
+	if c.Objective < 0 {
+		return errkind.Usagef("latency-objective", "must not be negative, got %v", c.Objective)
+	}
+	if c.MetadataMinAge <= 0 {
+		return errkind.Usagef("metadata-min-age", "must be positive, got %v", c.MetadataMinAge)
+	}
+	if c.MetadataMaxAge < c.MetadataMinAge {
+		return errkind.Usagef("metadata-max-age", "%v is less than the min age %v (metadata ages: want 0 < min <= max)", c.MetadataMaxAge, c.MetadataMinAge)
 	}
 	return nil
 }

@@ -41,6 +41,9 @@ type Options struct {
 	// LoopbackPerBroker gives broker N the address 127.0.0.(1+N)
 	// (localkafka.Config.Loopback).
 	LoopbackPerBroker bool
+	// Racks is localkafka.Config.Racks: the brokers spread over this many
+	// racks round robin (0: localkafka.DefaultRacks).
+	Racks int
 	// Security is localkafka.Config.Security: "" (plaintext), "sasl_ssl",
 	// "ssl" or "sasl_plaintext".
 	Security string
@@ -116,7 +119,7 @@ func start(o Options) (*Lab, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cfg := localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: d, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker, Security: o.Security}
+	cfg := localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: d, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker, Racks: o.Racks, Security: o.Security}
 	clientConfig := ""
 	if localkafka.Secured(o.Security) {
 		clientConfig = localkafka.ClientConfigPath(d)

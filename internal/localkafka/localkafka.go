@@ -54,6 +54,7 @@ const (
 	FieldDir             = "dir"
 	FieldKafkaJars       = "kafka-jars"
 	FieldLoopback        = "loopback-per-broker"
+	FieldRacks           = "racks"
 )
 
 // Config describes a lab to start.
@@ -80,6 +81,10 @@ type Config struct {
 	// Controller listeners stay on 127.0.0.1. Not with BandwidthBps, whose
 	// namespaces give every node an address already.
 	Loopback bool
+	// Racks is how many racks the brokers are spread over, round robin:
+	// broker N gets broker.rack rack-a, rack-b, ... ((N-1) mod Racks); 0
+	// means DefaultRacks.
+	Racks int
 	// Security is the client listener's mode: "" or SecurityPlaintext,
 	// SecuritySASLSSL, SecuritySSL (mTLS) or SecuritySASLPlaintext. A
 	// secured lab gets a CA and node certificates, SCRAM users and a
@@ -124,6 +129,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.CPUQuota >= 0 && c.CPUQuota <= MaxCPUQuota) { // also refuses NaN
 		return errkind.Usagef(FieldBrokerCPU, "want a fraction of one CPU (e.g. 0.25), at most %d, or 0 for no cap; got %g", MaxCPUQuota, c.CPUQuota)
+	}
+	if c.Racks < 0 || c.Racks > MaxRacks {
+		return errkind.Usagef(FieldRacks, "want 1 to %d racks (0: %d), got %d", MaxRacks, DefaultRacks, c.Racks)
 	}
 	if c.BandwidthBps < 0 {
 		return errkind.Usagef(FieldBrokerBandwidth, "want a positive rate, got %d bytes/s", c.BandwidthBps)
@@ -387,10 +395,24 @@ func ParseBroker(s string) (int32, error) {
 	return int32(id), nil
 }
 
+// DefaultRacks is the racks of a lab that does not say (Config.Racks 0);
+// MaxRacks the most it may have (rack-a to rack-z).
+const (
+	DefaultRacks = 3
+	MaxRacks     = 26
+)
+
 // plan lays out the nodes of cfg.
 func plan(cfg Config) []Node {
 	var nodes []Node
-	racks := []string{"rack-a", "rack-b", "rack-c"}
+	nr := cfg.Racks
+	if nr <= 0 {
+		nr = DefaultRacks
+	}
+	racks := make([]string, nr)
+	for i := range racks {
+		racks[i] = "rack-" + string(rune('a'+i))
+	}
 	combined := cfg.Brokers <= MaxCombined
 	for i := 1; i <= cfg.Brokers; i++ {
 		n := Node{ID: int32(i), Broker: true, Controller: combined, Rack: racks[(i-1)%len(racks)], Port: cfg.BasePort + (i-1)*10}

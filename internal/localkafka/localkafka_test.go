@@ -38,6 +38,23 @@ func TestPlanCombinedUpToFive(t *testing.T) {
 	assert.Contains(t, props, "offsets.topic.replication.factor=3\n")
 }
 
+func TestPlanRacks(t *testing.T) {
+	for _, tc := range []struct {
+		racks int
+		want  []string
+	}{
+		{0, []string{"rack-a", "rack-b", "rack-c", "rack-a", "rack-b"}},
+		{2, []string{"rack-a", "rack-b", "rack-a", "rack-b", "rack-a"}},
+		{1, []string{"rack-a", "rack-a", "rack-a", "rack-a", "rack-a"}},
+	} {
+		var got []string
+		for _, n := range plan(Config{Brokers: 5, Racks: tc.racks, BasePort: 19092}) {
+			got = append(got, n.Rack)
+		}
+		assert.Equal(t, tc.want, got, "racks %d", tc.racks)
+	}
+}
+
 func TestPlanDedicatedControllersAboveFive(t *testing.T) {
 	nodes := plan(Config{Brokers: 6, Dir: "/lab", BasePort: 19092})
 	require.Len(t, nodes, 9)
@@ -230,6 +247,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"no brokers", func(c *Config) { c.Brokers = 0 }, FieldBrokers, "want 1 to 64, got 0"},
 		{"too many brokers", func(c *Config) { c.Brokers = 65 }, FieldBrokers, "got 65"},
+		{"negative racks", func(c *Config) { c.Racks = -1 }, FieldRacks, "want 1 to 26 racks"},
+		{"too many racks", func(c *Config) { c.Racks = 27 }, FieldRacks, "got 27"},
 		{"low port", func(c *Config) { c.BasePort = 80 }, FieldBasePort, "want 1024 to 65475 for 3 brokers, got 80"},
 		{"high port", func(c *Config) { c.BasePort = 65500 }, FieldBasePort, "got 65500"},
 		{"ports past 65535 for many brokers", func(c *Config) { c.Brokers, c.BasePort = 64, 65000 }, FieldBasePort, "want 1024 to 64865 for 64 brokers"},

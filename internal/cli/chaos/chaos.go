@@ -8,11 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goio "io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,7 +26,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/chaos/lab/faulter"
-	"github.com/kplan-dev/kplan/internal/chaos/remote"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -147,7 +146,11 @@ elect) and changes nothing; without --yes kplan prints the plan and exits
 4. ` + "`kplan chaos cleanup`" + ` deletes Chaos Mesh objects a killed kplan left.
 
 Targets: broker-N, leader-of:TOPIC/P, busiest (most leaders of the experiment
-topics), none (no kill: a steady-state measurement).
+topics), none (no kill: a steady-state measurement), each (every broker in
+turn, one run each: on a real cluster the broker is restarted, back in every
+ISR and the preferred leaders elected before the next kill; the report sets
+per kill and partitioner each survivor's measured share beside the predicted
+one, with both max/mean).
 
 Network faults: --fault degrades one broker's network instead of (or
 before) a kill: delay:TARGET:DELAY[:JITTER] (delay:broker-2:100ms,
@@ -195,6 +198,7 @@ check and the partial result is printed. A second Ctrl-C cuts that cleanup
 short.`,
 		Example: `  $ kplan chaos --kill broker-3
   $ kplan chaos --kill broker-3 --report out/chaos
+  $ kplan chaos --cluster lab --workload chaos/failover-5.yaml --kill each
   $ kplan chaos --kill busiest --partitioner roundrobin,node --acks 1 --phase-duration 20s -o json
   $ kplan chaos --workload chaos/u2-acks-all.yaml --repeat 5 --sequential
   $ kplan chaos --layout testdata/layouts/thesis-6-4.json --rates A=2,B=1 --rate 300kB/s --kill busiest --partitioner roundrobin,node,sqf,sqf-shared
@@ -222,7 +226,7 @@ short.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest or none (required unless --fault)")
+	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest, each (every broker in turn) or none (required unless --fault)")
 	fs.StringVar(&c.fault, "fault", "", "network fault to inject after the before phase, instead of or before the kill: delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT% or partition:TARGET (lab, or chaos-mesh's NetworkChaos)")
 	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run)")
 	fs.StringVar(&c.topic, "topic", d.Topic, "topic name prefix: each partitioner writes to PREFIX-NAME")
@@ -277,18 +281,8 @@ func (c *flags) where(name string) string {
 }
 
 func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
-	c.origin = map[string]string{}
-	fileFlag, path := "workload", c.workload
-	switch {
-	case c.workload != "" && c.file != "":
-		return nil, cmdutil.UsageErrorf("--workload and --file: give one (--file is another name for --workload)")
-	case c.file != "":
-		fileFlag, path = "file", c.file
-	}
-	if path != "" {
-		if err := loadFile(cmd, fileFlag, path, fileKeys(cmd), c.origin); err != nil {
-			return nil, err
-		}
+	if err := c.readFile(cmd); err != nil {
+		return nil, err
 	}
 	opts := &Options{IO: f.IOStreams, Config: chaos.Defaults(), Cluster: c.cluster, Brokers: c.brokers, LabDir: c.labDir,
 		Repeat: c.repeat, ReportDir: c.reportDir, Partitions: c.partitions, ReplicationFactor: c.rf,
@@ -299,82 +293,19 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	}
 	cfg := &opts.Config
 	cfg.Version, cfg.Conn.CommandConfig = f.Version, c.commandConfig
-	if c.commandConfig != "" {
-		// Read it now: a bad file is the user's input, not a runtime error
-		// after the cluster started.
-		props, err := kafka.LoadClientProperties(c.commandConfig)
-		if err == nil {
-			_, err = props.Opts()
-		}
-		if err != nil {
-			return nil, cmdutil.Usage(err)
-		}
-	}
-	if err := c.faultOptions(cfg); err != nil {
-		return nil, err
-	}
-	cfg.Partitioners = nil
-	for _, p := range strings.Split(c.partitioners, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			cfg.Partitioners = append(cfg.Partitioners, p)
-		}
-	}
-	cfg.Topic = c.topic
-	switch c.cluster {
-	case "embedded":
-		if c.brokers < 1 || c.brokers > 100 {
-			return nil, cmdutil.UsageErrorf("%s: want 1 to 100 brokers, got %d", c.where("brokers"), c.brokers)
-		}
-	case "lab":
-		if cmd.Flags().Changed("bootstrap-server") {
-			return nil, cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
-		}
-	default:
-		return nil, cmdutil.UsageErrorf("%s: unknown cluster %q (want embedded or lab)", c.where("cluster"), c.cluster)
-	}
 	given := func(name string) bool {
 		_, inFile := c.origin[name]
 		return cmd.Flags().Changed(name) || inFile
 	}
-	if c.layout != "" || c.topics != "" {
-		for _, n := range []string{"assignment", "partitions", "replication-factor"} {
-			if given(n) {
-				w := "layout"
-				if c.layout == "" {
-					w = "topics"
-				}
-				return nil, cmdutil.UsageErrorf("%s and %s: give one (a workload's topics have their own layout)", c.where(w), c.where(n))
-			}
-		}
-	} else {
-		for _, n := range []string{"rates", "rates-file", "keys"} {
-			if given(n) {
-				return nil, cmdutil.UsageErrorf("%s: needs a workload: --layout FILE or --topics REGEX", c.where(n))
-			}
-		}
-	}
-	if c.assignment != "" {
-		if cfg.Assignment, err = chaos.ParseAssignment(c.assignment); err != nil {
-			return nil, spell(err, c.where)
-		}
-	} else if c.layout == "" && c.topics == "" {
-		cfg.Assignment = nil
-		if c.partitions < 1 || c.partitions > 10000 {
-			return nil, cmdutil.UsageErrorf("%s: want 1 to 10000 partitions, got %d", c.where("partitions"), c.partitions)
-		}
-		if c.rf < 1 {
-			return nil, cmdutil.UsageErrorf("%s: must be at least 1, got %d", c.where("replication-factor"), c.rf)
-		}
-		if c.cluster == "embedded" && !cmd.Flags().Changed("bootstrap-server") && c.rf > c.brokers {
-			return nil, cmdutil.UsageErrorf("%s: %d is more than the %d brokers", c.where("replication-factor"), c.rf, c.brokers)
-		}
-	}
-	switch strings.ToLower(strings.TrimSpace(c.rate)) {
-	case "unlimited", "0", "none":
-		cfg.Rate = 0
-	default:
-		if cfg.Rate, err = units.ParseRate(c.rate); err != nil {
-			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rate"), err)
+	for _, step := range []func() error{
+		c.checkCommandConfig,
+		func() error { return c.faultOptions(cfg) },
+		func() error { return c.clusterOptions(cmd) },
+		func() error { return c.topicOptions(cmd, cfg, given) },
+		func() error { return c.bind(cfg) },
+	} {
+		if err := step(); err != nil {
+			return nil, err
 		}
 	}
 	if c.layout != "" || c.topics != "" {
@@ -382,63 +313,10 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 			return nil, err
 		}
 	}
-	if c.records < 0 {
-		return nil, cmdutil.UsageErrorf("%s: must not be negative", c.where("records"))
-	}
-	cfg.Records = c.records
-	cfg.RecordSize = c.recordSize
-	if c.recordSize < chaos.MinRecordSize || c.recordSize > 1<<20 {
-		return nil, cmdutil.UsageErrorf("%s: want %d to %d bytes, got %d", c.where("record-size"), chaos.MinRecordSize, 1<<20, c.recordSize)
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-		zero bool
-	}{{"warmup", c.warmup, true}, {"phase-duration", c.phase, false}, {"failover-timeout", c.failoverTimeout, false},
-		{"latency-objective", c.objective, true}, {"metadata-min-age", c.minAge, false}, {"metadata-max-age", c.maxAge, false}} {
-		if d.v < 0 || (d.v == 0 && !d.zero) {
-			return nil, cmdutil.UsageErrorf("%s: must be positive, got %v", c.where(d.name), d.v)
-		}
-	}
-	if c.maxAge < c.minAge {
-		return nil, cmdutil.UsageErrorf("%s: %v is less than --metadata-min-age %v", c.where("metadata-max-age"), c.maxAge, c.minAge)
-	}
-	cfg.Warmup, cfg.Phase, cfg.FailoverTimeout, cfg.Objective = c.warmup, c.phase, c.failoverTimeout, c.objective
-	cfg.MetadataMinAge, cfg.MetadataMaxAge = c.minAge, c.maxAge
-	switch c.acks {
-	case "all", "-1":
-		cfg.Acks = chaos.AcksAll
-	case "1":
-		cfg.Acks = chaos.AcksLeader
-	default:
-		return nil, cmdutil.UsageErrorf("%s: want all or 1, got %q", c.where("acks"), c.acks)
-	}
-	cfg.Restore, cfg.Sequential, cfg.AllowUnavailable, cfg.Seed = c.restore, c.sequential, c.allowUnavailable, c.seed
-	if c.sqfSlack < 0 {
-		return nil, cmdutil.UsageErrorf("%s: must not be negative, got %d", c.where("sqf-slack"), c.sqfSlack)
-	}
-	cfg.SQFSlack, cfg.ConsumeAfter = c.sqfSlack, c.consumeAfter
-	if c.maxBuffered < 1 || c.maxBuffered > 100_000_000 {
-		return nil, cmdutil.UsageErrorf("%s: want 1 to 100000000, got %d", c.where("max-buffered-records"), c.maxBuffered)
-	}
-	cfg.MaxBufferedRecords = c.maxBuffered
-	if c.stick < 1 || c.stick > 1_000_000 {
-		return nil, cmdutil.UsageErrorf("%s: want 1 to 1000000, got %d", c.where("stick"), c.stick)
-	}
-	cfg.Stick = c.stick
-	if c.repeat < 1 || c.repeat > 1000 {
-		return nil, cmdutil.UsageErrorf("%s: want 1 to 1000, got %d", c.where("repeat"), c.repeat)
-	}
-	// Everything but the assignment, which may need the cluster's brokers,
-	// and the existing topics, listed at run time.
-	probe := *cfg
-	if probe.Assignment == nil {
-		probe.Assignment = [][]int32{{1}}
-	}
-	if probe.Existing && len(probe.Workload) == 0 {
-		probe.Workload = []chaos.WorkloadTopic{{Name: "existing"}}
-	}
-	if err := probe.Validate(); err != nil {
+	// One check of everything but what needs the cluster (the ring
+	// assignment over its brokers, the existing topics), its fields
+	// spelled as the flags (or file lines) that set them.
+	if err := opts.campaign().Validate(); err != nil {
 		return nil, spell(err, c.where)
 	}
 	if opts.Remote, err = c.remote.options(cmd, c, cfg); err != nil {
@@ -454,6 +332,117 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		return nil, cmdutil.UsageErrorf("%s: existing topics only on --cluster lab or a --bootstrap-server cluster (the embedded cluster has none)", c.where("topics"))
 	}
 	return opts, nil
+}
+
+// readFile reads --workload (or --file) into the flags not set on the
+// command line, noting where each came from.
+func (c *flags) readFile(cmd *cobra.Command) error {
+	c.origin = map[string]string{}
+	fileFlag, path := "workload", c.workload
+	switch {
+	case c.workload != "" && c.file != "":
+		return cmdutil.UsageErrorf("--workload and --file: give one (--file is another name for --workload)")
+	case c.file != "":
+		fileFlag, path = "file", c.file
+	}
+	if path == "" {
+		return nil
+	}
+	return loadFile(cmd, fileFlag, path, fileKeys(cmd), c.origin)
+}
+
+// checkCommandConfig reads --command-config now: a bad file is the user's
+// input, not a runtime error after the cluster started.
+func (c *flags) checkCommandConfig() error {
+	if c.commandConfig == "" {
+		return nil
+	}
+	props, err := kafka.LoadClientProperties(c.commandConfig)
+	if err == nil {
+		_, err = props.Opts()
+	}
+	return cmdutil.Usage(err)
+}
+
+// clusterOptions checks --cluster and --brokers.
+func (c *flags) clusterOptions(cmd *cobra.Command) error {
+	switch c.cluster {
+	case "embedded":
+		if c.brokers < 1 || c.brokers > 100 {
+			return cmdutil.UsageErrorf("%s: want 1 to 100 brokers, got %d", c.where("brokers"), c.brokers)
+		}
+	case "lab":
+		if cmd.Flags().Changed("bootstrap-server") {
+			return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
+		}
+	default:
+		return cmdutil.UsageErrorf("%s: unknown cluster %q (want embedded or lab)", c.where("cluster"), c.cluster)
+	}
+	return nil
+}
+
+// topicOptions reads the one-topic experiment's flags (--partitioner,
+// --topic, --assignment, --partitions, --replication-factor, --rate),
+// refusing those a workload replaces, and the workload's flags without one.
+func (c *flags) topicOptions(cmd *cobra.Command, cfg *chaos.Config, given func(string) bool) error {
+	cfg.Partitioners = nil
+	for _, p := range strings.Split(c.partitioners, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.Partitioners = append(cfg.Partitioners, p)
+		}
+	}
+	cfg.Topic = c.topic
+	workload := c.layout != "" || c.topics != ""
+	if workload {
+		w := "layout"
+		if c.layout == "" {
+			w = "topics"
+		}
+		for _, n := range []string{"assignment", "partitions", "replication-factor"} {
+			if given(n) {
+				return cmdutil.UsageErrorf("%s and %s: give one (a workload's topics have their own layout)", c.where(w), c.where(n))
+			}
+		}
+	}
+	for _, n := range []string{"rates", "rates-file", "keys"} {
+		if !workload && given(n) {
+			return cmdutil.UsageErrorf("%s: needs a workload: --layout FILE or --topics REGEX", c.where(n))
+		}
+	}
+	var err error
+	if c.assignment != "" {
+		if cfg.Assignment, err = chaos.ParseAssignment(c.assignment); err != nil {
+			return spell(err, c.where)
+		}
+	} else if !workload {
+		cfg.Assignment = nil
+		if c.cluster == "embedded" && !cmd.Flags().Changed("bootstrap-server") && c.rf > c.brokers {
+			return cmdutil.UsageErrorf("%s: %d is more than the %d brokers", c.where("replication-factor"), c.rf, c.brokers)
+		}
+	}
+	switch strings.ToLower(strings.TrimSpace(c.rate)) {
+	case "unlimited", "0", "none":
+		cfg.Rate = 0
+	default:
+		if cfg.Rate, err = units.ParseRate(c.rate); err != nil {
+			return cmdutil.UsageErrorf("%s: %w", c.where("rate"), err)
+		}
+	}
+	return nil
+}
+
+// bind copies the flags Config.Validate checks into cfg.
+func (c *flags) bind(cfg *chaos.Config) error {
+	cfg.Records, cfg.RecordSize = c.records, c.recordSize
+	cfg.Warmup, cfg.Phase, cfg.FailoverTimeout, cfg.Objective = c.warmup, c.phase, c.failoverTimeout, c.objective
+	cfg.MetadataMinAge, cfg.MetadataMaxAge = c.minAge, c.maxAge
+	cfg.Acks = chaos.Acks(c.acks)
+	if c.acks == "-1" {
+		cfg.Acks = chaos.AcksAll
+	}
+	cfg.Restore, cfg.Sequential, cfg.AllowUnavailable, cfg.Seed = c.restore, c.sequential, c.allowUnavailable, c.seed
+	cfg.SQFSlack, cfg.ConsumeAfter, cfg.MaxBufferedRecords, cfg.Stick = c.sqfSlack, c.consumeAfter, c.maxBuffered, c.stick
+	return nil
 }
 
 // faultOptions reads --kill and --fault: one of them is required; --fault
@@ -488,34 +477,9 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 	if c.layout != "" && c.topics != "" {
 		return cmdutil.UsageErrorf("%s and %s: give one (a layout's topics are created, --topics writes existing ones)", c.where("layout"), c.where("topics"))
 	}
-	spec := &WorkloadSpec{Total: cfg.Rate, where: c.where, ratesFlag: "rates"}
-	var err error
-	switch {
-	case c.rates != "" && c.ratesFile != "":
-		return cmdutil.UsageErrorf("%s and %s: give one, not both", c.where("rates"), c.where("rates-file"))
-	case c.rates != "":
-		if spec.Rates, err = audit.ParseRates(c.rates); err != nil {
-			return cmdutil.UsageErrorf("%s: %w", c.where("rates"), err)
-		}
-		spec.RatesGiven = true
-	case c.ratesFile != "":
-		spec.ratesFlag = "rates-file"
-		data, err := os.ReadFile(c.ratesFile)
-		if err != nil {
-			return cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
-		}
-		if spec.Rates, err = audit.ParseRatesFile(data, c.ratesFile); err != nil {
-			return cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
-		}
-		spec.RatesGiven = true
-	}
-	if spec.RatesGiven && spec.Rates.BytesPerSecond && given("rate") {
-		return cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.ratesFlag), c.where("rate"))
-	}
-	if c.keys == "" {
-		spec.Keys = workload.TopicKeys{}
-	} else if spec.Keys, err = workload.ParseTopicKeys(c.keys); err != nil {
-		return spell(err, c.where)
+	spec, err := c.workloadSpec(cfg.Rate, given)
+	if err != nil {
+		return err
 	}
 	if c.topics != "" {
 		if spec.Topics, err = regexp.Compile(c.topics); err != nil {
@@ -544,10 +508,44 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 	if cfg.Workload, err = spec.build(names, assignments, "in the layout "+c.layout); err != nil {
 		return err
 	}
-	cfg.Rate = totalRate(cfg.Workload)
+	cfg.Rate = chaos.TotalRate(cfg.Workload)
 	cfg.Assignment = nil
 	opts.Workload = spec
 	return nil
+}
+
+// workloadSpec reads --rates or --rates-file and --keys; total is --rate.
+func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpec, error) {
+	spec := &WorkloadSpec{Total: total, where: c.where, ratesFlag: "rates"}
+	var err error
+	switch {
+	case c.rates != "" && c.ratesFile != "":
+		return nil, cmdutil.UsageErrorf("%s and %s: give one, not both", c.where("rates"), c.where("rates-file"))
+	case c.rates != "":
+		if spec.Rates, err = audit.ParseRates(c.rates); err != nil {
+			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates"), err)
+		}
+		spec.RatesGiven = true
+	case c.ratesFile != "":
+		spec.ratesFlag = "rates-file"
+		data, err := os.ReadFile(c.ratesFile)
+		if err != nil {
+			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
+		}
+		if spec.Rates, err = audit.ParseRatesFile(data, c.ratesFile); err != nil {
+			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
+		}
+		spec.RatesGiven = true
+	}
+	if spec.RatesGiven && spec.Rates.BytesPerSecond && given("rate") {
+		return nil, cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.ratesFlag), c.where("rate"))
+	}
+	if c.keys == "" {
+		spec.Keys = workload.TopicKeys{}
+	} else if spec.Keys, err = workload.ParseTopicKeys(c.keys); err != nil {
+		return nil, spell(err, c.where)
+	}
+	return spec, nil
 }
 
 // spell turns a domain error about a field into one about the flag (or the
@@ -604,40 +602,9 @@ func loadFile(cmd *cobra.Command, fileFlag, path string, allowed map[string]bool
 		if fl == nil || !allowed[k.Value] {
 			return cmdutil.UsageErrorf("%s: unknown key %q", loc, k.Value)
 		}
-		var val string
-		switch v.Kind {
-		case yaml.ScalarNode:
-			val = v.Value
-			if pathKeys[k.Value] && val != "" && !filepath.IsAbs(val) {
-				val = filepath.Join(filepath.Dir(path), val)
-			}
-		case yaml.SequenceNode:
-			parts := make([]string, 0, len(v.Content))
-			for _, e := range v.Content {
-				if e.Kind != yaml.ScalarNode {
-					return cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
-				}
-				parts = append(parts, e.Value)
-			}
-			val = strings.Join(parts, ",")
-		case yaml.MappingNode:
-			if !mapKeys[k.Value] {
-				return cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
-			}
-			parts := make([]string, 0, len(v.Content)/2)
-			for j := 0; j+1 < len(v.Content); j += 2 {
-				tk, tv := v.Content[j], v.Content[j+1]
-				if tk.Kind != yaml.ScalarNode || tv.Kind != yaml.ScalarNode || tk.Value == "" {
-					return cmdutil.UsageErrorf("%s:%d: %s: want TOPIC: VALUE entries", path, tk.Line, k.Value)
-				}
-				if strings.ContainsAny(tk.Value, ",=") || strings.Contains(tv.Value, ",") {
-					return cmdutil.UsageErrorf("%s:%d: %s: %s: a topic or value with ',' or '='", path, tk.Line, k.Value, tk.Value)
-				}
-				parts = append(parts, tk.Value+"="+tv.Value)
-			}
-			val = strings.Join(parts, ",")
-		default:
-			return cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+		val, err := fileValue(path, loc, k, v)
+		if err != nil {
+			return err
 		}
 		if fl.Changed {
 			continue // the command line overrides the file
@@ -650,37 +617,96 @@ func loadFile(cmd *cobra.Command, fileFlag, path string, allowed map[string]bool
 	return nil
 }
 
-// openCluster starts or opens the cluster of one run.
-func openCluster(opts *Options) (chaos.Cluster, error) {
+// fileValue is an experiment file's value as the flag takes it: a scalar as
+// it is (a relative path from the file's directory), a list joined with
+// commas, a mapping (rates, keys) as TOPIC=VALUE pairs.
+func fileValue(path, loc string, k, v *yaml.Node) (string, error) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		val := v.Value
+		if pathKeys[k.Value] && val != "" && !filepath.IsAbs(val) {
+			val = filepath.Join(filepath.Dir(path), val)
+		}
+		return val, nil
+	case yaml.SequenceNode:
+		parts := make([]string, 0, len(v.Content))
+		for _, e := range v.Content {
+			if e.Kind != yaml.ScalarNode {
+				return "", cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+			}
+			parts = append(parts, e.Value)
+		}
+		return strings.Join(parts, ","), nil
+	case yaml.MappingNode:
+		if !mapKeys[k.Value] {
+			return "", cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+		}
+		parts := make([]string, 0, len(v.Content)/2)
+		for j := 0; j+1 < len(v.Content); j += 2 {
+			tk, tv := v.Content[j], v.Content[j+1]
+			if tk.Kind != yaml.ScalarNode || tv.Kind != yaml.ScalarNode || tk.Value == "" {
+				return "", cmdutil.UsageErrorf("%s:%d: %s: want TOPIC: VALUE entries", path, tk.Line, k.Value)
+			}
+			if strings.ContainsAny(tk.Value, ",=") || strings.Contains(tv.Value, ",") {
+				return "", cmdutil.UsageErrorf("%s:%d: %s: %s: a topic or value with ',' or '='", path, tk.Line, k.Value, tk.Value)
+			}
+			parts = append(parts, tk.Value+"="+tv.Value)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+}
+
+// openCluster starts or opens the cluster of one run; a lab sets cfg.Conn
+// to its own client settings (a secured lab's client.properties, unless
+// --command-config).
+func openCluster(opts *Options, cfg *chaos.Config) (chaos.Cluster, error) {
 	if opts.Cluster == "lab" {
 		c, err := chaoslab.New(opts.LabDir, opts.Config.Conn, opts.Config.Version)
 		if err != nil {
 			return nil, cmdutil.Usage(fmt.Errorf("--cluster lab: %w", err))
 		}
-		opts.Config.Conn = c.Conn() // a secured lab's client.properties, unless --command-config
+		cfg.Conn = c.Conn()
 		if opts.Config.Fault != nil {
 			return faulter.New(c), nil // the lab's network conditions (kplan lab net)
 		}
 		return c, nil
 	}
-	c, err := embedded.NewCluster(opts.Brokers, opts.Config.Version)
-	if err != nil {
-		return nil, err
+	return embedded.NewCluster(opts.Brokers, opts.Config.Version)
+}
+
+// campaign is the action the options describe.
+func (opts *Options) campaign() *chaos.Campaign {
+	return &chaos.Campaign{
+		Config: opts.Config, Partitions: opts.Partitions, ReplicationFactor: opts.ReplicationFactor, Repeat: opts.Repeat,
+		Open: func(_ context.Context, cfg *chaos.Config) (chaos.Cluster, error) { return openCluster(opts, cfg) },
+		Existing: func(ctx context.Context, c chaos.Cluster, cfg chaos.Config) ([]chaos.WorkloadTopic, error) {
+			return existingWorkload(ctx, c, cfg, opts.Workload)
+		},
+		CheckBrokers: opts.Cluster == "lab",
+		ISRWait:      isrWait,
 	}
-	return c, nil
 }
 
 func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	io := opts.IO
-	cfg := opts.Config
-	var rcl *remote.Cluster
+	camp := opts.campaign()
+	cfg := &camp.Config
 	if opts.Remote != nil {
-		var done bool
-		var err error
-		if rcl, done, err = prepareRemote(ctx, opts, &cfg); err != nil || done {
+		rcl, done, err := prepareRemote(ctx, opts, cfg)
+		if err != nil || done {
 			return err
 		}
 		defer rcl.Close()
+		camp.Shared = true
+		camp.Open = func(context.Context, *chaos.Config) (chaos.Cluster, error) { return rcl, nil }
+		// On success, error and Ctrl-C: the killer's objects and the
+		// experiment topics go.
+		defer func() {
+			if err := cleanupRemote(ctx, rcl, opts, cfg.Abort); err != nil && retErr == nil {
+				retErr = err
+			}
+		}()
 	}
 	if opts.ReportDir != "" {
 		if err := os.MkdirAll(opts.ReportDir, 0o755); err != nil {
@@ -695,160 +721,77 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	cfg.Abort = cmdutil.SecondInterrupt(sigs, done, func() {
 		fmt.Fprintln(io.ErrOut, "\nchaos: interrupted; stopping the producers and cleaning up (interrupt again to cut the cleanup short)")
 	})
-	if rcl != nil {
-		// On success, error and Ctrl-C: the killer's objects and the
-		// experiment topics go.
-		defer func() {
-			if err := cleanupRemote(ctx, rcl, opts, cfg.Abort); err != nil && retErr == nil {
-				retErr = err
-			}
-		}()
+	progress(opts, camp)
+	out, runErr := camp.Run(ctx)
+	if out.ISR != nil {
+		fmt.Fprintln(io.ErrOut, "chaos: "+out.ISR.String())
 	}
+	if len(out.Runs) == 0 {
+		return mapErr(runErr, opts)
+	}
+	if err := renderCampaign(io.Out, io.ErrOut, opts, out); err != nil {
+		return err
+	}
+	return mapErr(runErr, opts)
+}
+
+// progress sets the campaign's progress hooks: a progress line on a
+// terminal, and a line per run when there are several.
+func progress(opts *Options, camp *chaos.Campaign) {
+	w := opts.IO.ErrOut
 	if opts.Progress {
-		cfg.Progress = func(p chaos.Progress) {
+		camp.Config.Progress = func(p chaos.Progress) {
 			who := ""
 			if p.Partitioner != "" {
 				who = p.Partitioner + " "
 			}
-			fmt.Fprintf(io.ErrOut, "\r\033[Kchaos: %sphase %-9s  records sent %-9d  elapsed %s", who, p.Phase, p.Sent, p.Elapsed.Round(100*time.Millisecond))
+			fmt.Fprintf(w, "\r\033[Kchaos: %sphase %-9s  records sent %-9d  elapsed %s", who, p.Phase, p.Sent, p.Elapsed.Round(100*time.Millisecond))
 		}
 	}
-	var runs []*chaos.Result
-	var runErr error
-	for i := range opts.Repeat {
-		var c chaos.Cluster = rcl
-		if rcl == nil {
-			var err error
-			if c, err = openCluster(opts); err != nil {
-				return err
-			}
-			cfg.Conn = opts.Config.Conn
-		}
-		rc := cfg
-		rc.Seed = cfg.Seed + uint64(i)
-		if rc.Sequential && len(cfg.Partitioners) > 1 {
-			// Rotate the order each repetition: a later leg runs against
-			// brokers holding more data and a producer process holding more
-			// state, so a fixed order would favour the first partitioner.
-			k := i % len(cfg.Partitioners)
-			rc.Partitioners = append(slices.Clone(cfg.Partitioners[k:]), cfg.Partitioners[:k]...)
-		}
-		if rc.Existing && len(cfg.Workload) == 0 {
-			// The lab's topics matching --topics, listed once.
-			w, err := existingWorkload(ctx, c, opts)
-			if err != nil {
-				c.Close()
-				return err
-			}
-			cfg.Workload, rc.Workload = w, w
-			cfg.Rate = totalRate(w)
-			rc.Rate = cfg.Rate
-		}
-		if opts.Cluster == "lab" && i == 0 && len(rc.Workload) > 0 && !rc.Existing {
-			brokers, err := c.Brokers(ctx)
-			if err == nil {
-				err = checkWorkloadBrokers(rc.Workload, brokers)
-			}
-			if err != nil {
-				c.Close()
-				return err
-			}
-		}
-		if rc.Assignment == nil && len(rc.Workload) == 0 {
-			brokers, err := c.Brokers(ctx)
-			if err != nil {
-				c.Close()
-				return err
-			}
-			if opts.ReplicationFactor > len(brokers) {
-				c.Close()
-				return cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", opts.ReplicationFactor, len(brokers))
-			}
-			rc.Assignment = chaos.RingAssignment(brokers, opts.Partitions, opts.ReplicationFactor)
-		}
-		if i > 0 && soak(opts, c) {
-			// The previous cycle's broker catches up first: the kill's
-			// safety check refuses an under-replicated cluster.
-			if _, err := chaos.WaitFullISR(ctx, c, cfg.Conn, cfg.Version, isrWait); err != nil {
-				if rcl == nil {
-					c.Close()
-				}
-				runErr = err
-				break
-			}
-		}
-		res, err := chaos.Run(ctx, c, rc)
-		if err == nil && res.KilledBroker >= 0 && c.Real() && !rc.Restore && i < opts.Repeat-1 {
-			// The next run needs every broker back.
-			if err = c.Restart(ctx, res.KilledBroker); err == nil {
-				err = c.ElectPreferred(ctx)
-			}
-		}
-		if rcl == nil {
-			c.Close()
-		}
+	camp.OnRun = func(i, n int, res *chaos.Result) {
 		if opts.Progress {
-			fmt.Fprint(io.ErrOut, "\r\033[K")
+			fmt.Fprint(w, "\r\033[K")
 		}
-		if res != nil {
-			runs = append(runs, res)
-			if opts.Repeat > 1 {
-				fmt.Fprintln(io.ErrOut, cycleLine(i+1, opts.Repeat, res))
-			}
-		}
-		if err != nil {
-			runErr = err
-			break
+		if res != nil && n > 1 {
+			fmt.Fprintln(w, cycleLine(i, n, res))
 		}
 	}
-	if runErr == nil && len(runs) > 0 && cfg.Restore && runs[len(runs)-1].KilledBroker >= 0 {
-		// Kafka's promise holds while an in-sync replica survives: after
-		// the last restore every broker must be back in every ISR.
-		if err := checkWhole(ctx, opts, rcl, cfg); err != nil {
-			runErr = err
-		}
-	}
-	if len(runs) == 0 {
-		return mapErr(runErr, opts)
-	}
-	last := runs[len(runs)-1]
-	var sum *chaos.Summary
-	if len(runs) > 1 {
-		var err error
-		if sum, err = chaos.Summarize(runs); err != nil {
-			return err
-		}
-	}
+}
+
+// renderCampaign prints a campaign's result (the run, the summary of repeated
+// runs, or the kills of --kill each) and writes the --report directory.
+func renderCampaign(out, errOut goio.Writer, opts *Options, cr chaos.CampaignResult) error {
+	last := cr.Runs[len(cr.Runs)-1]
 	var v any = last
-	doc := func() report.Document { return resultDoc(last, opts.Verbose) }
-	if sum != nil {
-		v, doc = sum, func() report.Document { return summaryDoc(sum) }
+	var head *report.Document
+	switch {
+	case cr.Kills != nil:
+		d := killEachDoc(cr.Kills)
+		v, head = cr.Kills, &d
+	case cr.Summary != nil:
+		d := summaryDoc(cr.Summary)
+		v, head = cr.Summary, &d
 	}
-	if err := report.Render(io.Out, opts.Format, v, doc); err != nil {
+	doc := func() report.Document { return resultDoc(last, opts.Verbose) }
+	if head != nil {
+		doc = func() report.Document { return *head }
+	}
+	if err := report.Render(out, opts.Format, v, doc); err != nil {
 		return err
 	}
-	if opts.ReportDir != "" {
-		files, err := writeReport(opts.ReportDir, last, sum, opts.Verbose)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(io.ErrOut, "report written to %s (%s)\n", opts.ReportDir, strings.Join(files, ", "))
+	if opts.ReportDir == "" {
+		return nil
 	}
-	if runErr != nil {
-		return mapErr(runErr, opts)
+	files, err := writeReportDoc(opts.ReportDir, last, v, head, opts.Verbose)
+	if err != nil {
+		return err
 	}
+	fmt.Fprintf(errOut, "report written to %s (%s)\n", opts.ReportDir, strings.Join(files, ", "))
 	return nil
 }
 
 // isrWait bounds the wait for a restarted broker to be back in every ISR.
-const isrWait = 2 * time.Minute
-
-// soak reports whether runs repeat kill and restore cycles on a real
-// cluster: each cycle waits for the previous one's broker to be back in
-// every ISR.
-func soak(opts *Options, c chaos.Cluster) bool {
-	return opts.Repeat > 1 && opts.Config.Restore && opts.Config.Target.Kind != chaos.TargetNone && c.Real()
-}
+const isrWait = chaos.DefaultISRWait
 
 // cycleLine is one repetition's progress line: the kill, the failover and
 // the loss check.
@@ -872,28 +815,6 @@ func cycleLine(i, n int, res *chaos.Result) string {
 		}
 	}
 	return fmt.Sprintf("chaos: cycle %d/%d: %s, records sent %d, acked %d, lost %d, duplicates %d, never acked %d", i, n, kill, sent, acked, lost, dups, never)
-}
-
-// checkWhole checks, after runs that killed and restored brokers on a real
-// cluster, that every broker is back in every ISR, and says so.
-func checkWhole(ctx context.Context, opts *Options, rcl *remote.Cluster, cfg chaos.Config) error {
-	var c chaos.Cluster = rcl
-	if rcl == nil {
-		var err error
-		if c, err = openCluster(opts); err != nil {
-			return err
-		}
-		defer c.Close()
-	}
-	if !c.Real() {
-		return nil
-	}
-	rep, err := chaos.WaitFullISR(ctx, c, cfg.Conn, cfg.Version, isrWait)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(opts.IO.ErrOut, "chaos: "+rep.String())
-	return nil
 }
 
 // mapErr spells the experiment's errors for the command line: a field

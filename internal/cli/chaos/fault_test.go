@@ -96,7 +96,7 @@ func TestFaultSection(t *testing.T) {
 // broker, steps and NetworkChaos (what --dry-run prints).
 func TestWriteFaultPlan(t *testing.T) {
 	b := int32(2)
-	p := &Plan{Schema: PlanSchema, Label: "real", Killer: "chaos-mesh", Target: "none", Broker: -1, Topics: []string{"kplan-chaos-sqf"},
+	p := &chaos.Plan{Schema: chaos.PlanSchema, Label: "real", Killer: "chaos-mesh", Target: "none", Broker: -1, Topics: []string{"kplan-chaos-sqf"},
 		Assignment: "1,2;2,3;3,1", DryRun: true, Fault: "delay:broker-2:200ms", FaultBroker: &b,
 		FaultPlan: &chaos.KillPlan{Target: "pod kafka/my-cluster-pool-a-2", Steps: []string{"create NetworkChaos kafka/kplan-x"},
 			Manifest: "apiVersion: chaos-mesh.org/v1alpha1\nkind: NetworkChaos\n"}}

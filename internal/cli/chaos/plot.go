@@ -85,45 +85,10 @@ func predictionPlots(res *chaos.Result) ([][]*plot.Plot, error) {
 			if pr == nil || pr.PredictedShare == nil {
 				continue
 			}
-			pl := plot.New()
-			pl.Title.Text = p.Name + ", " + ph.String()
-			if pr.MaxErrorPts != nil {
-				pl.Title.Text += fmt.Sprintf(" (max error %.1f pts)", *pr.MaxErrorPts)
+			pl, err := predictionPlot(p.Name, ph, pr)
+			if err != nil {
+				return nil, err
 			}
-			pl.Y.Label.Text = "share of bytes (%)"
-			pl.X.Label.Text = "broker"
-			pl.Y.Min = 0
-			ids := brokerKeys(pr.PredictedShare, pr.MeasuredShare)
-			// Head room above the tallest bar for the legend.
-			hi := 0.0
-			for _, id := range ids {
-				hi = max(hi, pr.PredictedShare[id], pr.MeasuredShare[id])
-			}
-			pl.Y.Max = max(10, 100*hi*1.3)
-			for k, series := range []struct {
-				name string
-				m    map[string]float64
-			}{{"predicted", pr.PredictedShare}, {"measured", pr.MeasuredShare}} {
-				vals := make(plotter.Values, len(ids))
-				for i, id := range ids {
-					vals[i] = 100 * series.m[id]
-				}
-				bars, err := plotter.NewBarChart(vals, vg.Points(14))
-				if err != nil {
-					return nil, err
-				}
-				bars.Color = plotutil.Color(k)
-				bars.LineStyle.Width = 0
-				bars.Offset = vg.Points(float64(k*14 - 7))
-				pl.Add(bars)
-				pl.Legend.Add(series.name, bars)
-			}
-			names := make([]string, len(ids))
-			for i, id := range ids {
-				names[i] = "broker " + id
-			}
-			pl.NominalX(names...)
-			pl.Legend.Top = true
 			row[j], drawn = pl, true
 		}
 		if drawn {
@@ -131,6 +96,51 @@ func predictionPlots(res *chaos.Result) ([][]*plot.Plot, error) {
 		}
 	}
 	return grid, nil
+}
+
+// predictionPlot is one partitioner's predicted and measured shares in one
+// phase, side by side per broker.
+func predictionPlot(name string, ph chaos.Phase, pr *chaos.PhaseResult) (*plot.Plot, error) {
+	pl := plot.New()
+	pl.Title.Text = name + ", " + ph.String()
+	if pr.MaxErrorPts != nil {
+		pl.Title.Text += fmt.Sprintf(" (max error %.1f pts)", *pr.MaxErrorPts)
+	}
+	pl.Y.Label.Text = "share of bytes (%)"
+	pl.X.Label.Text = "broker"
+	pl.Y.Min = 0
+	ids := brokerKeys(pr.PredictedShare, pr.MeasuredShare)
+	// Head room above the tallest bar for the legend.
+	hi := 0.0
+	for _, id := range ids {
+		hi = max(hi, pr.PredictedShare[id], pr.MeasuredShare[id])
+	}
+	pl.Y.Max = max(10, 100*hi*1.3)
+	for k, series := range []struct {
+		name string
+		m    map[string]float64
+	}{{"predicted", pr.PredictedShare}, {"measured", pr.MeasuredShare}} {
+		vals := make(plotter.Values, len(ids))
+		for i, id := range ids {
+			vals[i] = 100 * series.m[id]
+		}
+		bars, err := plotter.NewBarChart(vals, vg.Points(14))
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = plotutil.Color(k)
+		bars.LineStyle.Width = 0
+		bars.Offset = vg.Points(float64(k*14 - 7))
+		pl.Add(bars)
+		pl.Legend.Add(series.name, bars)
+	}
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = "broker " + id
+	}
+	pl.NominalX(names...)
+	pl.Legend.Top = true
+	return pl, nil
 }
 
 // barPlots: per partitioner, records per broker before and after the kill.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -157,9 +158,9 @@ func TestRemoteYesAndDryRun(t *testing.T) {
 
 	out, _, err = run("--dry-run", "-o", "json", "--keep-topics")
 	require.NoError(t, err)
-	var plan Plan
+	var plan chaos.Plan
 	require.NoError(t, json.Unmarshal([]byte(out), &plan))
-	assert.Equal(t, PlanSchema, plan.Schema)
+	assert.Equal(t, chaos.PlanSchema, plan.Schema)
 	assert.Equal(t, int32(3), plan.Broker)
 	assert.False(t, plan.DeleteTopics)
 	assert.True(t, plan.DryRun)

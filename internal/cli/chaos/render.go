@@ -17,22 +17,7 @@ import (
 // resultDoc renders one run as tables. verbose adds what only matters when
 // looking closely (the checking consumer's re-reads).
 func resultDoc(res *chaos.Result, verbose bool) report.Document {
-	title := "kplan chaos: " + res.Label
-	if res.KilledBroker >= 0 {
-		target := ""
-		if want := fmt.Sprintf("broker-%d", res.KilledBroker); res.Target != want {
-			target = " (" + res.Target + ")"
-		}
-		title = fmt.Sprintf("kplan chaos: kill broker-%d%s — %s", res.KilledBroker, target, res.Label)
-	}
-	if res.Fault != nil {
-		what := "fault " + res.Fault.Fault
-		if res.KilledBroker >= 0 {
-			what += fmt.Sprintf(", then kill broker-%d", res.KilledBroker)
-		}
-		title = fmt.Sprintf("kplan chaos: %s — %s", what, res.Label)
-	}
-	doc := report.Document{Title: title}
+	doc := report.Document{Title: resultTitle(res)}
 
 	skew := report.Section{
 		Title:  "Records per broker (by the leader that took them) and skew over the topic's leaders",
@@ -70,6 +55,58 @@ func resultDoc(res *chaos.Result, verbose bool) report.Document {
 	if n := violationNote(basis, fmt.Sprintf("> %gms", res.LatencyObjectiveMS)); n != "" {
 		perf.Notes = append(perf.Notes, n)
 	}
+	loss := lossSection(res)
+	doc.Sections = []report.Section{skew, perf, loss}
+	if fs, ok := faultSection(res); ok {
+		doc.Sections = append([]report.Section{fs}, doc.Sections...)
+	}
+	if len(res.Workload) > 0 {
+		skew.Title = "Records per broker (by the leader that took them) and skew over the leaders of the partitioner's topics"
+		doc.Sections = append([]report.Section{workloadSection(res), skew}, predictionSections(res)...)
+		doc.Sections = append(doc.Sections, perf, loss)
+	}
+	doc.Notes = resultNotes(res, verbose)
+	return doc
+}
+
+// resultNotes are a run's notes: its setup, what it noticed, the killer's
+// log.
+func resultNotes(res *chaos.Result, verbose bool) []string {
+	notes := append([]string{setupNote(res)}, res.Notes...)
+	if res.KillEffectMS != nil {
+		notes = append(notes, fmt.Sprintf("the kill took effect %s ms after the kill command started, as the killer reports it; failover ms counts from then", f1(*res.KillEffectMS)))
+	}
+	for _, l := range res.KillerLog {
+		notes = append(notes, "killer: "+l)
+	}
+	if verbose && res.ConsumerRereads > 0 {
+		notes = append(notes, fmt.Sprintf("the checking consumer read %d records a second time at the same offset after its fetch offset was reset (a re-read, not a duplicate; not counted)", res.ConsumerRereads))
+	}
+	return notes
+}
+
+// resultTitle names the run: the kill, the fault, the cluster.
+func resultTitle(res *chaos.Result) string {
+	title := "kplan chaos: " + res.Label
+	if res.KilledBroker >= 0 {
+		target := ""
+		if want := fmt.Sprintf("broker-%d", res.KilledBroker); res.Target != want {
+			target = " (" + res.Target + ")"
+		}
+		title = fmt.Sprintf("kplan chaos: kill broker-%d%s — %s", res.KilledBroker, target, res.Label)
+	}
+	if res.Fault != nil {
+		what := "fault " + res.Fault.Fault
+		if res.KilledBroker >= 0 {
+			what += fmt.Sprintf(", then kill broker-%d", res.KilledBroker)
+		}
+		title = fmt.Sprintf("kplan chaos: %s — %s", what, res.Label)
+	}
+	return title
+}
+
+// lossSection is the failover and loss table of one run.
+func lossSection(res *chaos.Result) report.Section {
 	loss := report.Section{
 		Title:  "Failover and loss (every record consumed back and checked by sequence number)",
 		Header: []string{"partitioner", "killed", "failover ms", "first ack on moved partitions ms", "sent", "acked", "lost", "duplicates", "never acked", "KS produce before/after D (p)", "KS e2e D (p)"},
@@ -83,27 +120,7 @@ func resultDoc(res *chaos.Result, verbose bool) report.Document {
 			strconv.FormatInt(p.Sent, 10), strconv.FormatInt(p.Acked, 10), strconv.FormatInt(p.Lost, 10),
 			strconv.FormatInt(p.Duplicates, 10), strconv.FormatInt(p.NeverAcked, 10), ks(p.KSProduce), ks(p.KSE2E)})
 	}
-	doc.Sections = []report.Section{skew, perf, loss}
-	if fs, ok := faultSection(res); ok {
-		doc.Sections = append([]report.Section{fs}, doc.Sections...)
-	}
-	if len(res.Workload) > 0 {
-		skew.Title = "Records per broker (by the leader that took them) and skew over the leaders of the partitioner's topics"
-		doc.Sections = append([]report.Section{workloadSection(res), skew}, predictionSections(res)...)
-		doc.Sections = append(doc.Sections, perf, loss)
-	}
-	doc.Notes = append(doc.Notes, setupNote(res))
-	doc.Notes = append(doc.Notes, res.Notes...)
-	if res.KillEffectMS != nil {
-		doc.Notes = append(doc.Notes, fmt.Sprintf("the kill took effect %s ms after the kill command started, as the killer reports it; failover ms counts from then", f1(*res.KillEffectMS)))
-	}
-	for _, l := range res.KillerLog {
-		doc.Notes = append(doc.Notes, "killer: "+l)
-	}
-	if verbose && res.ConsumerRereads > 0 {
-		doc.Notes = append(doc.Notes, fmt.Sprintf("the checking consumer read %d records a second time at the same offset after its fetch offset was reset (a re-read, not a duplicate; not counted)", res.ConsumerRereads))
-	}
-	return doc
+	return loss
 }
 
 // faultSection sets the faulted broker's measured share beside the others'
@@ -398,18 +415,66 @@ func summaryDoc(s *chaos.Summary) report.Document {
 	return doc
 }
 
+// killEachDoc renders --kill each: per kill and partitioner, the measured
+// and predicted share of each surviving broker and their skew.
+func killEachDoc(k *chaos.KillEach) report.Document {
+	doc := report.Document{Title: fmt.Sprintf("kplan chaos: kill each broker in turn, %d kills — %s", len(k.Kills), k.Label)}
+	sec := report.Section{
+		Title:  "After each kill: measured and predicted share of the bytes per broker",
+		Header: []string{"kill", "partitioner", "max/mean", "predicted max/mean", "max error pts", "measured share", "predicted share", "acked", "lost", "failover ms", "restored"},
+	}
+	none := false
+	for _, kl := range k.Kills {
+		kill := "none"
+		if kl.Broker >= 0 {
+			kill = fmt.Sprintf("broker-%d", kl.Broker)
+		}
+		restored := "no"
+		if kl.Restored {
+			restored = "yes"
+		}
+		for _, p := range kl.Partitioners {
+			if p.PredictedShare == nil {
+				none = true
+			}
+			sec.Rows = append(sec.Rows, []string{kill, p.Name, optF(p.MeasuredMaxOverMean, 2), optF(p.PredictedMaxOverMean, 2), optF(p.MaxErrorPts, 1),
+				shares(p.MeasuredShare), shares(p.PredictedShare), fmt.Sprint(p.Acked), fmt.Sprint(p.Lost), optMS(kl.FailoverMS), restored})
+		}
+	}
+	sec.Notes = append(sec.Notes, "shares are of the bytes acknowledged in the after phase, by the broker that led each record's partition; "+
+		"the prediction is the audit's model over Kafka's election with the broker gone (kplan audit --what-if); max/mean is over the same brokers.",
+		"restored: the broker was back in every ISR and the preferred leaders elected before the next kill (and after the last); a simulated cluster starts each run whole.")
+	if none {
+		sec.Notes = append(sec.Notes, "\"-\" under predicted: the partitioner has no prediction (see the run's notes, -o json).")
+	}
+	doc.Sections = []report.Section{sec}
+	if len(k.Runs) > 0 {
+		doc.Notes = []string{setupNote(k.Runs[0])}
+	}
+	return doc
+}
+
 // writeReport writes report.md, result.json and the plots of res (the last
 // run) into dir, which must exist; sum, when not nil, is the summary of
 // repeated runs and is what report.md and result.json show first. Every
 // file is written atomically with mode report.PermShared. It returns the
 // names of the files written.
 func writeReport(dir string, res *chaos.Result, sum *chaos.Summary, verbose bool) ([]string, error) {
+	if sum == nil {
+		return writeReportDoc(dir, res, res, nil, verbose)
+	}
+	d := summaryDoc(sum)
+	return writeReportDoc(dir, res, sum, &d, verbose)
+}
+
+// writeReportDoc is writeReport with v as result.json and head, when not
+// nil, as report.md's first part (a summary, the kills of --kill each)
+// before the last run's.
+func writeReportDoc(dir string, res *chaos.Result, v any, head *report.Document, verbose bool) ([]string, error) {
 	plots, perr := writePlots(dir, res)
 	var md strings.Builder
-	var v any = res
-	if sum != nil {
-		v = sum
-		if err := report.WriteMarkdown(&md, summaryDoc(sum)); err != nil {
+	if head != nil {
+		if err := report.WriteMarkdown(&md, *head); err != nil {
 			return nil, err
 		}
 		md.WriteString("\n## The last run\n\n")

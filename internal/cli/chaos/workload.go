@@ -96,35 +96,6 @@ func (s *WorkloadSpec) build(names []string, assignments map[string][][]int32, a
 	return out, nil
 }
 
-// totalRate is the workload's total rate per partitioner in bytes/s, what
-// Config.Rate (and the result's rate_bytes_per_s) reports for a workload;
-// 0 when any topic is written as fast as it can.
-func totalRate(ws []chaos.WorkloadTopic) int64 {
-	var sum int64
-	for _, w := range ws {
-		if w.Rate <= 0 {
-			return 0
-		}
-		sum += w.Rate
-	}
-	return sum
-}
-
-// checkWorkloadBrokers refuses a workload whose assignments name a broker
-// the cluster does not have, naming --layout.
-func checkWorkloadBrokers(ws []chaos.WorkloadTopic, brokers []int32) error {
-	for _, w := range ws {
-		for p, reps := range w.Assignment {
-			for _, id := range reps {
-				if !slices.Contains(brokers, id) {
-					return cmdutil.UsageErrorf("--layout: %s/%d is assigned to broker %d, which the cluster does not have (brokers %v)", w.Name, p, id, brokers)
-				}
-			}
-		}
-	}
-	return nil
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
@@ -208,9 +179,8 @@ func existingTopics(ctx context.Context, c chaos.Cluster, conn kafka.ConnOptions
 
 // existingWorkload builds Config.Workload from the topics of c matching
 // --topics (assignments nil: the engine reads them from the cluster).
-func existingWorkload(ctx context.Context, c chaos.Cluster, opts *Options) ([]chaos.WorkloadTopic, error) {
-	s := opts.Workload
-	names, err := existingTopics(ctx, c, opts.Config.Conn, opts.Config.Version, s.Topics)
+func existingWorkload(ctx context.Context, c chaos.Cluster, cfg chaos.Config, s *WorkloadSpec) ([]chaos.WorkloadTopic, error) {
+	names, err := existingTopics(ctx, c, cfg.Conn, cfg.Version, s.Topics)
 	if err != nil {
 		return nil, err
 	}

@@ -79,15 +79,9 @@ func TestWorkloadOptions(t *testing.T) {
 			assert.Nil(t, o.Config.Assignment, "a workload's topics carry their own assignments")
 			assert.False(t, o.Config.Existing)
 			assert.Equal(t, tc.brokers, o.Brokers, "the embedded cluster's size")
-			assert.Equal(t, totalRate(tc.want), o.Config.Rate, "the result reports the workload's total rate")
+			assert.Equal(t, chaos.TotalRate(tc.want), o.Config.Rate, "the result reports the workload's total rate")
 		})
 	}
-}
-
-func TestTotalRate(t *testing.T) {
-	assert.Equal(t, int64(300), totalRate([]chaos.WorkloadTopic{{Rate: 200}, {Rate: 100}}))
-	assert.Zero(t, totalRate([]chaos.WorkloadTopic{{Rate: 200}, {Rate: 0}}), "a topic written as fast as it can")
-	assert.Zero(t, totalRate(nil))
 }
 
 func TestWorkloadExistingOptions(t *testing.T) {
@@ -124,7 +118,7 @@ func TestExistingWorkload(t *testing.T) {
 	}
 	o, err := parse(t, "--kill", "busiest", "--cluster", "lab", "--topics", "^orders-", "--sequential", "--rates", "orders-1=3,orders-2=1", "--rate", "400kB/s", "--keys", "orders-2=uniform:5")
 	require.NoError(t, err)
-	w, err := existingWorkload(ctx, c, o)
+	w, err := existingWorkload(ctx, c, o.Config, o.Workload)
 	require.NoError(t, err)
 	assert.Equal(t, []chaos.WorkloadTopic{{Name: "orders-1", Rate: 300_000}, {Name: "orders-2", Rate: 100_000, Keys: workload.Keys{Kind: workload.KeysUniform, N: 5}}}, w)
 
@@ -138,7 +132,7 @@ func TestExistingWorkload(t *testing.T) {
 	} {
 		o, err := parse(t, append([]string{"--kill", "busiest", "--cluster", "lab", "--sequential"}, tc.argv...)...)
 		require.NoError(t, err, tc.argv)
-		_, err = existingWorkload(ctx, c, o)
+		_, err = existingWorkload(ctx, c, o.Config, o.Workload)
 		require.Error(t, err, tc.argv)
 		assert.ErrorContains(t, err, tc.want, tc.argv)
 		assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err), tc.argv)

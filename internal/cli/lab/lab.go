@@ -108,6 +108,7 @@ stays, claiming nothing running.`,
   $ kplan lab up --brokers 6 --base-port 29092 --dir /tmp/big-lab
   $ kplan lab up --kafka-jars ~/kafka_2.13-4.3.1/libs --heap-mb 512
   $ kplan lab up --loopback-per-broker
+  $ kplan lab up --brokers 5 --racks 2
   $ kplan lab up --security sasl_ssl
   $ sudo kplan lab up --broker-bandwidth 5MB/s --broker-cpu 0.5`,
 		Args: cobra.NoArgs,
@@ -139,6 +140,7 @@ stays, claiming nothing running.`,
 	fs.BoolVar(&opts.Config.FastFailover, "fast-failover", true, "broker.session.timeout.ms=3000 and heartbeat 500ms, so a killed broker is fenced in about 3s")
 	fs.StringVar(&bandwidth, "broker-bandwidth", "", "limit each broker's link to this rate (e.g. 5MB/s): every broker runs in its own network namespace with a tc tbf limit; needs root and iproute2")
 	fs.Float64Var(&opts.Config.CPUQuota, "broker-cpu", 0, "cap each broker JVM at this fraction of one CPU (e.g. 0.25) through a cgroup CFS quota, 0 for no cap; needs root and a cgroup cpu controller")
+	fs.IntVar(&opts.Config.Racks, "racks", localkafka.DefaultRacks, "spread the brokers over this many racks, round robin (broker.rack rack-a, rack-b, ...)")
 	fs.BoolVar(&opts.Config.Loopback, "loopback-per-broker", false, "broker-N listens on and advertises 127.0.0.(1+N) instead of 127.0.0.1 (controllers stay on 127.0.0.1), so each broker has a host of its own, as pods have IPs")
 	fs.StringVar(&opts.Config.Security, "security", localkafka.SecurityPlaintext, "client listener security: "+strings.Join(localkafka.SecurityModes, ", ")+" (TLS material, SCRAM users and a client.properties are made in --dir)")
 	fs.IntVar(&opts.Config.HeapMB, "heap-mb", localkafka.DefaultHeapMB, "heap of each broker JVM in MiB")

@@ -48,12 +48,12 @@ func TestNewCmdUp(t *testing.T) {
 		check func(*testing.T, *lab.UpOptions)
 	}{
 		{"defaults", "--dir /tmp/l", func(t *testing.T, o *lab.UpOptions) {
-			assert.Equal(t, localkafka.Config{Brokers: 3, Dir: "/tmp/l", BasePort: 19092, FastFailover: true, HeapMB: 384, Security: "plaintext"}, o.Config)
+			assert.Equal(t, localkafka.Config{Brokers: 3, Dir: "/tmp/l", BasePort: 19092, FastFailover: true, HeapMB: 384, Racks: 3, Security: "plaintext"}, o.Config)
 			assert.Equal(t, 120*time.Second, o.Timeout)
 			assert.NotNil(t, o.Ready)
 		}},
-		{"every flag", "--dir /tmp/l --brokers 6 --kafka-jars /opt/kafka/libs --base-port 29092 --fast-failover=false --broker-bandwidth 5MB/s --broker-cpu 0.25 --heap-mb 512 --timeout 3m --security sasl_ssl", func(t *testing.T, o *lab.UpOptions) {
-			assert.Equal(t, localkafka.Config{Brokers: 6, JarsDir: "/opt/kafka/libs", Dir: "/tmp/l", BasePort: 29092, HeapMB: 512, BandwidthBps: 5_000_000, CPUQuota: 0.25, Security: "sasl_ssl"}, o.Config)
+		{"every flag", "--dir /tmp/l --brokers 6 --kafka-jars /opt/kafka/libs --base-port 29092 --fast-failover=false --broker-bandwidth 5MB/s --broker-cpu 0.25 --heap-mb 512 --timeout 3m --security sasl_ssl --racks 2", func(t *testing.T, o *lab.UpOptions) {
+			assert.Equal(t, localkafka.Config{Brokers: 6, JarsDir: "/opt/kafka/libs", Dir: "/tmp/l", BasePort: 29092, HeapMB: 512, BandwidthBps: 5_000_000, CPUQuota: 0.25, Racks: 2, Security: "sasl_ssl"}, o.Config)
 			assert.Equal(t, 3*time.Minute, o.Timeout)
 		}},
 		{"loopback per broker", "--dir /tmp/l --loopback-per-broker", func(t *testing.T, o *lab.UpOptions) {
