@@ -8,6 +8,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/partitioner"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
@@ -78,15 +79,6 @@ func ParseTarget(s string) (Target, error) {
 	return Target{}, errkind.Usagef("kill", "unknown target %q (want broker-N, leader-of:TOPIC/P, busiest or none)", s)
 }
 
-// Acks is the producers' acknowledgement level.
-type Acks string
-
-// Acknowledgement levels.
-const (
-	AcksAll    Acks = "all"
-	AcksLeader Acks = "1"
-)
-
 // Config is one experiment.
 type Config struct {
 	// Partitioners to compare, by partitioner.Names() name, or SQFShared.
@@ -129,7 +121,7 @@ type Config struct {
 	// Objective is the latency objective of the violation rates (0: none).
 	Objective time.Duration
 	// Acks is all (with idempotence) or 1.
-	Acks Acks
+	Acks loadgen.Acks
 	// NoIdempotence makes acks=all producers retry without idempotence, as
 	// Kafka's producers did before 3.0: a retried batch the old leader had
 	// replicated but not answered is written twice. The duplicate check's
@@ -208,7 +200,7 @@ const SQFShared = "sqf-shared"
 
 // RunHeader is the record header carrying kplan's run id (8 bytes, big
 // endian): the checking consumer counts only records that carry it.
-const RunHeader = "kplan-run"
+const RunHeader = loadgen.RunHeader
 
 // WorkloadTopicName is the topic a partitioner's producer writes for the
 // workload topic name: PREFIX-PARTITIONER-NAME side by side, PREFIX-NAME in
@@ -237,7 +229,7 @@ type Progress struct {
 
 // MinRecordSize is the smallest record value: the sequence number, the send
 // time, the producer and phase, and the run id.
-const MinRecordSize = headerLen
+const MinRecordSize = loadgen.EnvelopeLen
 
 // DefaultPartitioners is what --partitioner defaults to.
 var DefaultPartitioners = []string{"roundrobin", "node", "sqf", "default"}
@@ -256,7 +248,7 @@ func Defaults() Config {
 		Phase:           8 * time.Second,
 		FailoverTimeout: 30 * time.Second,
 		Objective:       100 * time.Millisecond,
-		Acks:            AcksAll,
+		Acks:            loadgen.AcksAll,
 		MetadataMinAge:  100 * time.Millisecond,
 		MetadataMaxAge:  time.Second,
 		SQFSlack:        partitioner.DefaultSlackRecords,
@@ -368,8 +360,8 @@ func (c *Config) Validate() error {
 	if c.Objective < 0 {
 		return errkind.Usagef("latency-objective", "negative latency objective")
 	}
-	if c.Acks != AcksAll && c.Acks != AcksLeader {
-		return errkind.Usagef("acks", "acks %q (want all or 1)", c.Acks)
+	if c.Acks != loadgen.AcksAll && c.Acks != loadgen.AcksLeader {
+		return errkind.Usagef("acks", "acks %q (want all or 1)", c.Acks.String())
 	}
 	if c.MetadataMinAge <= 0 || c.MetadataMaxAge < c.MetadataMinAge {
 		return errkind.Usagef("metadata-max-age", "metadata ages: want 0 < min <= max")

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	mrand "math/rand"
 	"math/rand/v2"
@@ -17,6 +16,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/clock"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/partitioner"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
@@ -145,7 +145,7 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 	r.cleanup(ctx, runErr, cons, func() { consDone.Go(func() { cons.run(consCtx) }) })
 	stopCons()
 	consDone.Wait()
-	cons.cl.Close()
+	cons.Client().Close()
 	close(progDone)
 	progWG.Wait()
 
@@ -179,7 +179,7 @@ func (r *runner) aborted() bool {
 // it retries for 30 s.
 func (r *runner) startOffsets(ctx context.Context) (map[string]map[int32]int64, error) {
 	for deadline := r.now().Add(30 * time.Second); ; {
-		start, err := endOffsets(ctx, r.admin, r.topics)
+		start, err := loadgen.EndOffsets(ctx, r.admin, r.topics)
 		if err == nil {
 			return start, nil
 		}
@@ -409,22 +409,13 @@ func (r *runner) prepare(ctx context.Context) error {
 			return errkind.Usagef("kill", "%s: no such partition", cfg.Target)
 		}
 	}
-	deadline := r.now().Add(30 * time.Second)
-	for {
-		m, err := fetchMeta(ctx, r.admin, r.topics)
-		if err == nil && m.allLed(r.topics, -1) {
-			return r.syncNewTopics(ctx, created)
+	if err := kafka.WaitLeaders(ctx, r.admin, 30*time.Second, r.topics...); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		if r.now().After(deadline) {
-			if err == nil {
-				err = errors.New("a partition has no live leader")
-			}
-			return fmt.Errorf("experiment topics are not ready after 30s: %w", err)
-		}
-		if err := clock.Sleep(ctx, 50*time.Millisecond); err != nil {
-			return err
-		}
+		return fmt.Errorf("experiment topics are not ready after 30s: %w", err)
 	}
+	return r.syncNewTopics(ctx, created)
 }
 
 // wname is the workload's name of a topic written.
@@ -560,13 +551,9 @@ func (r *runner) newProducers(runID uint64) error {
 			kgo.ProducerBatchCompression(kgo.NoCompression()),
 			kgo.MaxBufferedRecords(cfg.MaxBufferedRecords),
 		)
-		if cfg.Acks == AcksLeader {
-			kopts = append(kopts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-		} else {
-			kopts = append(kopts, kgo.RequiredAcks(kgo.AllISRAcks()))
-			if cfg.NoIdempotence {
-				kopts = append(kopts, kgo.DisableIdempotentWrite())
-			}
+		kopts = append(kopts, cfg.Acks.ProducerOpts()...)
+		if cfg.Acks == loadgen.AcksAll && cfg.NoIdempotence {
+			kopts = append(kopts, kgo.DisableIdempotentWrite())
 		}
 		cl, err := kafka.NewClient(r.clientOpts(), cfg.Version, kopts...)
 		if err != nil {
@@ -943,28 +930,7 @@ func (r *runner) stopLeg(ctx context.Context, l *leg) {
 // consumer behind a --broker-bandwidth limit may need minutes, but keeps
 // advancing), and after limit in any case.
 func (r *runner) drain(ctx context.Context, cons *consumer, stall, limit time.Duration) error {
-	dctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	end, err := endOffsets(dctx, r.admin, r.topics)
-	if err != nil {
-		return err
-	}
-	_, best := cons.caughtUp(end)
-	last := r.now()
-	for {
-		done, left := cons.caughtUp(end)
-		if done {
-			return nil
-		}
-		if left < best {
-			best, last = left, r.now()
-		} else if r.now().Sub(last) > stall {
-			return fmt.Errorf("consumer made no progress for %v with %d records left to read", stall, left)
-		}
-		if err := clock.Sleep(dctx, 20*time.Millisecond); err != nil {
-			return fmt.Errorf("consumer did not reach the end offsets within %v (%d records left)", limit, left)
-		}
-	}
+	return cons.Drain(ctx, clock.WithNow(r.now), r.admin, r.topics, stall, limit)
 }
 
 // drainCap bounds the loss check's final read after a complete run.

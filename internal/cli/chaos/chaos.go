@@ -31,6 +31,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/units"
 	"github.com/kplan-dev/kplan/internal/workload"
@@ -407,9 +408,9 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	cfg.MetadataMinAge, cfg.MetadataMaxAge = c.minAge, c.maxAge
 	switch c.acks {
 	case "all", "-1":
-		cfg.Acks = chaos.AcksAll
+		cfg.Acks = loadgen.AcksAll
 	case "1":
-		cfg.Acks = chaos.AcksLeader
+		cfg.Acks = loadgen.AcksLeader
 	default:
 		return nil, cmdutil.UsageErrorf("%s: want all or 1, got %q", c.where("acks"), c.acks)
 	}
