@@ -185,3 +185,17 @@ func accept(filter func(string) bool, topic string) bool {
 	}
 	return filter(topic)
 }
+
+// Bounded returns ctx limited by the connection timeout: for callers that
+// send their own requests through Client.
+func (a *Admin) Bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return a.bounded(ctx)
+}
+
+// Classify turns a connection failure into a *ConnError naming this
+// cluster's addresses and timeout (by the types in err's chain, never its
+// text); other errors are returned as they are.
+func (a *Admin) Classify(err error) error { return a.classify(err) }
+
+// Timeout is the connection timeout each call is bounded by.
+func (a *Admin) Timeout() time.Duration { return a.opts.Timeout }
