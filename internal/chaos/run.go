@@ -178,18 +178,16 @@ func (r *runner) aborted() bool {
 // consumer starts. A new topic's leaders may be known before they serve it:
 // it retries for 30 s.
 func (r *runner) startOffsets(ctx context.Context) (map[string]map[int32]int64, error) {
-	for deadline := r.now().Add(30 * time.Second); ; {
-		start, err := loadgen.EndOffsets(ctx, r.admin, r.topics)
-		if err == nil {
-			return start, nil
-		}
-		if r.now().After(deadline) {
-			return nil, err
-		}
-		if err := clock.Sleep(ctx, 100*time.Millisecond); err != nil {
-			return nil, err
-		}
+	var start map[string]map[int32]int64
+	err := clock.Poll(ctx, clock.WithNow(r.now), 100*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		start, err = loadgen.EndOffsets(ctx, r.admin, r.topics)
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return start, nil
 }
 
 // runLegs runs every leg: one with every producer side by side, or one per
@@ -723,15 +721,14 @@ func (r *runner) restore(ctx context.Context, victim int32, fullSync bool) error
 	}
 	// Back in every ISR too: a broker still catching up would load its links
 	// and disks during the next phase (or the next partitioner's leg).
-	for {
-		m, err := fetchMeta(ectx, r.admin, r.topics)
-		if err == nil && slices.Contains(m.brokers, victim) && r.preferred(m) && (!fullSync || fullISR(m)) {
-			return nil
-		}
-		if err := clock.Sleep(ectx, 50*time.Millisecond); err != nil {
-			return fmt.Errorf("waiting for preferred leaders after the restart of broker %d: %w", victim, err)
-		}
+	err := clock.Poll(ectx, clock.WithNow(r.now), 50*time.Millisecond, 0, func(ctx context.Context) (bool, error) {
+		m, err := fetchMeta(ctx, r.admin, r.topics)
+		return err == nil && slices.Contains(m.brokers, victim) && r.preferred(m) && (!fullSync || fullISR(m)), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for preferred leaders after the restart of broker %d: %w", victim, err)
 	}
+	return nil
 }
 
 // fullISR reports whether every partition's replicas are all in sync.
@@ -851,20 +848,14 @@ func (r *runner) wait(ctx context.Context, l *leg, ph Phase) error {
 	if r.cfg.Records <= 0 {
 		return clock.Sleep(ctx, r.cfg.Phase)
 	}
-	for {
-		done := true
+	return clock.Poll(ctx, clock.WithNow(r.now), 5*time.Millisecond, 0, func(context.Context) (bool, error) {
 		for _, p := range l.prods {
 			if p.sentIn[ph].Load() < r.cfg.Records {
-				done = false
+				return false, nil
 			}
 		}
-		if done {
-			return nil
-		}
-		if err := clock.Sleep(ctx, 5*time.Millisecond); err != nil {
-			return err
-		}
-	}
+		return true, nil
+	})
 }
 
 func (r *runner) begin(ctx context.Context, l *leg, ph Phase) {
