@@ -17,6 +17,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/kafka/kafkatest"
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	mm "github.com/kplan-dev/kplan/internal/measure"
 )
@@ -104,7 +105,7 @@ type fake struct{ addrs []string }
 
 func newFake(t *testing.T, brokers int) fake {
 	t.Helper()
-	addrs, stop, err := kafka.FakeCluster(brokers)
+	addrs, stop, err := kafkatest.FakeCluster(brokers)
 	require.NoError(t, err)
 	t.Cleanup(stop)
 	return fake{addrs: addrs}
