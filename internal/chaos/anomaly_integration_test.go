@@ -125,7 +125,7 @@ func runAnomaly(t *testing.T, prefix string, acks loadgen.Acks, noIdem bool) (*R
 	cfg.Assignment = [][]int32{{1, 2}}
 	cfg.Target = Target{Kind: TargetBroker, Broker: 1}
 	cfg.Acks = acks
-	cfg.NoIdempotence = noIdem
+	cfg.noIdempotence = noIdem
 	cfg.Rate = 400_000
 	cfg.RecordSize = 1000
 	cfg.Warmup = time.Second

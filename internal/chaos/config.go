@@ -122,11 +122,11 @@ type Config struct {
 	Objective time.Duration
 	// Acks is all (with idempotence) or 1.
 	Acks loadgen.Acks
-	// NoIdempotence makes acks=all producers retry without idempotence, as
+	// noIdempotence makes acks=all producers retry without idempotence, as
 	// Kafka's producers did before 3.0: a retried batch the old leader had
-	// replicated but not answered is written twice. The duplicate check's
-	// test uses it to make the lab duplicate records.
-	NoIdempotence bool
+	// replicated but not answered is written twice. Only the duplicate
+	// check's test sets it, to make the lab duplicate records.
+	noIdempotence bool
 	// Restore restarts the killed broker after the after phase, elects
 	// preferred leaders and measures a recovered phase.
 	Restore bool

@@ -550,7 +550,7 @@ func (r *runner) newProducers(runID uint64) error {
 			kgo.MaxBufferedRecords(cfg.MaxBufferedRecords),
 		)
 		kopts = append(kopts, cfg.Acks.ProducerOpts()...)
-		if cfg.Acks == loadgen.AcksAll && cfg.NoIdempotence {
+		if cfg.Acks == loadgen.AcksAll && cfg.noIdempotence {
 			kopts = append(kopts, kgo.DisableIdempotentWrite())
 		}
 		cl, err := kafka.NewClient(r.clientOpts(), cfg.Version, kopts...)
@@ -809,7 +809,7 @@ func (r *runner) resolveTarget(ctx context.Context, l *leg, t Target) (int32, er
 // producer had an acknowledgement from a partition the victim led.
 func (r *runner) waitFailover(ctx context.Context, l *leg) error {
 	deadline := l.killAt + r.cfg.FailoverTimeout
-	for {
+	return clock.Poll(ctx, clock.WithNow(r.now), 10*time.Millisecond, 0, func(ctx context.Context) (bool, error) {
 		if l.failover < 0 {
 			if m, err := fetchMeta(ctx, r.admin, r.topics); err == nil && m.allLed(r.topics, l.victim) {
 				l.failover = r.since() - l.killAt
@@ -821,17 +821,12 @@ func (r *runner) waitFailover(ctx context.Context, l *leg) error {
 				done = false
 			}
 		}
-		if done {
-			return nil
-		}
-		if r.since() > deadline {
+		if !done && r.since() > deadline {
 			r.notes = append(r.notes, fmt.Sprintf("failover not complete %v after the kill of broker %d; the after phase started anyway", r.cfg.FailoverTimeout, l.victim))
-			return nil
+			return true, nil
 		}
-		if err := clock.Sleep(ctx, 10*time.Millisecond); err != nil {
-			return err
-		}
-	}
+		return done, nil
+	})
 }
 
 // measured runs a measured phase: for cfg.Phase, or until every producer of

@@ -73,17 +73,9 @@ func leadersEverywhere(ctx context.Context, cl *kgo.Client, topics []string) err
 	return nil
 }
 
-// metadata sends a metadata request for topics (nil: none, only the
-// brokers) through request.
+// metadata sends MetadataRequest(topics) through request.
 func metadata(ctx context.Context, request func(context.Context, kmsg.Request) (kmsg.Response, error), topics []string) (*kmsg.MetadataResponse, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = []kmsg.MetadataRequestTopic{}
-	for _, t := range topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, rt)
-	}
-	kresp, err := request(ctx, req)
+	kresp, err := request(ctx, MetadataRequest(topics))
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
@@ -92,4 +84,17 @@ func metadata(ctx context.Context, request func(context.Context, kmsg.Request) (
 		return nil, fmt.Errorf("metadata: unexpected answer %T", kresp)
 	}
 	return resp, nil
+}
+
+// MetadataRequest asks for the brokers and topics (none: the brokers only),
+// for callers that ask a broker directly, past the client's cache.
+func MetadataRequest(topics []string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
 }

@@ -52,11 +52,7 @@ func (a *ScratchAdmin) Snapshot(ctx context.Context) (*topology.Cluster, error) 
 // partitions; ok is false when the topic does not exist.
 func (a *ScratchAdmin) TopicLeadership(ctx context.Context, topic string) (parts []PartitionLeadership, ok bool, err error) {
 	cl := a.cl
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := MetadataRequest([]string{topic}).RequestWith(ctx, cl)
 	if err != nil {
 		return nil, false, fmt.Errorf("metadata %s: %w", topic, err)
 	}

@@ -122,14 +122,7 @@ func New(ctx context.Context, o Options) (*Cluster, error) {
 // the kill and the restore watch it change. An empty topics asks for
 // brokers only.
 func (c *Cluster) metadata(ctx context.Context, topics []string) (*kmsg.MetadataResponse, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = []kmsg.MetadataRequestTopic{}
-	for _, t := range topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, rt)
-	}
-	return req.RequestWith(ctx, c.admin)
+	return kafka.MetadataRequest(topics).RequestWith(ctx, c.admin)
 }
 
 // Kind implements chaos.Cluster: the bootstrap servers.
