@@ -4,7 +4,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"syscall"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 )
 
 // The checker is trusted once it caught a real anomaly (Jepsen's rule).
@@ -67,7 +67,7 @@ func (c *pausingKill) Kill(ctx context.Context, id int32) error {
 }
 
 func TestLossCheckCatchesLoss(t *testing.T) {
-	res, read := runAnomaly(t, "anomaly-loss", AcksLeader, false)
+	res, read := runAnomaly(t, "anomaly-loss", loadgen.AcksLeader, false)
 	p := res.Partitioners[0]
 	t.Logf("kplan: sent %d acked %d lost %d duplicates %d never acked %d; read back: %d distinct, %d extra copies",
 		p.Sent, p.Acked, p.Lost, p.Duplicates, p.NeverAcked, read.distinct, read.extra)
@@ -87,7 +87,7 @@ func TestDuplicateCheckCatchesDuplicates(t *testing.T) {
 	// duplicate; kplan's counts must equal the independent read every time.
 	var caught int64
 	for attempt := 1; attempt <= 3 && caught == 0; attempt++ {
-		res, read := runAnomaly(t, fmt.Sprintf("anomaly-dup%d", attempt), AcksAll, true)
+		res, read := runAnomaly(t, fmt.Sprintf("anomaly-dup%d", attempt), loadgen.AcksAll, true)
 		p := res.Partitioners[0]
 		t.Logf("attempt %d: kplan: sent %d acked %d lost %d duplicates %d never acked %d; read back: %d distinct, %d extra copies",
 			attempt, p.Sent, p.Acked, p.Lost, p.Duplicates, p.NeverAcked, read.distinct, read.extra)
@@ -109,7 +109,7 @@ type readBack struct {
 // runAnomaly runs one producer (roundrobin) on a fresh one-partition topic
 // on brokers 1 (leader) and 2, pauses broker 2 and kills broker 1 after the
 // before phase, brings the lab back whole and reads the topic back.
-func runAnomaly(t *testing.T, prefix string, acks Acks, noIdem bool) (*Result, readBack) {
+func runAnomaly(t *testing.T, prefix string, acks loadgen.Acks, noIdem bool) (*Result, readBack) {
 	lab := labtest.Shared(t)
 	lc, err := chaoslab.Open(lab.State, kafka.ConnOptions{}, "test")
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func runAnomaly(t *testing.T, prefix string, acks Acks, noIdem bool) (*Result, r
 	cfg.Assignment = [][]int32{{1, 2}}
 	cfg.Target = Target{Kind: TargetBroker, Broker: 1}
 	cfg.Acks = acks
-	cfg.NoIdempotence = noIdem
+	cfg.noIdempotence = noIdem
 	cfg.Rate = 400_000
 	cfg.RecordSize = 1000
 	cfg.Warmup = time.Second
@@ -188,10 +188,11 @@ func readTopic(ctx context.Context, t *testing.T, conn kafka.ConnOptions, topic 
 		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch: %v", err) })
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
-			if len(r.Value) < headerLen || r.Value[offProducer] != 0 {
+			e, ok := loadgen.DecodeEnvelope(r.Value)
+			if !ok || e.Producer != 0 {
 				return
 			}
-			copies[binary.BigEndian.Uint64(r.Value[offSeq:])]++
+			copies[e.Seq]++
 		})
 	}
 	var rb readBack

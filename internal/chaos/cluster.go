@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kplan-dev/kplan/internal/kafka"
 )
 
 // Cluster is what an experiment runs against. Each kind of cluster has its
@@ -71,14 +73,9 @@ type clusterMeta struct {
 // fetchMeta asks one broker for metadata directly (no client cache). nil
 // topics asks for every topic.
 func fetchMeta(ctx context.Context, cl *kgo.Client, topics []string) (*clusterMeta, error) {
-	req := kmsg.NewPtrMetadataRequest()
+	req := kmsg.NewPtrMetadataRequest() // every topic
 	if topics != nil {
-		req.Topics = []kmsg.MetadataRequestTopic{}
-		for _, t := range topics {
-			rt := kmsg.NewMetadataRequestTopic()
-			rt.Topic = kmsg.StringPtr(t)
-			req.Topics = append(req.Topics, rt)
-		}
+		req = kafka.MetadataRequest(topics)
 	}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/partitioner"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
@@ -85,15 +86,6 @@ func ParseTarget(s string) (Target, error) {
 	return Target{}, errkind.Usagef("kill", "unknown target %q (want broker-N, leader-of:TOPIC/P, busiest, each or none)", s)
 }
 
-// Acks is the producers' acknowledgement level.
-type Acks string
-
-// Acknowledgement levels.
-const (
-	AcksAll    Acks = "all"
-	AcksLeader Acks = "1"
-)
-
 // Config is one experiment.
 type Config struct {
 	// Partitioners to compare, by partitioner.Names() name, or SQFShared.
@@ -136,12 +128,12 @@ type Config struct {
 	// Objective is the latency objective of the violation rates (0: none).
 	Objective time.Duration
 	// Acks is all (with idempotence) or 1.
-	Acks Acks
-	// NoIdempotence makes acks=all producers retry without idempotence, as
+	Acks loadgen.Acks
+	// noIdempotence makes acks=all producers retry without idempotence, as
 	// Kafka's producers did before 3.0: a retried batch the old leader had
-	// replicated but not answered is written twice. The duplicate check's
-	// test uses it to make the lab duplicate records.
-	NoIdempotence bool
+	// replicated but not answered is written twice. Only the duplicate
+	// check's test sets it, to make the lab duplicate records.
+	noIdempotence bool
 	// Restore restarts the killed broker after the after phase, elects
 	// preferred leaders and measures a recovered phase.
 	Restore bool
@@ -215,7 +207,7 @@ const SQFShared = "sqf-shared"
 
 // RunHeader is the record header carrying kplan's run id (8 bytes, big
 // endian): the checking consumer counts only records that carry it.
-const RunHeader = "kplan-run"
+const RunHeader = loadgen.RunHeader
 
 // WorkloadTopicName is the topic a partitioner's producer writes for the
 // workload topic name: PREFIX-PARTITIONER-NAME side by side, PREFIX-NAME in
@@ -244,7 +236,7 @@ type Progress struct {
 
 // MinRecordSize is the smallest record value: the sequence number, the send
 // time, the producer and phase, and the run id.
-const MinRecordSize = headerLen
+const MinRecordSize = loadgen.EnvelopeLen
 
 // DefaultPartitioners is what --partitioner defaults to.
 var DefaultPartitioners = []string{"roundrobin", "node", "sqf", "default"}
@@ -263,7 +255,7 @@ func Defaults() Config {
 		Phase:           8 * time.Second,
 		FailoverTimeout: 30 * time.Second,
 		Objective:       100 * time.Millisecond,
-		Acks:            AcksAll,
+		Acks:            loadgen.AcksAll,
 		MetadataMinAge:  100 * time.Millisecond,
 		MetadataMaxAge:  time.Second,
 		SQFSlack:        partitioner.DefaultSlackRecords,
@@ -381,8 +373,8 @@ func (c *Config) validateFigures() error {
 	if c.Records < 0 {
 		return errkind.Usagef("records", "must not be negative, got %d", c.Records)
 	}
-	if c.Acks != AcksAll && c.Acks != AcksLeader {
-		return errkind.Usagef("acks", "want all or 1, got %q", c.Acks)
+	if c.Acks != loadgen.AcksAll && c.Acks != loadgen.AcksLeader {
+		return errkind.Usagef("acks", "want all or 1, got %q", c.Acks.String())
 	}
 	if c.SQFSlack < 0 {
 		return errkind.Usagef("sqf-slack", "must not be negative, got %d", c.SQFSlack)

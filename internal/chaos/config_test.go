@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -130,7 +131,7 @@ func TestValidate(t *testing.T) {
 		{"assignment", "partitions", "no partitions", func(c *Config) { c.Assignment = nil }},
 		{"record size", "record-size", "record size 10", func(c *Config) { c.RecordSize = 10 }},
 		{"phase", "phase-duration", "must be positive", func(c *Config) { c.Phase = 0 }},
-		{"acks", "acks", `want all or 1, got "0"`, func(c *Config) { c.Acks = "0" }},
+		{"acks", "acks", `want all or 1, got "0"`, func(c *Config) { c.Acks = loadgen.AcksNone }},
 		{"metadata ages", "metadata-max-age", "metadata ages", func(c *Config) { c.MetadataMaxAge = c.MetadataMinAge / 2 }},
 		{"failover budget", "failover-timeout", "failover timeout", func(c *Config) { c.FailoverTimeout = 0 }},
 	} {

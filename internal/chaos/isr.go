@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -84,28 +85,26 @@ func WaitFullISR(ctx context.Context, c Cluster, conn kafka.ConnOptions, version
 		return ISRReport{}, fmt.Errorf("metadata client: %w", err)
 	}
 	defer cl.Close()
-	deadline := time.Now().Add(wait)
 	var rep ISRReport
 	var last error
-	for {
+	err = clock.Poll(ctx, nil, 200*time.Millisecond, wait, func(ctx context.Context) (bool, error) {
 		m, err := fetchMeta(ctx, cl, nil)
-		if err == nil {
-			rep = isrReport(brokers, m)
-			if rep.Whole() {
-				return rep, nil
-			}
-		}
 		last = err
-		if time.Now().After(deadline) {
-			if last != nil && rep.Partitions == 0 {
-				return rep, errkind.Wrap(errkind.Runtime, "", fmt.Errorf("reading the ISRs: %w", last))
-			}
-			return rep, errkind.New(errkind.Runtime, "", "not every broker is back in every ISR after %v: %s", wait, rep)
+		if err != nil {
+			return false, nil
 		}
-		if err := clock.Sleep(ctx, 200*time.Millisecond); err != nil {
-			return rep, err
-		}
+		rep = isrReport(brokers, m)
+		return rep.Whole(), nil
+	})
+	switch {
+	case err == nil:
+		return rep, nil
+	case !errors.Is(err, clock.ErrTimeout):
+		return rep, err
+	case last != nil && rep.Partitions == 0:
+		return rep, errkind.Wrap(errkind.Runtime, "", fmt.Errorf("reading the ISRs: %w", last))
 	}
+	return rep, errkind.New(errkind.Runtime, "", "not every broker is back in every ISR after %v: %s", wait, rep)
 }
 
 // newTopicsSyncWait bounds Run's wait for the topics it created to have

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/binary"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kplan-dev/kplan/internal/clock"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/stats"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
@@ -45,16 +46,9 @@ func (p Phase) String() string {
 	return "unknown"
 }
 
-// Record value layout: every record carries its own identity, so loss,
-// duplicates and end-to-end latency are counted record by record.
-const (
-	offSeq      = 0  // uint64 sequence number, per producer from 0
-	offSend     = 8  // int64 send time, ns since the experiment's epoch
-	offProducer = 16 // producer index
-	offPhase    = 17 // phase at send time
-	offRun      = 18 // uint64 run id, to ignore records of other runs
-	headerLen   = 26
-)
+// Records carry loadgen's Envelope: the run id, the producer's index, its
+// sequence number, the send time since the experiment's epoch, and the
+// phase at send time as the envelope's tag.
 
 // Record status flags, per sequence number, next to the send phase.
 const (
@@ -62,9 +56,6 @@ const (
 	stFailed = 0x20
 	stPhase  = 0x0f
 )
-
-// latencyCeiling is the largest latency the histograms track.
-const latencyCeiling = 10 * time.Minute
 
 // sampleCap bounds the latency samples kept per phase for the KS test and
 // the CDF plots (a uniform reservoir sample beyond it).
@@ -108,11 +99,11 @@ type phaseStats struct {
 }
 
 func newPhaseStats(objective time.Duration, rng *rand.Rand) *phaseStats {
-	prod, err := stats.NewLatency(latencyCeiling, objective)
+	prod, err := loadgen.NewLatency(objective)
 	if err != nil {
 		panic(err) // constant arguments
 	}
-	e2e, err := stats.NewLatency(latencyCeiling, objective)
+	e2e, err := loadgen.NewLatency(objective)
 	if err != nil {
 		panic(err)
 	}
@@ -144,10 +135,8 @@ type producer struct {
 	status  []byte
 	buckets []int64 // acked bytes per bucket since the epoch
 
-	seenMu  sync.Mutex
-	seen    []uint8 // times consumed, per sequence number
-	pos     []int64 // where it was first consumed, -1 before
-	rereads int64   // records read again at the same position
+	// tally ticks off the records the checking consumer read back.
+	tally loadgen.Tally
 
 	sentIn [numPhases]atomic.Int64
 	// Batches acknowledged, and the records in them, by the phase at
@@ -181,48 +170,28 @@ var _ kgo.HookProduceBatchWritten = (*producer)(nil)
 
 // loop sends records until stop closes or ctx ends, paced at cfg.Rate.
 func (p *producer) loop(ctx context.Context, stop <-chan struct{}) {
-	rps := float64(p.rate) / float64(p.cfg.RecordSize)
-	burst := int64(max(1, rps/10)) // at most 100 ms of debt is caught up
-	t0 := p.now()
-	var sent int64
-	for {
+	pacer := loadgen.NewPacer(float64(p.rate)/float64(p.cfg.RecordSize), 2*time.Millisecond, clock.WithNow(p.now))
+	stopped := func() bool {
 		select {
 		case <-stop:
-			return
-		case <-ctx.Done():
-			return
+			return true
 		default:
+			return false
 		}
-		if rps > 0 {
-			due := int64(p.now().Sub(t0).Seconds() * rps)
-			if due-sent > burst {
-				sent = due - burst
-			}
-			if sent >= due {
-				time.Sleep(2 * time.Millisecond)
-				continue
-			}
-		}
-		p.send(ctx)
-		sent++
 	}
+	pacer.Run(ctx, stopped, func() { p.send(ctx) })
 }
 
 func (p *producer) send(ctx context.Context) {
 	ph := Phase(p.phase.Load())
-	val := make([]byte, p.cfg.RecordSize)
 	p.mu.Lock()
 	seq := uint64(len(p.status))
 	p.status = append(p.status, byte(ph))
 	p.phases[ph].sent++
 	p.mu.Unlock()
 	p.sentIn[ph].Add(1)
-	binary.BigEndian.PutUint64(val[offSeq:], seq)
-	binary.BigEndian.PutUint64(val[offSend:], uint64(p.since()))
-	val[offProducer] = byte(p.idx)
-	val[offPhase] = byte(ph)
-	binary.BigEndian.PutUint64(val[offRun:], p.runID)
-	rec := &kgo.Record{Topic: p.topic, Value: val, Headers: []kgo.RecordHeader{{Key: RunHeader, Value: val[offRun:headerLen]}}}
+	val := loadgen.Stamp(p.cfg.RecordSize, loadgen.Envelope{Run: p.runID, Seq: seq, Sent: p.since(), Producer: uint8(p.idx), Tag: uint8(ph)})
+	rec := &kgo.Record{Topic: p.topic, Value: val, Headers: []kgo.RecordHeader{{Key: RunHeader, Value: loadgen.RunHeaderValue(p.runID)}}}
 	if p.keys != nil {
 		rec.Key = workload.Key(p.keys.Next())
 	}
@@ -231,9 +200,8 @@ func (p *producer) send(ctx context.Context) {
 
 func (p *producer) promise(r *kgo.Record, err error) {
 	at := p.since()
-	seq := binary.BigEndian.Uint64(r.Value[offSeq:])
-	sentAt := time.Duration(binary.BigEndian.Uint64(r.Value[offSend:]))
-	ph := Phase(r.Value[offPhase])
+	env, _ := loadgen.DecodeEnvelope(r.Value) // our own record: it holds one
+	seq, sentAt, ph := env.Seq, env.Sent, Phase(env.Tag)
 	if err != nil {
 		p.mu.Lock()
 		p.status[seq] |= stFailed
@@ -280,23 +248,7 @@ func (p *producer) promise(r *kgo.Record, err error) {
 // position again (the consumer's offset was reset) is not a duplicate; the
 // same record at another position is.
 func (p *producer) consumed(seq uint64, ph Phase, e2e time.Duration, pos int64) {
-	p.seenMu.Lock()
-	for uint64(len(p.seen)) <= seq {
-		p.seen = append(p.seen, 0)
-		p.pos = append(p.pos, -1)
-	}
-	if p.pos[seq] == pos {
-		p.rereads++
-		p.seenMu.Unlock()
-		return
-	}
-	if p.pos[seq] < 0 {
-		p.pos[seq] = pos
-	}
-	p.seen[seq] = min(p.seen[seq]+1, 255)
-	first := p.seen[seq] == 1
-	p.seenMu.Unlock()
-	if !first || ph >= numPhases {
+	if !p.tally.Read(seq, pos) || ph >= numPhases {
 		return
 	}
 	p.mu.Lock()
@@ -312,15 +264,14 @@ type loss struct {
 }
 
 func (p *producer) checkLoss() loss {
+	counts := p.tally.Counts()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.seenMu.Lock()
-	defer p.seenMu.Unlock()
 	var l loss
 	for seq, st := range p.status {
 		var seen uint8
-		if seq < len(p.seen) {
-			seen = p.seen[seq]
+		if seq < len(counts) {
+			seen = counts[seq]
 		}
 		l.sent++
 		if seen > 1 {

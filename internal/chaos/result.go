@@ -252,7 +252,7 @@ func (r *runner) result() *Result {
 	cfg := r.cfg
 	res := &Result{
 		Schema: Schema, Cluster: r.c.Kind(), Label: r.c.Label(), Target: cfg.Target.String(), KilledBroker: -1,
-		Assignment: FormatAssignment(cfg.Assignment), Acks: string(cfg.Acks), Idempotent: cfg.Acks == AcksAll, SQFSlack: cfg.SQFSlack, MaxBufferedRecords: cfg.MaxBufferedRecords, Stick: cfg.Stick, ConsumeAfter: cfg.ConsumeAfter,
+		Assignment: FormatAssignment(cfg.Assignment), Acks: cfg.Acks.String(), Idempotent: cfg.Acks.Idempotent(), SQFSlack: cfg.SQFSlack, MaxBufferedRecords: cfg.MaxBufferedRecords, Stick: cfg.Stick, ConsumeAfter: cfg.ConsumeAfter,
 		Sequential: cfg.Sequential, RateBytesPerS: cfg.Rate, RecordSize: cfg.RecordSize,
 		LatencyObjectiveMS: ms(cfg.Objective), MetadataMinAgeMS: ms(cfg.MetadataMinAge),
 		Notes: append([]string{fmt.Sprintf("cluster: %s", r.c.Label())}, r.notes...),
@@ -298,9 +298,7 @@ func (r *runner) result() *Result {
 	}
 	var rereads int64
 	for _, p := range r.prods {
-		p.seenMu.Lock()
-		rereads += p.rereads
-		p.seenMu.Unlock()
+		rereads += p.tally.Rereads()
 	}
 	res.ConsumerRereads = rereads
 	switch {

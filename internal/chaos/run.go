@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	mrand "math/rand"
 	"math/rand/v2"
@@ -17,6 +16,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/clock"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/partitioner"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
@@ -145,7 +145,7 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 	r.cleanup(ctx, runErr, cons, func() { consDone.Go(func() { cons.run(consCtx) }) })
 	stopCons()
 	consDone.Wait()
-	cons.cl.Close()
+	cons.Client().Close()
 	close(progDone)
 	progWG.Wait()
 
@@ -178,18 +178,16 @@ func (r *runner) aborted() bool {
 // consumer starts. A new topic's leaders may be known before they serve it:
 // it retries for 30 s.
 func (r *runner) startOffsets(ctx context.Context) (map[string]map[int32]int64, error) {
-	for deadline := r.now().Add(30 * time.Second); ; {
-		start, err := endOffsets(ctx, r.admin, r.topics)
-		if err == nil {
-			return start, nil
-		}
-		if r.now().After(deadline) {
-			return nil, err
-		}
-		if err := clock.Sleep(ctx, 100*time.Millisecond); err != nil {
-			return nil, err
-		}
+	var start map[string]map[int32]int64
+	err := clock.Poll(ctx, clock.WithNow(r.now), 100*time.Millisecond, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		start, err = loadgen.EndOffsets(ctx, r.admin, r.topics)
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return start, nil
 }
 
 // runLegs runs every leg: one with every producer side by side, or one per
@@ -409,22 +407,13 @@ func (r *runner) prepare(ctx context.Context) error {
 			return errkind.Usagef("kill", "%s: no such partition", cfg.Target)
 		}
 	}
-	deadline := r.now().Add(30 * time.Second)
-	for {
-		m, err := fetchMeta(ctx, r.admin, r.topics)
-		if err == nil && m.allLed(r.topics, -1) {
-			return r.syncNewTopics(ctx, created)
+	if err := kafka.WaitLeaders(ctx, r.admin, 30*time.Second, r.topics...); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		if r.now().After(deadline) {
-			if err == nil {
-				err = errors.New("a partition has no live leader")
-			}
-			return fmt.Errorf("experiment topics are not ready after 30s: %w", err)
-		}
-		if err := clock.Sleep(ctx, 50*time.Millisecond); err != nil {
-			return err
-		}
+		return fmt.Errorf("experiment topics are not ready after 30s: %w", err)
 	}
+	return r.syncNewTopics(ctx, created)
 }
 
 // wname is the workload's name of a topic written.
@@ -584,13 +573,9 @@ func (r *runner) newProducers(runID uint64) error {
 			kgo.ProducerBatchCompression(kgo.NoCompression()),
 			kgo.MaxBufferedRecords(cfg.MaxBufferedRecords),
 		)
-		if cfg.Acks == AcksLeader {
-			kopts = append(kopts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-		} else {
-			kopts = append(kopts, kgo.RequiredAcks(kgo.AllISRAcks()))
-			if cfg.NoIdempotence {
-				kopts = append(kopts, kgo.DisableIdempotentWrite())
-			}
+		kopts = append(kopts, cfg.Acks.ProducerOpts()...)
+		if cfg.Acks == loadgen.AcksAll && cfg.noIdempotence {
+			kopts = append(kopts, kgo.DisableIdempotentWrite())
 		}
 		cl, err := kafka.NewClient(r.clientOpts(), cfg.Version, kopts...)
 		if err != nil {
@@ -760,15 +745,14 @@ func (r *runner) restore(ctx context.Context, victim int32, fullSync bool) error
 	}
 	// Back in every ISR too: a broker still catching up would load its links
 	// and disks during the next phase (or the next partitioner's leg).
-	for {
-		m, err := fetchMeta(ectx, r.admin, r.topics)
-		if err == nil && slices.Contains(m.brokers, victim) && r.preferred(m) && (!fullSync || fullISR(m)) {
-			return nil
-		}
-		if err := clock.Sleep(ectx, 50*time.Millisecond); err != nil {
-			return fmt.Errorf("waiting for preferred leaders after the restart of broker %d: %w", victim, err)
-		}
+	err := clock.Poll(ectx, clock.WithNow(r.now), 50*time.Millisecond, 0, func(ctx context.Context) (bool, error) {
+		m, err := fetchMeta(ctx, r.admin, r.topics)
+		return err == nil && slices.Contains(m.brokers, victim) && r.preferred(m) && (!fullSync || fullISR(m)), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for preferred leaders after the restart of broker %d: %w", victim, err)
 	}
+	return nil
 }
 
 // fullISR reports whether every partition's replicas are all in sync.
@@ -849,7 +833,7 @@ func (r *runner) resolveTarget(ctx context.Context, l *leg, t Target) (int32, er
 // producer had an acknowledgement from a partition the victim led.
 func (r *runner) waitFailover(ctx context.Context, l *leg) error {
 	deadline := l.killAt + r.cfg.FailoverTimeout
-	for {
+	return clock.Poll(ctx, clock.WithNow(r.now), 10*time.Millisecond, 0, func(ctx context.Context) (bool, error) {
 		if l.failover < 0 {
 			if m, err := fetchMeta(ctx, r.admin, r.topics); err == nil && m.allLed(r.topics, l.victim) {
 				l.failover = r.since() - l.killAt
@@ -861,17 +845,12 @@ func (r *runner) waitFailover(ctx context.Context, l *leg) error {
 				done = false
 			}
 		}
-		if done {
-			return nil
-		}
-		if r.since() > deadline {
+		if !done && r.since() > deadline {
 			r.notes = append(r.notes, fmt.Sprintf("failover not complete %v after the kill of broker %d; the after phase started anyway", r.cfg.FailoverTimeout, l.victim))
-			return nil
+			return true, nil
 		}
-		if err := clock.Sleep(ctx, 10*time.Millisecond); err != nil {
-			return err
-		}
-	}
+		return done, nil
+	})
 }
 
 // measured runs a measured phase: for cfg.Phase, or until every producer of
@@ -888,20 +867,14 @@ func (r *runner) wait(ctx context.Context, l *leg, ph Phase) error {
 	if r.cfg.Records <= 0 {
 		return clock.Sleep(ctx, r.cfg.Phase)
 	}
-	for {
-		done := true
+	return clock.Poll(ctx, clock.WithNow(r.now), 5*time.Millisecond, 0, func(context.Context) (bool, error) {
 		for _, p := range l.prods {
 			if p.sentIn[ph].Load() < r.cfg.Records {
-				done = false
+				return false, nil
 			}
 		}
-		if done {
-			return nil
-		}
-		if err := clock.Sleep(ctx, 5*time.Millisecond); err != nil {
-			return err
-		}
-	}
+		return true, nil
+	})
 }
 
 func (r *runner) begin(ctx context.Context, l *leg, ph Phase) {
@@ -967,28 +940,7 @@ func (r *runner) stopLeg(ctx context.Context, l *leg) {
 // consumer behind a --broker-bandwidth limit may need minutes, but keeps
 // advancing), and after limit in any case.
 func (r *runner) drain(ctx context.Context, cons *consumer, stall, limit time.Duration) error {
-	dctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	end, err := endOffsets(dctx, r.admin, r.topics)
-	if err != nil {
-		return err
-	}
-	_, best := cons.caughtUp(end)
-	last := r.now()
-	for {
-		done, left := cons.caughtUp(end)
-		if done {
-			return nil
-		}
-		if left < best {
-			best, last = left, r.now()
-		} else if r.now().Sub(last) > stall {
-			return fmt.Errorf("consumer made no progress for %v with %d records left to read", stall, left)
-		}
-		if err := clock.Sleep(dctx, 20*time.Millisecond); err != nil {
-			return fmt.Errorf("consumer did not reach the end offsets within %v (%d records left)", limit, left)
-		}
-	}
+	return cons.Drain(ctx, clock.WithNow(r.now), r.admin, r.topics, stall, limit)
 }
 
 // drainCap bounds the loss check's final read after a complete run.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
 
@@ -232,7 +233,7 @@ func TestExistingTopics(t *testing.T) {
 	for _, p := range res.Partitioners {
 		ours += p.Acked
 	}
-	end, err := endOffsets(ctx, mustAdmin(t, c), []string{"orders"})
+	end, err := loadgen.EndOffsets(ctx, mustAdmin(t, c), []string{"orders"})
 	require.NoError(t, err)
 	var total int64
 	for _, off := range end["orders"] {

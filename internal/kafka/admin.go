@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kplan-dev/kplan/internal/clock"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
@@ -140,32 +141,28 @@ func (a *Admin) WaitBrokers(ctx context.Context, n int) error {
 	}
 	adm := kadm.NewClient(cl)
 	var last error
-	for {
+	err = clock.Poll(ctx, nil, 200*time.Millisecond, 0, func(ctx context.Context) (bool, error) {
 		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		bs, err := adm.ListBrokers(attempt)
-		if err == nil {
-			ids := bs.NodeIDs()
-			answered := 0
-			for _, id := range ids {
-				if _, rerr := cl.Broker(int(id)).RetriableRequest(attempt, kmsgApiVersions()); rerr == nil {
-					answered++
-				}
-			}
-			if answered >= n {
-				cancel()
-				return nil
-			}
-			last = fmt.Errorf("%d of %d brokers answer (registered: %v)", answered, n, ids)
-		} else {
+		if err != nil {
 			last = a.classify(err)
+			return false, nil
 		}
-		cancel()
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d brokers: %w", n, last)
-		case <-time.After(200 * time.Millisecond):
+		ids := bs.NodeIDs()
+		answered := 0
+		for _, id := range ids {
+			if _, rerr := cl.Broker(int(id)).RetriableRequest(attempt, kmsgApiVersions()); rerr == nil {
+				answered++
+			}
 		}
+		last = fmt.Errorf("%d of %d brokers answer (registered: %v)", answered, n, ids)
+		return answered >= n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d brokers: %w", n, last)
 	}
+	return nil
 }
 
 // classify turns a connection failure into a *ConnError (by the types in
@@ -201,3 +198,17 @@ func accept(filter func(string) bool, topic string) bool {
 	}
 	return filter(topic)
 }
+
+// Bounded returns ctx limited by the connection timeout: for callers that
+// send their own requests through Client.
+func (a *Admin) Bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return a.bounded(ctx)
+}
+
+// Classify turns a connection failure into a *ConnError naming this
+// cluster's addresses and timeout (by the types in err's chain, never its
+// text); other errors are returned as they are.
+func (a *Admin) Classify(err error) error { return a.classify(err) }
+
+// Timeout is the connection timeout each call is bounded by.
+func (a *Admin) Timeout() time.Duration { return a.opts.Timeout }

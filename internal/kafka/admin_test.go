@@ -204,14 +204,19 @@ func TestAdminBadCommandConfig(t *testing.T) {
 
 // TestThrottleConfigs: a throttle SetThrottle writes shows in
 // ThrottleConfigs (read back with DescribeConfigs) until ClearThrottle
-// removes it; FillPartitions writes the records it is asked for.
+// removes it.
 func TestThrottleConfigs(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(2, "orders"))
 	require.NoError(t, err)
 	defer c.Close()
 	conn := ConnOptions{BootstrapServers: strings.Join(c.ListenAddrs(), ","), Timeout: 5 * time.Second}
 	ctx := context.Background()
-	require.NoError(t, FillPartitions(ctx, conn, "orders", []int32{0, 1}, 3, 1000))
+	cl, err := NewClient(conn, "test", kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	require.NoError(t, err)
+	for i := range 6 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: int32(i % 2), Value: make([]byte, 1000)}).FirstErr())
+	}
+	cl.Close()
 	a := NewAdmin(conn, "test")
 	defer a.Close()
 	sizes, err := a.LogDirSizes(ctx, nil)

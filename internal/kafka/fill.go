@@ -1,36 +1,13 @@
 package kafka
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// FillPartitions writes records records of size bytes to each of the
-// partitions of topic, acknowledged by every in-sync replica: data for a
-// reassignment or a throttle to move.
-func FillPartitions(ctx context.Context, opts ConnOptions, topic string, partitions []int32, records, size int) error {
-	cl, err := NewClient(opts, "fill", kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(int32(max(size+1024, 1<<20))))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	value := bytes.Repeat([]byte("x"), size)
-	for range records {
-		for _, p := range partitions {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: value}).FirstErr(); err != nil {
-				return fmt.Errorf("writing to %s/%d: %w", topic, p, err)
-			}
-		}
-	}
-	return nil
-}
 
 // ThrottleConfigs lists the replication throttle configs set dynamically
 // on brokers and on topics, as "broker N: key=value" and "topic T:

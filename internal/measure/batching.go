@@ -16,7 +16,6 @@ const (
 	BatchFieldBatchSize  = "batch-size"
 	BatchFieldRecordSize = "record-size"
 	BatchFieldRate       = "rate"
-	BatchFieldAcks       = "acks"
 )
 
 // BatchMinBytes is franz-go's smallest ProducerBatchMaxBytes: a records
@@ -293,17 +292,4 @@ func BatchRecordsPerSecond(s string, recordSize int, parseBytes func(string) (in
 		return 0, errkind.Wrap(errkind.Usage, BatchFieldRate, fmt.Errorf("%w (or records, e.g. 1000/s, or unlimited)", err))
 	}
 	return float64(bps) / float64(recordSize), nil
-}
-
-// ParseBatchAcks checks --acks: "0", "1" or "all" (-1 is "all").
-func ParseBatchAcks(s string) (string, error) {
-	switch strings.TrimSpace(s) {
-	case "0":
-		return "0", nil
-	case "1":
-		return "1", nil
-	case "all", "-1":
-		return "all", nil
-	}
-	return "", errkind.Usagef(BatchFieldAcks, "%q: want 0, 1 or all", s)
 }

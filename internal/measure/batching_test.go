@@ -187,17 +187,6 @@ func TestBatchRecordsPerSecond(t *testing.T) {
 	}
 }
 
-func TestParseBatchAcks(t *testing.T) {
-	for in, want := range map[string]string{"0": "0", "1": "1", "all": "all", "-1": "all"} {
-		got, err := ParseBatchAcks(in)
-		require.NoError(t, err)
-		assert.Equal(t, want, got)
-	}
-	_, err := ParseBatchAcks("2")
-	assert.ErrorContains(t, err, "want 0, 1 or all")
-	assert.Equal(t, BatchFieldAcks, errkind.FieldOf(err))
-}
-
 // latency builds a distribution from samples in milliseconds.
 func latency(t *testing.T, objective time.Duration, ms ...float64) *stats.Latency {
 	t.Helper()

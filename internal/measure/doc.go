@@ -5,6 +5,6 @@
 // broker loss against the partitions the broker led (detection plus u per
 // partition); and it holds seed 003's batching study (grid, per-cell
 // results, recommendation). It does no I/O and renders nothing: the Kafka
-// side lives in internal/kafka, the rendering in internal/cli and
+// side lives in internal/loadgen, the rendering in internal/cli and
 // internal/report, the clock and machine come from the caller.
 package measure

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kplan-dev/kplan/internal/clock"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 )
@@ -141,20 +142,19 @@ func (l *Cluster) Restart(ctx context.Context, id int32) error {
 // before it is back in sync, so the election is retried until every
 // partition of every topic is led by its preferred replica or ctx ends.
 func (l *Cluster) ElectPreferred(ctx context.Context) error {
-	for {
+	var failed error
+	err := clock.Poll(ctx, nil, 500*time.Millisecond, 0, func(ctx context.Context) (bool, error) {
 		if _, err := kafka.ElectPreferred(ctx, l.admin); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return err
+			failed = err
+			return true, err
 		}
 		md, err := kadm.NewClient(l.admin).Metadata(ctx)
-		if err == nil && preferredLed(md) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("preferred election: %w", ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
+		return err == nil && preferredLed(md), nil
+	})
+	if err != nil && failed == nil {
+		return fmt.Errorf("preferred election: %w", err) // ctx ended
 	}
+	return err
 }
 
 // preferredLed reports whether every partition is led by its first replica.

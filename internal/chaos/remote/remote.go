@@ -122,14 +122,7 @@ func New(ctx context.Context, o Options) (*Cluster, error) {
 // the kill and the restore watch it change. An empty topics asks for
 // brokers only.
 func (c *Cluster) metadata(ctx context.Context, topics []string) (*kmsg.MetadataResponse, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = []kmsg.MetadataRequestTopic{}
-	for _, t := range topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, rt)
-	}
-	return req.RequestWith(ctx, c.admin)
+	return kafka.MetadataRequest(topics).RequestWith(ctx, c.admin)
 }
 
 // Kind implements chaos.Cluster: the bootstrap servers.
@@ -298,25 +291,25 @@ func (c *Cluster) waitLeft(ctx context.Context, id int32) error {
 	wctx, cancel := context.WithTimeout(ctx, c.o.LeaveTimeout)
 	defer cancel()
 	var lastErr error
-	for {
-		live, err := c.liveBrokers(wctx)
-		if err == nil && !slices.ContainsFunc(live, func(b chaos.Broker) bool { return b.ID == id }) {
-			return nil
-		}
+	err := clock.Poll(wctx, nil, c.o.Poll, 0, func(ctx context.Context) (bool, error) {
+		live, err := c.liveBrokers(ctx)
 		if err != nil {
 			lastErr = err
+			return false, nil
 		}
-		if err := clock.Sleep(wctx, c.o.Poll); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			why := "Kafka still lists it"
-			if lastErr != nil {
-				why = lastErr.Error()
-			}
-			return fmt.Errorf("broker %d did not leave the cluster within %v after the %s killer's kill (%s): %w", id, c.o.LeaveTimeout, c.o.Killer.Name(), why, err)
-		}
+		return !slices.ContainsFunc(live, func(b chaos.Broker) bool { return b.ID == id }), nil
+	})
+	if err == nil {
+		return nil
 	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	why := "Kafka still lists it"
+	if lastErr != nil {
+		why = lastErr.Error()
+	}
+	return fmt.Errorf("broker %d did not leave the cluster within %v after the %s killer's kill (%s): %w", id, c.o.LeaveTimeout, c.o.Killer.Name(), why, err)
 }
 
 // Restart implements chaos.Cluster: the killer restores the broker, then
@@ -334,18 +327,17 @@ func (c *Cluster) Restart(ctx context.Context, id int32) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.o.RejoinTimeout)
 	defer cancel()
-	for {
-		ok, err := c.inEveryISR(wctx, id)
-		if err == nil && ok {
-			return nil
-		}
-		if err := clock.Sleep(wctx, c.o.Poll); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("broker %d not back in every ISR of the experiment topics within %v after the restore: %w", id, c.o.RejoinTimeout, err)
-		}
+	err := clock.Poll(wctx, nil, c.o.Poll, 0, func(ctx context.Context) (bool, error) {
+		ok, err := c.inEveryISR(ctx, id)
+		return err == nil && ok, nil
+	})
+	if err == nil {
+		return nil
 	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("broker %d not back in every ISR of the experiment topics within %v after the restore: %w", id, c.o.RejoinTimeout, err)
 }
 
 // inEveryISR reports whether broker id is listed and in the ISR of every
@@ -385,10 +377,10 @@ func (c *Cluster) ElectPreferred(ctx context.Context) error {
 		return nil
 	}
 	adm := kadm.NewClient(c.admin)
-	for {
+	err := clock.Poll(ctx, nil, 500*time.Millisecond, 0, func(ctx context.Context) (bool, error) {
 		md, err := c.metadata(ctx, topics)
 		if err == nil && preferredLed(md, topics) {
-			return nil
+			return true, nil
 		}
 		if err == nil {
 			// Name every partition: a topic with no partitions in the set
@@ -406,10 +398,12 @@ func (c *Cluster) ElectPreferred(ctx context.Context) error {
 			}
 			_, _ = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
 		}
-		if err := clock.Sleep(ctx, 500*time.Millisecond); err != nil {
-			return fmt.Errorf("preferred election of the experiment topics: %w", err)
-		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("preferred election of the experiment topics: %w", err)
 	}
+	return nil
 }
 
 func preferredLed(md *kmsg.MetadataResponse, topics []string) bool {

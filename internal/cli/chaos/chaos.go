@@ -30,6 +30,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/units"
 	"github.com/kplan-dev/kplan/internal/workload"
@@ -302,7 +303,7 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		func() error { return c.faultOptions(cfg) },
 		func() error { return c.clusterOptions(cmd) },
 		func() error { return c.topicOptions(cmd, cfg, given) },
-		func() error { return c.bind(cfg) },
+		func() error { return spell(c.bind(cfg), c.where) },
 	} {
 		if err := step(); err != nil {
 			return nil, err
@@ -436,9 +437,13 @@ func (c *flags) bind(cfg *chaos.Config) error {
 	cfg.Records, cfg.RecordSize = c.records, c.recordSize
 	cfg.Warmup, cfg.Phase, cfg.FailoverTimeout, cfg.Objective = c.warmup, c.phase, c.failoverTimeout, c.objective
 	cfg.MetadataMinAge, cfg.MetadataMaxAge = c.minAge, c.maxAge
-	cfg.Acks = chaos.Acks(c.acks)
-	if c.acks == "-1" {
-		cfg.Acks = chaos.AcksAll
+	switch c.acks {
+	case "all", "-1":
+		cfg.Acks = loadgen.AcksAll
+	case "1":
+		cfg.Acks = loadgen.AcksLeader
+	default:
+		return errkind.Usagef("acks", "want all or 1, got %q", c.acks)
 	}
 	cfg.Restore, cfg.Sequential, cfg.AllowUnavailable, cfg.Seed = c.restore, c.sequential, c.allowUnavailable, c.seed
 	cfg.SQFSlack, cfg.ConsumeAfter, cfg.MaxBufferedRecords, cfg.Stick = c.sqfSlack, c.consumeAfter, c.maxBuffered, c.stick

@@ -15,6 +15,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/report"
 )
 
@@ -47,7 +48,7 @@ func TestOptions(t *testing.T) {
 	assert.Nil(t, o.Config.Assignment, "built from the cluster's brokers at run time")
 	assert.Equal(t, 3, o.Partitions)
 	assert.Equal(t, 2, o.ReplicationFactor)
-	assert.Equal(t, chaos.AcksAll, o.Config.Acks)
+	assert.Equal(t, loadgen.AcksAll, o.Config.Acks)
 	assert.Equal(t, int64(100_000), o.Config.Rate)
 	assert.Equal(t, 100*time.Millisecond, o.Config.MetadataMinAge)
 	assert.Equal(t, report.Table, o.Format)
@@ -63,7 +64,7 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, [][]int32{{1, 2}, {2, 1}}, o.Config.Assignment)
 	assert.Zero(t, o.Config.Rate)
 	assert.Equal(t, int64(5000), o.Config.Records)
-	assert.Equal(t, chaos.AcksLeader, o.Config.Acks)
+	assert.Equal(t, loadgen.AcksLeader, o.Config.Acks)
 	assert.True(t, o.Config.Restore)
 	assert.True(t, o.Config.Sequential)
 	assert.Equal(t, 3, o.Repeat)
@@ -120,7 +121,7 @@ func TestFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, chaos.TargetBusiest, o.Config.Target.Kind)
 	assert.Equal(t, []string{"node", "sqf"}, o.Config.Partitioners)
-	assert.Equal(t, chaos.AcksAll, o.Config.Acks, "the command line overrides the file")
+	assert.Equal(t, loadgen.AcksAll, o.Config.Acks, "the command line overrides the file")
 	assert.Equal(t, 5*time.Second, o.Config.Phase)
 
 	for _, tc := range []struct{ body, want string }{

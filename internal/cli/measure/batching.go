@@ -19,6 +19,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/measure"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/units"
@@ -40,7 +41,7 @@ type BatchingOptions struct {
 
 	Cells      []measure.BatchCell
 	Objective  time.Duration
-	Acks       string
+	Acks       loadgen.Acks
 	RecordSize int
 	// Rate as given, and in records/s (0: unlimited).
 	Rate          string
@@ -188,13 +189,13 @@ func (c *batchingFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Batchi
 	if err != nil {
 		return nil, cmdutil.SpellFlag(err, batchFlagOf)
 	}
-	if c.recordSize < kafka.BatchHeaderLen || c.recordSize > 1<<20 {
-		return nil, cmdutil.UsageErrorf("--record-size: want %d to %d bytes (a record carries a %d B header), got %d", kafka.BatchHeaderLen, 1<<20, kafka.BatchHeaderLen, c.recordSize)
+	if c.recordSize < loadgen.EnvelopeLen || c.recordSize > 1<<20 {
+		return nil, cmdutil.UsageErrorf("--record-size: want %d to %d bytes (a record carries a %d B header), got %d", loadgen.EnvelopeLen, 1<<20, loadgen.EnvelopeLen, c.recordSize)
 	}
 	if opts.Cells, err = measure.BatchGrid(lingers, sizes, c.recordSize); err != nil {
 		return nil, cmdutil.SpellFlag(err, batchFlagOf)
 	}
-	if opts.Acks, err = measure.ParseBatchAcks(c.acks); err != nil {
+	if opts.Acks, err = loadgen.ParseAcks(strings.TrimSpace(c.acks)); err != nil {
 		return nil, cmdutil.SpellFlag(err, batchFlagOf)
 	}
 	if opts.RatePerSecond, err = measure.BatchRecordsPerSecond(c.rate, c.recordSize, units.ParseRate); err != nil {
@@ -328,7 +329,7 @@ func runBatching(ctx context.Context, opts *BatchingOptions) error {
 	topic := fmt.Sprintf("%s-%s-%s", opts.TopicPrefix, start.Format("20060102-150405"), strconv.FormatUint(rand.Uint64()%(36*36*36*36), 36))
 	stderr := opts.IO.ErrOut
 	fmt.Fprintf(stderr, "measure batching: %d cells of %s on %s, scratch topic %s\n", len(opts.Cells), opts.CellDuration, cluster, topic)
-	run, err := kafka.StartBatchRun(ctx, conn, opts.Version, kafka.BatchTopic{Name: topic, Partitions: opts.Partitions, ReplicationFactor: opts.ReplicationFactor})
+	run, err := loadgen.StartBatchRun(ctx, conn, opts.Version, loadgen.BatchTopic{Name: topic, Partitions: opts.Partitions, ReplicationFactor: opts.ReplicationFactor})
 	if run == nil {
 		return fmt.Errorf("measure batching: %w", err)
 	}
@@ -348,16 +349,16 @@ func runBatching(ctx context.Context, opts *BatchingOptions) error {
 	study := &measure.BatchStudy{
 		Cluster: cluster, Topic: topic, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor,
 		Objective: opts.Objective.String(), ObjectiveMS: float64(opts.Objective) / float64(time.Millisecond),
-		Acks: opts.Acks, RecordSize: opts.RecordSize, Rate: opts.Rate, RatePerSecond: opts.RatePerSecond,
+		Acks: opts.Acks.String(), RecordSize: opts.RecordSize, Rate: opts.Rate, RatePerSecond: opts.RatePerSecond,
 		CellDuration: opts.CellDuration.String(), Date: start.Format(time.RFC3339),
 	}
 	var runErr error
 	for i, cell := range opts.Cells {
-		spec := kafka.BatchCellSpec{Index: i, Linger: cell.Linger, MaxBytes: cell.MaxBytes, Acks: opts.Acks,
+		spec := loadgen.BatchCellSpec{Index: i, Linger: cell.Linger, MaxBytes: cell.MaxBytes, Acks: opts.Acks,
 			RecordSize: opts.RecordSize, Rate: opts.RatePerSecond, Warmup: opts.Warmup, Duration: opts.CellDuration,
 			DeliveryTimeout: opts.DeliveryTimeout, DrainTimeout: opts.DrainTimeout, MaxBuffered: opts.MaxBuffered, Objective: opts.Objective}
 		if i == 0 {
-			study.Producer = kafka.BatchProducerSettings(spec)
+			study.Producer = loadgen.BatchProducerSettings(spec)
 		}
 		counts, err := run.RunCell(ctx, spec)
 		if err != nil {

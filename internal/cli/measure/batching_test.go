@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/measure"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/stats"
@@ -38,7 +39,7 @@ func TestNewCmdBatchingDefaults(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, o.Lab)
 	assert.Equal(t, 100*time.Millisecond, o.Objective)
-	assert.Equal(t, "all", o.Acks)
+	assert.Equal(t, loadgen.AcksAll, o.Acks)
 	assert.Equal(t, 512, o.RecordSize)
 	assert.InDelta(t, 1000.0, o.RatePerSecond, 0)
 	assert.Equal(t, 3*time.Second, o.CellDuration)
@@ -59,7 +60,7 @@ func TestNewCmdBatchingFlags(t *testing.T) {
 	assert.Equal(t, "k1:9092,k2:9092", o.Conn.BootstrapServers)
 	assert.True(t, o.Yes)
 	assert.InDelta(t, 1000.0, o.RatePerSecond, 0, "1 MB/s of 1000 B records")
-	assert.Equal(t, "1", o.Acks)
+	assert.Equal(t, loadgen.AcksLeader, o.Acks)
 	require.Len(t, o.Cells, 4)
 	assert.Equal(t, int32(16384), o.Cells[1].MaxBytes)
 	assert.Equal(t, 3, o.Partitions)

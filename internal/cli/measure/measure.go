@@ -22,6 +22,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 	"github.com/kplan-dev/kplan/internal/measure"
 	"github.com/kplan-dev/kplan/internal/report"
@@ -48,7 +49,7 @@ type Options struct {
 	Yes    bool
 	Keep   bool
 
-	Acks       kafka.Acks
+	Acks       loadgen.Acks
 	RecordSize int
 	Duration   time.Duration
 	Window     time.Duration
@@ -210,11 +211,11 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, er
 	opts.Conn = kafka.ConnOptions{BootstrapServers: r.bootstrap, CommandConfig: r.commandConfig, Timeout: r.timeout}
 	switch r.acks {
 	case "all", "-1":
-		opts.Acks = kafka.AcksAll
+		opts.Acks = loadgen.AcksAll
 	case "1":
-		opts.Acks = kafka.AcksLeader
+		opts.Acks = loadgen.AcksLeader
 	case "0":
-		opts.Acks = kafka.AcksNone
+		opts.Acks = loadgen.AcksNone
 	default:
 		return nil, cmdutil.UsageErrorf("--acks: want all, 1 or 0, got %q", r.acks)
 	}
@@ -389,7 +390,7 @@ func runMeasure(ctx context.Context, opts *Options) (err error) {
 		return err
 	}
 	progress := func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, "measure: "+format+"\n", a...) }
-	m := kafka.NewMeasurer(t.conn, opts.Version)
+	m := loadgen.NewMeasurer(t.conn, opts.Version)
 	defer m.Close()
 	info, err := m.Info(ctx)
 	if err != nil {
@@ -458,7 +459,7 @@ func runMeasure(ctx context.Context, opts *Options) (err error) {
 
 // measureAll runs the four measurements and returns the plan without
 // Hmax.
-func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafka.ClusterInfo, topics scratch, rf int, progress func(string, ...any)) (*measure.Plan, error) {
+func measureAll(ctx context.Context, opts *Options, m *loadgen.Measurer, info loadgen.ClusterInfo, topics scratch, rf int, progress func(string, ...any)) (*measure.Plan, error) {
 	host, _ := os.Hostname()
 	plan := &measure.Plan{
 		Date:    opts.Now(),
@@ -484,7 +485,7 @@ func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafk
 		return nil, err
 	}
 	progress("Tp: one producer, acks=%s, %d-byte records, for %s", opts.Acks, opts.RecordSize, opts.Duration)
-	pw, err := m.MeasureProduce(ctx, kafka.ProduceSpec{Topic: topics.produce, Acks: opts.Acks, RecordSize: opts.RecordSize,
+	pw, err := m.MeasureProduce(ctx, loadgen.ProduceSpec{Topic: topics.produce, Acks: opts.Acks, RecordSize: opts.RecordSize,
 		Duration: opts.Duration, Window: opts.Window, Linger: opts.Linger, MaxBufferedRecords: maxBuffered, MaxBufferedBytes: maxBufferedBytes})
 	if err != nil {
 		return nil, err
@@ -495,7 +496,7 @@ func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafk
 	progress("Tp = %s", units.FormatRate(plan.Produce.BytesPerSec))
 
 	progress("Tc: one consumer from the start, for %s", opts.Duration)
-	cw, err := m.MeasureConsume(ctx, kafka.ConsumeSpec{Topic: topics.produce, Duration: opts.Duration, Window: opts.Window})
+	cw, err := m.MeasureConsume(ctx, loadgen.ConsumeSpec{Topic: topics.produce, Duration: opts.Duration, Window: opts.Window})
 	if err != nil {
 		return nil, err
 	}
@@ -508,7 +509,7 @@ func measureAll(ctx context.Context, opts *Options, m *kafka.Measurer, info kafk
 	if err := m.CreateScratch(ctx, topics.replication, 1, rf, info.Brokers); err != nil {
 		return nil, err
 	}
-	pairs, err := m.MeasureReplication(ctx, kafka.ReplicationSpec{Topic: topics.replication, RecordSize: opts.ReplicationRecordSize,
+	pairs, err := m.MeasureReplication(ctx, loadgen.ReplicationSpec{Topic: topics.replication, RecordSize: opts.ReplicationRecordSize,
 		Samples: opts.ReplicationSamples, Interval: opts.ReplicationInterval, Warmup: replicationWarmup})
 	if err != nil {
 		return nil, err

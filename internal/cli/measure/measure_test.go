@@ -17,6 +17,8 @@ import (
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/kafka/kafkatest"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	mm "github.com/kplan-dev/kplan/internal/measure"
 )
 
@@ -36,7 +38,7 @@ func TestNewCmdMeasureOptions(t *testing.T) {
 	o, err := parse(t, "--bootstrap-server", "k:9092")
 	require.NoError(t, err)
 	assert.Equal(t, "k:9092", o.Conn.BootstrapServers)
-	assert.Equal(t, kafka.AcksAll, o.Acks)
+	assert.Equal(t, loadgen.AcksAll, o.Acks)
 	assert.Equal(t, 1024, o.RecordSize)
 	assert.Equal(t, 10*time.Second, o.Duration)
 	assert.Equal(t, 100, o.ElectionPartitions)
@@ -51,7 +53,7 @@ func TestNewCmdMeasureOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, o.Lab)
 	assert.True(t, o.Keep)
-	assert.Equal(t, kafka.AcksLeader, o.Acks)
+	assert.Equal(t, loadgen.AcksLeader, o.Acks)
 	assert.Equal(t, 512, o.RecordSize)
 	assert.Equal(t, 25*time.Millisecond, o.ElectionTime)
 	assert.Equal(t, int64(50_000_000), o.Throughput)
@@ -59,7 +61,7 @@ func TestNewCmdMeasureOptions(t *testing.T) {
 
 	o, err = parse(t, "--bootstrap-server", "k:9092", "--acks", "0")
 	require.NoError(t, err)
-	assert.Equal(t, kafka.AcksNone, o.Acks)
+	assert.Equal(t, loadgen.AcksNone, o.Acks)
 }
 
 func TestNewCmdMeasureRefuses(t *testing.T) {
@@ -103,7 +105,7 @@ type fake struct{ addrs []string }
 
 func newFake(t *testing.T, brokers int) fake {
 	t.Helper()
-	addrs, stop, err := kafka.FakeCluster(brokers)
+	addrs, stop, err := kafkatest.FakeCluster(brokers)
 	require.NoError(t, err)
 	t.Cleanup(stop)
 	return fake{addrs: addrs}
@@ -117,7 +119,7 @@ func kfakeOpts(t *testing.T, c fake, out string) (*Options, *bytes.Buffer, *byte
 	f := cmdutil.NewTestFactory()
 	o := &Options{IO: ios, Now: f.Now, Version: "test", Args: []string{"kplan", "measure", "--test"},
 		Conn: kafka.ConnOptions{BootstrapServers: strings.Join(c.addrs, ","), Timeout: 5 * time.Second},
-		Out:  out, Format: "json", Acks: kafka.AcksAll, RecordSize: 100, Duration: time.Second, Window: 250 * time.Millisecond,
+		Out:  out, Format: "json", Acks: loadgen.AcksAll, RecordSize: 100, Duration: time.Second, Window: 250 * time.Millisecond,
 		ReplicationSamples: 5, ReplicationRecordSize: 10, ElectionPartitions: 4, ElectionRounds: 2,
 		MaxHandles: 1000, Consumers: 2, MaxReplicationLatency: 200 * time.Millisecond, MaxUnavailability: 2 * time.Second}
 	return o, stdout, stderr

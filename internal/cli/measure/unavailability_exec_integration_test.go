@@ -21,6 +21,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 )
 
@@ -59,7 +60,7 @@ func TestUnavailabilityExecKiller(t *testing.T) {
 	// A topic of the user's with a replica on every broker, so that "back
 	// in every ISR" is checked on partitions the run did not make.
 	const probe = "isr-probe"
-	m := kafka.NewMeasurer(kafka.ConnOptions{BootstrapServers: lab.Bootstrap, Timeout: 10 * time.Second}, "test")
+	m := loadgen.NewMeasurer(kafka.ConnOptions{BootstrapServers: lab.Bootstrap, Timeout: 10 * time.Second}, "test")
 	defer m.Close()
 	require.NoError(t, m.CreateScratch(ctx, probe, 3, 3, []int32{1, 2, 3}))
 	defer func() {

@@ -16,6 +16,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/measure"
 	"github.com/kplan-dev/kplan/internal/report"
 )
@@ -283,7 +284,7 @@ func (u *unavailRun) once(ctx context.Context, topic string, n, rep int) (measur
 			return measure.UnavailRun{}, err
 		}
 	}
-	pr, err := kafka.NewProber(u.conn, o.Version, topic, int32(n), o.RequestTimeout)
+	pr, err := loadgen.NewProber(u.conn, o.Version, topic, int32(n), o.RequestTimeout)
 	if err != nil {
 		return measure.UnavailRun{}, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/kafka/kafkatest"
 	"github.com/kplan-dev/kplan/internal/labtest"
 )
 
@@ -40,7 +41,7 @@ func TestApplyInterruptRemovesThrottle(t *testing.T) {
 	require.NoError(t, err)
 	defer cl.Close()
 	require.NoError(t, kafka.CreateTopic(ctx, cl, topic, [][]int32{{1, 2}, {2, 1}}, nil))
-	require.NoError(t, kafka.FillPartitions(ctx, conn, topic, []int32{0, 1}, 30, 100_000))
+	require.NoError(t, kafkatest.FillPartitions(ctx, conn, topic, []int32{0, 1}, 30, 100_000))
 	adm := kafka.NewAdmin(conn, "test")
 	defer adm.Close()
 	throttles := func() []string {

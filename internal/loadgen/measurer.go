@@ -1,4 +1,4 @@
-package kafka
+package loadgen
 
 import (
 	"context"
@@ -15,15 +15,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kplan-dev/kplan/internal/clock"
+	"github.com/kplan-dev/kplan/internal/kafka"
 )
 
 // Measurer runs `kplan measure`'s raw measurements on one cluster: it
 // creates and deletes scratch topics, produces, consumes and moves
 // leadership. It returns raw samples; internal/measure summarises them.
 type Measurer struct {
-	conn    ConnOptions
+	conn    kafka.ConnOptions
 	version string
-	admin   *Admin
+	admin   *kafka.Admin
 
 	mu      sync.Mutex
 	created []string
@@ -31,8 +34,8 @@ type Measurer struct {
 
 // NewMeasurer returns a Measurer over conn; nothing connects until the
 // first call.
-func NewMeasurer(conn ConnOptions, version string) *Measurer {
-	return &Measurer{conn: conn, version: version, admin: NewAdmin(conn, version)}
+func NewMeasurer(conn kafka.ConnOptions, version string) *Measurer {
+	return &Measurer{conn: conn, version: version, admin: kafka.NewAdmin(conn, version)}
 }
 
 // Close releases the admin client.
@@ -53,11 +56,11 @@ func (m *Measurer) Info(ctx context.Context) (ClusterInfo, error) {
 	if err != nil {
 		return ClusterInfo{}, err
 	}
-	ctx, cancel := m.admin.bounded(ctx)
+	ctx, cancel := m.admin.Bounded(ctx)
 	defer cancel()
 	md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
 	if err != nil {
-		return ClusterInfo{}, m.admin.classify(fmt.Errorf("metadata: %w", err))
+		return ClusterInfo{}, m.admin.Classify(fmt.Errorf("metadata: %w", err))
 	}
 	info := ClusterInfo{ClusterID: md.Cluster, Brokers: md.Brokers.NodeIDs()}
 	slices.Sort(info.Brokers)
@@ -84,10 +87,10 @@ func (m *Measurer) CreateScratch(ctx context.Context, topic string, partitions, 
 			assignment[p] = append(assignment[p], brokers[(p+r)%len(brokers)])
 		}
 	}
-	cctx, cancel := m.admin.bounded(ctx)
+	cctx, cancel := m.admin.Bounded(ctx)
 	defer cancel()
-	if err := CreateTopic(cctx, cl, topic, assignment, nil); err != nil {
-		return m.admin.classify(err)
+	if err := kafka.CreateTopic(cctx, cl, topic, assignment, nil); err != nil {
+		return m.admin.Classify(err)
 	}
 	m.mu.Lock()
 	m.created = append(m.created, topic)
@@ -95,57 +98,21 @@ func (m *Measurer) CreateScratch(ctx context.Context, topic string, partitions, 
 	return m.waitLeaders(ctx, topic, partitions)
 }
 
-// waitLeaders polls until every broker's metadata gives every partition
-// of topic a leader: a producer may ask any of them first.
+// waitLeaders waits until every broker's metadata gives every partition of
+// topic a leader: a producer may ask any of them first.
 func (m *Measurer) waitLeaders(ctx context.Context, topic string, partitions int) error {
 	cl, err := m.admin.Client()
 	if err != nil {
 		return err
 	}
-	wait := m.admin.opts.Timeout + 20*time.Second
-	deadline := time.Now().Add(wait)
-	for {
-		if m.leadersEverywhere(ctx, cl, topic, partitions) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("topic %s: not every broker knows a leader for its %d partitions after %s", topic, partitions, wait)
-		}
-		select {
-		case <-ctx.Done():
+	wait := m.admin.Timeout() + 20*time.Second
+	if err := kafka.WaitLeaders(ctx, cl, wait, topic); err != nil {
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
 		}
+		return fmt.Errorf("topic %s: not every broker knows a leader for its %d partitions after %s", topic, partitions, wait)
 	}
-}
-
-func (m *Measurer) leadersEverywhere(ctx context.Context, cl *kgo.Client, topic string, partitions int) bool {
-	md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
-	if err != nil || len(md.Brokers) == 0 {
-		return false
-	}
-	for _, b := range md.Brokers {
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, rt)
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		kresp, err := cl.Broker(int(b.NodeID)).Request(rctx, req)
-		cancel()
-		if err != nil {
-			return false
-		}
-		resp, ok := kresp.(*kmsg.MetadataResponse)
-		if !ok || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != partitions {
-			return false
-		}
-		for _, p := range resp.Topics[0].Partitions {
-			if p.ErrorCode != 0 || p.Leader < 0 {
-				return false
-			}
-		}
-	}
-	return true
+	return nil
 }
 
 // Created lists the scratch topics created so far.
@@ -166,11 +133,11 @@ func (m *Measurer) DeleteScratch(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := m.admin.bounded(ctx)
+	ctx, cancel := m.admin.Bounded(ctx)
 	defer cancel()
 	resps, err := kadm.NewClient(cl).DeleteTopics(ctx, topics...)
 	if err != nil {
-		return nil, m.admin.classify(fmt.Errorf("delete topics: %w", err))
+		return nil, m.admin.Classify(fmt.Errorf("delete topics: %w", err))
 	}
 	var deleted []string
 	var errs []error
@@ -205,37 +172,6 @@ func (m *Measurer) DeleteScratch(ctx context.Context) ([]string, error) {
 		}
 	}
 	return deleted, errors.Join(errs...)
-}
-
-// Acks is a producer's acknowledgement level.
-type Acks int
-
-// The acknowledgement levels: Kafka's acks=0, 1 and all (-1).
-const (
-	AcksNone   Acks = 0
-	AcksLeader Acks = 1
-	AcksAll    Acks = -1
-)
-
-// String is the Kafka spelling: "0", "1" or "all".
-func (a Acks) String() string {
-	if a == AcksAll {
-		return "all"
-	}
-	return fmt.Sprint(int(a))
-}
-
-// producerOpts are the acks settings: idempotence only with acks=all
-// (Kafka requires it there and refuses it otherwise).
-func (a Acks) producerOpts() []kgo.Opt {
-	switch a {
-	case AcksNone:
-		return []kgo.Opt{kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite()}
-	case AcksLeader:
-		return []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()}
-	default:
-		return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
-	}
 }
 
 // Windows is bytes counted in consecutive windows of one duration from a
@@ -318,7 +254,7 @@ func payload(size int) []byte {
 // run's windows hold what the cluster acknowledged during the run and no
 // backlog is drained after it.
 func (m *Measurer) MeasureProduce(ctx context.Context, s ProduceSpec) (Windows, error) {
-	opts := append(s.Acks.producerOpts(),
+	opts := append(s.Acks.ProducerOpts(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(s.Linger),
@@ -328,7 +264,7 @@ func (m *Measurer) MeasureProduce(ctx context.Context, s ProduceSpec) (Windows, 
 	if s.MaxBufferedBytes > 0 {
 		opts = append(opts, kgo.MaxBufferedBytes(max(s.MaxBufferedBytes, s.RecordSize)))
 	}
-	cl, err := NewClient(m.conn, m.version, opts...)
+	cl, err := kafka.NewClient(m.conn, m.version, opts...)
 	if err != nil {
 		return Windows{}, err
 	}
@@ -336,7 +272,7 @@ func (m *Measurer) MeasureProduce(ctx context.Context, s ProduceSpec) (Windows, 
 	value := payload(s.RecordSize)
 	// One record first, outside the count: connections and producer id.
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: s.Topic, Partition: s.Partition, Value: value}).FirstErr(); err != nil {
-		return Windows{}, m.admin.classify(fmt.Errorf("produce to %s/%d: %w", s.Topic, s.Partition, err))
+		return Windows{}, m.admin.Classify(fmt.Errorf("produce to %s/%d: %w", s.Topic, s.Partition, err))
 	}
 	start := time.Now()
 	wc := newWindowCounter(start, s.Window)
@@ -369,7 +305,7 @@ func (m *Measurer) MeasureProduce(ctx context.Context, s ProduceSpec) (Windows, 
 		return Windows{}, err
 	}
 	if e := firstErr.Load(); e != nil {
-		return Windows{}, m.admin.classify(fmt.Errorf("produce to %s/%d: %w", s.Topic, s.Partition, *e))
+		return Windows{}, m.admin.Classify(fmt.Errorf("produce to %s/%d: %w", s.Topic, s.Partition, *e))
 	}
 	return wc.result(), nil
 }
@@ -391,17 +327,17 @@ func (m *Measurer) MeasureConsume(ctx context.Context, s ConsumeSpec) (Windows, 
 	if err != nil {
 		return Windows{}, err
 	}
-	ectx, ecancel := m.admin.bounded(ctx)
+	ectx, ecancel := m.admin.Bounded(ctx)
 	ends, err := kadm.NewClient(admin).ListEndOffsets(ectx, s.Topic)
 	ecancel()
 	if err != nil {
-		return Windows{}, m.admin.classify(fmt.Errorf("end offsets of %s: %w", s.Topic, err))
+		return Windows{}, m.admin.Classify(fmt.Errorf("end offsets of %s: %w", s.Topic, err))
 	}
 	end, ok := ends.Lookup(s.Topic, s.Partition)
 	if !ok || end.Err != nil || end.Offset <= 0 {
 		return Windows{}, fmt.Errorf("consume %s/%d: no records to read", s.Topic, s.Partition)
 	}
-	cl, err := NewClient(m.conn, m.version,
+	cl, err := kafka.NewClient(m.conn, m.version,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.Topic: {s.Partition: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		return Windows{}, err
@@ -421,7 +357,7 @@ func (m *Measurer) MeasureConsume(ctx context.Context, s ConsumeSpec) (Windows, 
 			}
 		})
 		if ferr != nil {
-			return Windows{}, m.admin.classify(fmt.Errorf("consume %s/%d: %w", s.Topic, s.Partition, ferr))
+			return Windows{}, m.admin.Classify(fmt.Errorf("consume %s/%d: %w", s.Topic, s.Partition, ferr))
 		}
 		last := int64(-1)
 		fs.EachRecord(func(r *kgo.Record) {
@@ -468,12 +404,12 @@ func (m *Measurer) MeasureReplication(ctx context.Context, s ReplicationSpec) ([
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(0),
 	}
-	all, err := NewClient(m.conn, m.version, append(AcksAll.producerOpts(), common...)...)
+	all, err := kafka.NewClient(m.conn, m.version, append(AcksAll.ProducerOpts(), common...)...)
 	if err != nil {
 		return nil, err
 	}
 	defer all.Close()
-	one, err := NewClient(m.conn, m.version, append(AcksLeader.producerOpts(), common...)...)
+	one, err := kafka.NewClient(m.conn, m.version, append(AcksLeader.ProducerOpts(), common...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -496,7 +432,7 @@ func (m *Measurer) MeasureReplication(ctx context.Context, s ReplicationSpec) ([
 			p.All, errA = send(all)
 		}
 		if err := errors.Join(errA, errL); err != nil {
-			return nil, m.admin.classify(fmt.Errorf("produce to %s/%d: %w", s.Topic, s.Partition, err))
+			return nil, m.admin.Classify(fmt.Errorf("produce to %s/%d: %w", s.Topic, s.Partition, err))
 		}
 		if i >= s.Warmup {
 			out = append(out, p)
@@ -531,7 +467,7 @@ func (m *Measurer) MeasureElection(ctx context.Context, topic string, partitions
 		return nil, err
 	}
 	adm := kadm.NewClient(admin)
-	prod, err := NewClient(m.conn, m.version, append(AcksLeader.producerOpts(),
+	prod, err := kafka.NewClient(m.conn, m.version, append(AcksLeader.ProducerOpts(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MetadataMinAge(10*time.Millisecond))...)
 	if err != nil {
@@ -558,13 +494,13 @@ func (m *Measurer) MeasureElection(ctx context.Context, topic string, partitions
 		return errors.Join(errs...)
 	}
 	if err := writeAll(); err != nil { // warm: connections, metadata
-		return nil, m.admin.classify(fmt.Errorf("produce to %s: %w", topic, err))
+		return nil, m.admin.Classify(fmt.Errorf("produce to %s: %w", topic, err))
 	}
 	var out []ElectionRound
 	for range rounds {
 		md, err := adm.Metadata(ctx, topic)
 		if err != nil {
-			return nil, m.admin.classify(fmt.Errorf("metadata %s: %w", topic, err))
+			return nil, m.admin.Classify(fmt.Errorf("metadata %s: %w", topic, err))
 		}
 		req := kadm.AlterPartitionAssignmentsReq{}
 		set := kadm.TopicsSet{}
@@ -578,7 +514,7 @@ func (m *Measurer) MeasureElection(ctx context.Context, topic string, partitions
 		}
 		res, err := adm.AlterPartitionAssignments(ctx, req)
 		if err != nil {
-			return nil, m.admin.classify(fmt.Errorf("reorder replicas of %s: %w", topic, err))
+			return nil, m.admin.Classify(fmt.Errorf("reorder replicas of %s: %w", topic, err))
 		}
 		if err := res.Error(); err != nil {
 			return nil, fmt.Errorf("reorder replicas of %s: %w", topic, err)
@@ -590,7 +526,7 @@ func (m *Measurer) MeasureElection(ctx context.Context, topic string, partitions
 		er, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
 		elect := time.Since(t0)
 		if err != nil {
-			return nil, m.admin.classify(fmt.Errorf("preferred election: %w", err))
+			return nil, m.admin.Classify(fmt.Errorf("preferred election: %w", err))
 		}
 		for _, ps := range er {
 			for _, r := range ps {
@@ -600,7 +536,7 @@ func (m *Measurer) MeasureElection(ctx context.Context, topic string, partitions
 			}
 		}
 		if err := writeAll(); err != nil {
-			return nil, m.admin.classify(fmt.Errorf("produce to %s after the election: %w", topic, err))
+			return nil, m.admin.Classify(fmt.Errorf("produce to %s after the election: %w", topic, err))
 		}
 		out = append(out, ElectionRound{Partitions: partitions, Elect: elect, Writable: time.Since(t0)})
 	}
@@ -609,22 +545,14 @@ func (m *Measurer) MeasureElection(ctx context.Context, topic string, partitions
 
 // waitReassigned polls until no reassignment of set is in progress.
 func (m *Measurer) waitReassigned(ctx context.Context, adm *kadm.Client, set kadm.TopicsSet) error {
-	deadline := time.Now().Add(m.admin.opts.Timeout + 30*time.Second)
-	for {
+	return clock.Poll(ctx, nil, 50*time.Millisecond, m.admin.Timeout()+30*time.Second, func(ctx context.Context) (bool, error) {
 		res, err := adm.ListPartitionReassignments(ctx, set)
 		if err != nil {
-			return m.admin.classify(fmt.Errorf("list reassignments: %w", err))
+			return true, m.admin.Classify(fmt.Errorf("list reassignments: %w", err))
 		}
-		if len(res.Sorted()) == 0 {
-			return nil
+		if n := len(res.Sorted()); n > 0 {
+			return false, fmt.Errorf("replica reorder of %d partitions still in progress", n)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("replica reorder of %d partitions still in progress", len(res.Sorted()))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return true, nil
+	})
 }

@@ -1,4 +1,4 @@
-package kafka
+package loadgen
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/measure"
 )
 
@@ -27,7 +28,7 @@ func TestBatchRecordsMapping(t *testing.T) {
 			mb, err := measure.BatchSize{Records: tc.records}.MaxBytes(tc.size)
 			require.NoError(t, err)
 			hook := &batchHook{}
-			cl, err := NewClient(ConnOptions{BootstrapServers: c.ListenAddrs()[0]}, "test",
+			cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: c.ListenAddrs()[0]}, "test",
 				kgo.DefaultProduceTopic("t"), kgo.ProducerLinger(30*time.Second), kgo.ProducerBatchMaxBytes(mb),
 				kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.WithHooks(hook))
 			require.NoError(t, err)
@@ -69,14 +70,14 @@ func TestBatchRunKfake(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()
-	conn := ConnOptions{BootstrapServers: c.ListenAddrs()[0]}
+	conn := kafka.ConnOptions{BootstrapServers: c.ListenAddrs()[0]}
 	run, err := StartBatchRun(ctx, conn, "test", BatchTopic{Name: "kplan-batching-test", Partitions: 1})
 	require.NoError(t, err)
 	assert.Equal(t, 1, run.Topic().ReplicationFactor, "min(3, brokers)")
 	for i, records := range []int{1, 10} {
 		mb, err := measure.BatchSize{Records: records}.MaxBytes(512)
 		require.NoError(t, err)
-		n, err := run.RunCell(ctx, BatchCellSpec{Index: i, Linger: 5 * time.Millisecond, MaxBytes: mb, Acks: "all", RecordSize: 512,
+		n, err := run.RunCell(ctx, BatchCellSpec{Index: i, Linger: 5 * time.Millisecond, MaxBytes: mb, Acks: AcksAll, RecordSize: 512,
 			Rate: 400, Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond, DeliveryTimeout: 5 * time.Second,
 			DrainTimeout: 5 * time.Second, MaxBuffered: 1000, Objective: time.Second})
 		require.NoError(t, err)

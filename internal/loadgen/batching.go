@@ -1,8 +1,7 @@
-package kafka
+package loadgen
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -12,29 +11,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kplan-dev/kplan/internal/clock"
+	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/measure"
 	"github.com/kplan-dev/kplan/internal/stats"
 )
 
-// Record value layout of the batching study: every record names its run,
-// cell and sequence number and carries the time it was handed to the
-// producer, so loss and end-to-end latency are counted record by record.
-const (
-	batchOffRun  = 0  // uint64 run id
-	batchOffCell = 8  // uint32 cell index
-	batchOffSeq  = 12 // uint64 sequence number within the cell, from 0
-	batchOffSent = 20 // int64 ns since the run's epoch when Produce was called
-	// BatchHeaderLen is the smallest record value the study sends.
-	BatchHeaderLen = 28
-)
-
-// batchWarmupCell is the cell index of warm-up records, which nothing
-// counts.
-const batchWarmupCell = ^uint32(0)
-
-// batchLatencyCeiling is the largest end-to-end latency the histograms
-// track.
-const batchLatencyCeiling = 10 * time.Minute
+// The batching study's records carry the Envelope: each cell is a run of
+// its own (its run id is the study's plus the cell's index plus one), one
+// producer, sequence numbers from 0 for its measured records; warm-up
+// records carry batchWarmupTag and nothing counts them.
+const batchWarmupTag = 1
 
 // BatchTopic is the batching study's scratch topic.
 type BatchTopic struct {
@@ -51,8 +38,8 @@ type BatchCellSpec struct {
 	Linger time.Duration
 	// MaxBytes is ProducerBatchMaxBytes (batch.size).
 	MaxBytes int32
-	// Acks is "0", "1" or "all" (idempotent).
-	Acks       string
+	// Acks is the producer's acknowledgement level (idempotent at all).
+	Acks       Acks
 	RecordSize int
 	// Rate is records per second; 0 is as fast as the producer can.
 	Rate float64
@@ -77,8 +64,8 @@ type BatchCellSpec struct {
 // for the study's output.
 func BatchProducerSettings(spec BatchCellSpec) []string {
 	acks := "acks=all (idempotent: up to 5 produce requests in flight per broker)"
-	if spec.Acks != "all" {
-		acks = "acks=" + spec.Acks + " (idempotence off: franz-go's 1 produce request in flight per broker)"
+	if spec.Acks != AcksAll {
+		acks = "acks=" + spec.Acks.String() + " (idempotence off: franz-go's 1 produce request in flight per broker)"
 	}
 	return []string{
 		"franz-go producer: linger = the cell's linger (ProducerLinger), batch.size = the cell's bytes (ProducerBatchMaxBytes)",
@@ -95,10 +82,10 @@ func BatchProducerSettings(spec BatchCellSpec) []string {
 // BatchRun is the Kafka side of the batching study: the scratch topic, one
 // checking consumer reading it throughout, and a producer per cell.
 type BatchRun struct {
-	conn    ConnOptions
+	conn    kafka.ConnOptions
 	version string
 	admin   *kgo.Client
-	cons    *kgo.Client
+	reader  *Reader
 	topic   BatchTopic
 	runID   uint64
 	epoch   time.Time
@@ -106,24 +93,24 @@ type BatchRun struct {
 	done    chan struct{}
 
 	mu    sync.Mutex
-	cells map[uint32]*batchCell
-	next  map[int32]int64 // the consumer's next offset per partition
+	cells map[uint64]*batchCell // by the cell's run id
 }
 
 // batchCell is one cell's consumer-side bookkeeping.
 type batchCell struct {
-	seen       []uint8
-	received   int64
-	duplicates int64
-	latency    *stats.Latency
-	frozen     bool
+	run      uint64
+	sent     uint64 // measured records sent: the sequence numbers in use
+	tally    Tally
+	received int64
+	latency  *stats.Latency
+	frozen   bool
 }
 
 // StartBatchRun creates the scratch topic (it must not exist) and starts
 // the checking consumer. Close deletes the topic unless keep. When an error
 // comes after the topic was created, the run is returned too: Close it.
-func StartBatchRun(ctx context.Context, conn ConnOptions, version string, topic BatchTopic) (*BatchRun, error) {
-	admin, err := NewClient(conn, version)
+func StartBatchRun(ctx context.Context, conn kafka.ConnOptions, version string, topic BatchTopic) (*BatchRun, error) {
+	admin, err := kafka.NewClient(conn, version)
 	if err != nil {
 		return nil, err
 	}
@@ -149,11 +136,11 @@ func StartBatchRun(ctx context.Context, conn ConnOptions, version string, topic 
 		return nil, fmt.Errorf("create topic %s: %w", topic.Name, err)
 	}
 	r := &BatchRun{conn: conn, version: version, admin: admin, topic: topic, runID: rand.Uint64(), epoch: time.Now(),
-		cells: map[uint32]*batchCell{}, next: map[int32]int64{}}
-	if err := r.waitLeaders(ctx); err != nil {
-		return r, err
+		cells: map[uint64]*batchCell{}}
+	if err := kafka.WaitLeaders(ctx, admin, 30*time.Second, topic.Name); err != nil {
+		return r, fmt.Errorf("topic %s: partitions have no leader after 30s: %w", topic.Name, err)
 	}
-	r.cons, err = NewClient(conn, version,
+	cons, err := kafka.NewClient(conn, version,
 		kgo.ConsumeTopics(topic.Name),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(100*time.Millisecond),
@@ -163,6 +150,7 @@ func StartBatchRun(ctx context.Context, conn ConnOptions, version string, topic 
 	if err != nil {
 		return r, fmt.Errorf("consumer: %w", err)
 	}
+	r.reader = NewReader(cons, nil)
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.stop, r.done = cancel, make(chan struct{})
 	go r.consume(cctx)
@@ -172,69 +160,25 @@ func StartBatchRun(ctx context.Context, conn ConnOptions, version string, topic 
 // Topic is the scratch topic with its replication factor resolved.
 func (r *BatchRun) Topic() BatchTopic { return r.topic }
 
-// waitLeaders waits until every partition of the new topic has a leader.
-func (r *BatchRun) waitLeaders(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		md, err := kadm.NewClient(r.admin).Metadata(ctx, r.topic.Name)
-		if err == nil {
-			t := md.Topics[r.topic.Name]
-			ok := t.Err == nil && len(t.Partitions) == r.topic.Partitions
-			for _, p := range t.Partitions {
-				ok = ok && p.Leader >= 0 && p.Err == nil
-			}
-			if ok {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("topic %s: partitions have no leader after 30s", r.topic.Name)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // consume reads the topic until ctx ends, timing and ticking off each of
 // this run's records.
 func (r *BatchRun) consume(ctx context.Context) {
 	defer close(r.done)
-	for {
-		fs := r.cons.PollFetches(ctx)
-		if ctx.Err() != nil {
+	r.reader.Run(ctx, nil, func(rec *kgo.Record, e Envelope, at time.Time) {
+		if e.Tag == batchWarmupTag {
 			return
 		}
-		at := time.Since(r.epoch)
 		r.mu.Lock()
-		fs.EachRecord(func(rec *kgo.Record) {
-			if n := rec.Offset + 1; n > r.next[rec.Partition] {
-				r.next[rec.Partition] = n
-			}
-			v := rec.Value
-			if len(v) < BatchHeaderLen || binary.BigEndian.Uint64(v[batchOffRun:]) != r.runID {
-				return
-			}
-			c := r.cells[binary.BigEndian.Uint32(v[batchOffCell:])]
-			if c == nil || c.frozen {
-				return
-			}
-			seq := binary.BigEndian.Uint64(v[batchOffSeq:])
-			if seq >= uint64(len(c.seen)) {
-				return // not a sequence number this cell sent
-			}
-			if c.seen[seq] > 0 {
-				c.duplicates++
-				return
-			}
-			c.seen[seq] = 1
+		defer r.mu.Unlock()
+		c := r.cells[e.Run]
+		if c == nil || c.frozen || e.Seq >= c.sent {
+			return // another cell's, too late, or not a sequence number this cell sent
+		}
+		if c.tally.Read(e.Seq, Pos(rec.Partition, rec.Offset)) {
 			c.received++
-			c.latency.Record(at - time.Duration(binary.BigEndian.Uint64(v[batchOffSent:])))
-		})
-		r.mu.Unlock()
-	}
+			c.latency.Record(at.Sub(r.epoch) - e.Sent)
+		}
+	})
 }
 
 // batchHook counts the batches the brokers acknowledged.
@@ -252,21 +196,20 @@ var _ kgo.HookProduceBatchWritten = (*batchHook)(nil)
 // cell's records back (or spec.DrainTimeout), and returns its counts. When
 // ctx ends, it stops early and returns the counts so far with ctx's error.
 func (r *BatchRun) RunCell(ctx context.Context, spec BatchCellSpec) (measure.BatchCounts, error) {
-	if spec.RecordSize < BatchHeaderLen {
-		return measure.BatchCounts{}, fmt.Errorf("record size %d is below %d bytes", spec.RecordSize, BatchHeaderLen)
+	if spec.RecordSize < EnvelopeLen {
+		return measure.BatchCounts{}, fmt.Errorf("record size %d is below %d bytes", spec.RecordSize, EnvelopeLen)
 	}
-	lat, err := stats.NewLatency(batchLatencyCeiling, spec.Objective)
+	lat, err := NewLatency(spec.Objective)
 	if err != nil {
 		return measure.BatchCounts{}, err
 	}
-	idx := uint32(spec.Index)
-	cell := &batchCell{latency: lat}
+	cell := &batchCell{run: r.runID + uint64(spec.Index) + 1, latency: lat}
 	r.mu.Lock()
-	r.cells[idx] = cell
+	r.cells[cell.run] = cell
 	r.mu.Unlock()
 
 	hook := &batchHook{}
-	opts := []kgo.Opt{
+	opts := append(spec.Acks.ProducerOpts(),
 		kgo.DefaultProduceTopic(r.topic.Name),
 		kgo.ProducerLinger(spec.Linger),
 		kgo.ProducerBatchMaxBytes(spec.MaxBytes),
@@ -274,18 +217,10 @@ func (r *BatchRun) RunCell(ctx context.Context, spec BatchCellSpec) (measure.Bat
 		kgo.RecordPartitioner(kgo.StickyPartitioner()),
 		kgo.RecordDeliveryTimeout(spec.DeliveryTimeout),
 		kgo.MaxBufferedRecords(spec.MaxBuffered),
-		kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.MetadataMinAge(100*time.Millisecond),
 		kgo.WithHooks(hook),
-	}
-	switch spec.Acks {
-	case "0":
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
-	case "1":
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	default:
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-	}
-	cl, err := NewClient(r.conn, r.version, opts...)
+	)
+	cl, err := kafka.NewClient(r.conn, r.version, opts...)
 	if err != nil {
 		return measure.BatchCounts{}, fmt.Errorf("producer: %w", err)
 	}
@@ -293,7 +228,7 @@ func (r *BatchRun) RunCell(ctx context.Context, spec BatchCellSpec) (measure.Bat
 
 	var acked, failed atomic.Int64
 	promise := func(rec *kgo.Record, err error) {
-		if binary.BigEndian.Uint32(rec.Value[batchOffCell:]) == batchWarmupCell {
+		if e, _ := DecodeEnvelope(rec.Value); e.Tag == batchWarmupTag {
 			return
 		}
 		if err != nil {
@@ -302,7 +237,6 @@ func (r *BatchRun) RunCell(ctx context.Context, spec BatchCellSpec) (measure.Bat
 		}
 		acked.Add(1)
 	}
-	// The seen slice grows with the sequence numbers sent, under r.mu.
 	sent, window, runErr := r.produce(ctx, cl, cell, spec, promise, func() {
 		hook.batches.Store(0) // warm-up batches are not counted
 		hook.records.Store(0)
@@ -322,7 +256,7 @@ func (r *BatchRun) RunCell(ctx context.Context, spec BatchCellSpec) (measure.Bat
 	r.mu.Lock()
 	cell.frozen = true
 	counts := measure.BatchCounts{
-		Sent: sent, Acked: acked.Load(), Failed: failed.Load(), Received: cell.received, Duplicates: cell.duplicates,
+		Sent: sent, Acked: acked.Load(), Failed: failed.Load(), Received: cell.received, Duplicates: Duplicates(cell.tally.Counts()),
 		Batches: hook.batches.Load(), BatchRecords: hook.records.Load(), Window: window, Latency: cell.latency.Clone(),
 	}
 	r.mu.Unlock()
@@ -337,73 +271,30 @@ func (r *BatchRun) RunCell(ctx context.Context, spec BatchCellSpec) (measure.Bat
 // and for how long.
 // onMeasure is called once, when the warm-up ends.
 func (r *BatchRun) produce(ctx context.Context, cl *kgo.Client, cell *batchCell, spec BatchCellSpec, promise func(*kgo.Record, error), onMeasure func()) (int64, time.Duration, error) {
-	burst := int64(max(1, spec.Rate/10)) // at most 100 ms of debt is caught up
-	t0 := time.Now()
-	var paced, sent int64 // paced: the pacing's count (catch-up skips records), sent: measured records produced
-	for {
-		el := time.Since(t0)
-		if el >= spec.Warmup+spec.Duration || ctx.Err() != nil {
-			return sent, max(0, el-spec.Warmup), nil
-		}
-		if spec.Rate > 0 {
-			due := int64(el.Seconds() * spec.Rate)
-			if due-paced > burst {
-				paced = due - burst // the records skipped were never sent: not counted
-			}
-			if paced >= due {
-				time.Sleep(min(time.Millisecond, spec.Duration-el))
-				continue
-			}
-		}
-		val := make([]byte, spec.RecordSize)
-		binary.BigEndian.PutUint64(val[batchOffRun:], r.runID)
-		if el < spec.Warmup {
-			binary.BigEndian.PutUint32(val[batchOffCell:], batchWarmupCell)
-		} else {
+	pacer := NewPacer(spec.Rate, time.Millisecond, nil)
+	var sent int64 // measured records produced
+	pacer.Run(ctx, func() bool { return pacer.Elapsed() >= spec.Warmup+spec.Duration }, func() {
+		e := Envelope{Run: cell.run, Tag: batchWarmupTag}
+		if pacer.Elapsed() >= spec.Warmup {
 			if sent == 0 {
 				onMeasure()
 			}
-			binary.BigEndian.PutUint32(val[batchOffCell:], uint32(spec.Index))
 			r.mu.Lock()
-			seq := uint64(len(cell.seen))
-			cell.seen = append(cell.seen, 0)
+			e.Seq, e.Tag = cell.sent, 0
+			cell.sent++
 			r.mu.Unlock()
-			binary.BigEndian.PutUint64(val[batchOffSeq:], seq)
 			sent++
 		}
-		binary.BigEndian.PutUint64(val[batchOffSent:], uint64(time.Since(r.epoch)))
-		cl.Produce(ctx, &kgo.Record{Value: val}, promise)
-		paced++
-	}
+		e.Sent = time.Since(r.epoch)
+		cl.Produce(ctx, &kgo.Record{Value: Stamp(spec.RecordSize, e)}, promise)
+	})
+	return sent, max(0, pacer.Elapsed()-spec.Warmup), nil
 }
 
 // drain waits until the consumer has read every partition up to its high
 // watermark, or timeout.
 func (r *BatchRun) drain(ctx context.Context, timeout time.Duration) {
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ends, err := kadm.NewClient(r.admin).ListEndOffsets(dctx, r.topic.Name)
-	if err != nil {
-		return
-	}
-	for {
-		left := false
-		r.mu.Lock()
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Err == nil && r.next[o.Partition] < o.Offset {
-				left = true
-			}
-		})
-		r.mu.Unlock()
-		if !left {
-			return
-		}
-		select {
-		case <-dctx.Done():
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	_ = r.reader.Drain(ctx, clock.System{}, r.admin, []string{r.topic.Name}, 0, timeout) // what is not read back counts as lost
 }
 
 // Close stops the consumer and deletes the scratch topic unless keep. It
@@ -413,8 +304,8 @@ func (r *BatchRun) Close(ctx context.Context, keep bool) error {
 		r.stop()
 		<-r.done
 	}
-	if r.cons != nil {
-		r.cons.Close()
+	if r.reader != nil {
+		r.reader.Client().Close()
 	}
 	defer r.admin.Close()
 	if keep {

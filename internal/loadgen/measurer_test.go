@@ -1,4 +1,4 @@
-package kafka
+package loadgen
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kplan-dev/kplan/internal/kafka"
 )
 
 // TestMeasurerOnKfake runs every raw measurement on an in-process cluster:
@@ -20,7 +22,7 @@ func TestMeasurerOnKfake(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()
-	m := NewMeasurer(ConnOptions{BootstrapServers: strings.Join(c.ListenAddrs(), ","), Timeout: 5 * time.Second}, "test")
+	m := NewMeasurer(kafka.ConnOptions{BootstrapServers: strings.Join(c.ListenAddrs(), ","), Timeout: 5 * time.Second}, "test")
 	defer m.Close()
 
 	info, err := m.Info(ctx)
@@ -85,11 +87,12 @@ func TestMeasurerOnKfake(t *testing.T) {
 // aborts what is still buffered and counts nothing after it, with a buffer
 // bounded in bytes.
 func TestMeasureProduceCountsOnlyTheRun(t *testing.T) {
-	addrs, stop, err := FakeCluster(1)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	require.NoError(t, err)
-	defer stop()
+	defer c.Close()
+	addrs := c.ListenAddrs()
 	ctx := context.Background()
-	m := NewMeasurer(ConnOptions{BootstrapServers: strings.Join(addrs, ","), Timeout: 5 * time.Second}, "test")
+	m := NewMeasurer(kafka.ConnOptions{BootstrapServers: strings.Join(addrs, ","), Timeout: 5 * time.Second}, "test")
 	defer m.Close()
 	info, err := m.Info(ctx)
 	require.NoError(t, err)
@@ -127,15 +130,9 @@ func TestMeasureProduceCountsOnlyTheRun(t *testing.T) {
 }
 
 func TestCreateScratchRefusesReplicationFactor(t *testing.T) {
-	m := NewMeasurer(ConnOptions{BootstrapServers: "127.0.0.1:1", Timeout: time.Second}, "test")
+	m := NewMeasurer(kafka.ConnOptions{BootstrapServers: "127.0.0.1:1", Timeout: time.Second}, "test")
 	defer m.Close()
 	err := m.CreateScratch(context.Background(), "t", 1, 4, []int32{1, 2, 3})
 	assert.ErrorContains(t, err, "replication factor 4 with 3 brokers")
 	assert.Empty(t, m.Created())
-}
-
-func TestAcksString(t *testing.T) {
-	assert.Equal(t, "all", AcksAll.String())
-	assert.Equal(t, "1", AcksLeader.String())
-	assert.Equal(t, "0", AcksNone.String())
 }
