@@ -113,6 +113,8 @@ type Report struct {
 	// partitioner kplan chaos runs after each simulated loss: what chaos
 	// predicts for its after phase when it kills that broker.
 	PredictedAfterLoss []LossPrediction `json:"predicted_after_loss,omitempty"`
+	// Failover is the worst broker and rack loss (AddFailover).
+	Failover *FailoverSection `json:"failover,omitempty"`
 }
 
 // PredictOptions say what the predictions assume beyond the rates.
