@@ -304,3 +304,14 @@ func TestFailoverSection(t *testing.T) {
 	assert.Contains(t, out, "\nrack    rack-")
 	assert.Contains(t, out, "every topic weighs 1 (no --rates given)")
 }
+
+// TestHugePartitionNumber: one valid partition numbered 2147483647 is
+// audited in bounded memory (it used to allocate until the kernel killed
+// kplan), with every section that predicts or simulates.
+func TestHugePartitionNumber(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "huge.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"version":1,"partitions":[{"topic":"t","partition":2147483647,"replicas":[1,2]},{"topic":"t","partition":0,"replicas":[2,1]}]}`), 0o644))
+	code, out, errOut := run("", "audit", "--from", file, "--what-if", "all", "--rates", "t=1", "--keys", "uniform:10", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"failover"`)
+}
