@@ -22,6 +22,9 @@ type FailoverOptions struct {
 	RatesGiven bool
 	// Threshold is the excess above which the worst loss is a warning.
 	Threshold int
+	// MinInsync is min.insync.replicas for the pair loss (0: Kafka's
+	// default, DefaultMinInsync).
+	MinInsync int
 }
 
 // FailoverSection is the report's failover section: the worst broker loss
@@ -35,6 +38,9 @@ type FailoverSection struct {
 	RatesBytesPerSecond bool           `json:"rates_bytes_per_second"`
 	Broker              *WorstFailover `json:"broker,omitempty"`
 	Rack                *WorstFailover `json:"rack,omitempty"`
+	// Pair is the worst loss of two brokers for min ISR, when a partition
+	// has a replication factor of 3 or more.
+	Pair *PairLoss `json:"pair,omitempty"`
 }
 
 // WorstFailover is one domain's worst loss.
@@ -99,9 +105,33 @@ func (r *Report) AddFailover(c *topology.Cluster, o FailoverOptions) error {
 					what, l.Busiest, l.BusiestLeaders, l.Optimum, l.Online, l.Survivors, l.Excess, o.Threshold)})
 		}
 	}
+	if maxRF(c) >= 3 {
+		m := o.MinInsync
+		if m <= 0 {
+			m = DefaultMinInsync
+		}
+		if s.Pair = WorstPairLoss(c, m); s.Pair != nil && s.Pair.UnderMinISR > s.Pair.AlreadyUnder {
+			p := s.Pair
+			why := fmt.Sprintf("no placement avoids them all (RF - 2 < min ISR: some pair always holds two replicas; the least any placement leaves is %d): only a higher replication factor or a lower min.insync.replicas does", p.LeastAnyPlacement)
+			if p.Avoidable > 0 {
+				why = fmt.Sprintf("%d of them only because their ISR is short already", p.Avoidable)
+			}
+			r.Findings = append(r.Findings, Finding{Rule: "pair-under-min-isr", Severity: Info, Subject: fmt.Sprintf("brokers %d,%d", p.Lost[0], p.Lost[1]),
+				Message: fmt.Sprintf("losing brokers %d and %d together would leave %d partitions with fewer in-sync replicas than min.insync.replicas %d (e.g. %s): acks=all writes to them fail; %s",
+					p.Lost[0], p.Lost[1], p.UnderMinISR, m, p.Examples[0], why)})
+		}
+	}
 	r.Failover = s
 	sortFindings(r.Findings)
 	return nil
+}
+
+func maxRF(c *topology.Cluster) int {
+	rf := 0
+	for i := range c.Partitions {
+		rf = max(rf, len(c.Partitions[i].Replicas))
+	}
+	return rf
 }
 
 // worstFailover evaluates every loss of the domain; nil when there is

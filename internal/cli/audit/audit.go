@@ -50,6 +50,9 @@ type Options struct {
 	// FailoverThreshold is the excess of leaders on the busiest survivor
 	// of the worst loss above which the audit warns.
 	FailoverThreshold int
+	// MinInsync is min.insync.replicas for the pair loss (0: Kafka's
+	// default, 1).
+	MinInsync int
 	// RatesFlag names the flag the rates came from, for errors.
 	RatesFlag string
 	f         *cmdutil.Factory
@@ -119,7 +122,12 @@ sets could give it; the excess between them, the partitions the loss takes
 offline, each topic's own worst excess (the first 10 in text, all in JSON),
 and the predicted load after that loss under round robin (franz-go's
 default for keyless records) at --rates, every topic weighing 1 without
-them. An excess above --failover-threshold (default 1 leader) is a warning.`,
+them. An excess above --failover-threshold (default 1 leader) is a warning.
+With a replication factor of 3 or more it also names the worst pair of
+brokers lost together: the partitions it leaves with fewer in-sync replicas
+than min.insync.replicas (--min-insync; default Kafka's, 1: a live
+cluster's topic configs are not read), and whether a placement could avoid
+them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
 		Example: `  $ kplan audit --from testdata/layouts/thesis-fig3.3.json
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
   $ kafka-topics.sh --bootstrap-server k1:9092 --describe | kplan audit --from -
@@ -162,6 +170,9 @@ them. An excess above --failover-threshold (default 1 leader) is a warning.`,
 					return cmdutil.UsageErrorf("--what-if: %q is not broker-N or all", w)
 				}
 				opts.WhatIf = append(opts.WhatIf, int32(id))
+			}
+			if cmd.Flags().Changed("min-insync") && opts.MinInsync < 1 {
+				return cmdutil.UsageErrorf("--min-insync: want 1 or more, got %d", opts.MinInsync)
 			}
 			if opts.FailoverThreshold < 0 {
 				return cmdutil.UsageErrorf("--failover-threshold: want 0 or more leaders, got %d", opts.FailoverThreshold)
@@ -216,6 +227,7 @@ them. An excess above --failover-threshold (default 1 leader) is a warning.`,
 	cmd.Flags().BoolVar(&opts.Saturated, "saturated", false, "predict sqf-shared with producers writing as fast as they can (queues full: the combined flow is balanced); default: rate-capped, as node")
 	cmd.Flags().IntVar(&opts.MaxOverlaps, "max-overlaps", audit.MaxOverlaps, "list at most this many overlapping pairs of max groups (0: all); overlap_count always counts them all")
 	cmd.Flags().IntVar(&opts.FailoverThreshold, "failover-threshold", audit.DefaultFailoverThreshold, "warn when the busiest survivor of the worst broker or rack loss leads more than this many partitions above the optimum, ceil(online partitions / survivors)")
+	cmd.Flags().IntVar(&opts.MinInsync, "min-insync", 0, "min.insync.replicas every topic is judged against for the worst pair of broker losses (default: Kafka's default, 1; a live cluster's topic configs are not read)")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
 	cmdutil.AddOutputFlag(cmd, &out)
 	return cmd
@@ -273,7 +285,7 @@ func runAudit(ctx context.Context, opts *Options) error {
 			}
 		}
 	}
-	if err := r.AddFailover(c, audit.FailoverOptions{Rates: opts.Rates, RatesGiven: opts.RatesGiven, Threshold: opts.FailoverThreshold}); err != nil {
+	if err := r.AddFailover(c, audit.FailoverOptions{Rates: opts.Rates, RatesGiven: opts.RatesGiven, Threshold: opts.FailoverThreshold, MinInsync: opts.MinInsync}); err != nil {
 		return err
 	}
 	if err := report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) }); err != nil {
@@ -514,7 +526,40 @@ func failoverSections(r audit.Report) []report.Section {
 		"roundrobin max/mean: the predicted load after that loss under round robin (franz-go's default for keyless records), " + rates + ", over the live leaders of the written topics",
 		fmt.Sprintf("a warning when the excess is above %d (--failover-threshold)", f.Threshold),
 	}
-	return append([]report.Section{sec}, topics...)
+	out := append([]report.Section{sec}, topics...)
+	if p := f.Pair; p != nil {
+		out = append(out, pairSection(p))
+	}
+	return out
+}
+
+// pairSection is the worst pair of broker losses for min ISR.
+func pairSection(p *audit.PairLoss) report.Section {
+	sec := report.Section{Title: fmt.Sprintf("Failover: the worst pair of broker losses, min.insync.replicas %d", p.MinInsync),
+		Header: []string{"LOST", "UNDER MIN ISR", "OFFLINE", "ALREADY UNDER", "UNAVOIDABLE", "AVOIDABLE", "LEAST ANY PLACEMENT"}}
+	unavoidable := 0
+	for _, u := range p.Unavoidable {
+		unavoidable += u.Partitions
+	}
+	sec.Rows = [][]string{{fmt.Sprintf("broker-%d,broker-%d", p.Lost[0], p.Lost[1]), strconv.Itoa(p.UnderMinISR), strconv.Itoa(p.Offline),
+		strconv.Itoa(p.AlreadyUnder), strconv.Itoa(unavoidable), strconv.Itoa(p.Avoidable), strconv.Itoa(p.LeastAnyPlacement)}}
+	sec.Notes = []string{fmt.Sprintf("of %d pairs of live brokers, the one leaving the most partitions with fewer in-sync replicas than min.insync.replicas (acks=all writes to them fail)", p.Pairs)}
+	if p.UnderMinISR == 0 {
+		sec.Rows[0][0] = "none"
+		sec.Notes[0] = fmt.Sprintf("none of the %d pairs of live brokers leaves a partition with fewer in-sync replicas than min.insync.replicas %d (--min-insync)", p.Pairs, p.MinInsync)
+	}
+	for _, u := range p.Unavoidable {
+		sec.Notes = append(sec.Notes, fmt.Sprintf("%d %s unavoidable with RF %d and min ISR %d: some pair of brokers always holds two of their replicas, whatever the placement",
+			u.Partitions, plural(u.Partitions, "partition", "partitions"), u.RF, u.MinInsync))
+	}
+	if p.Avoidable > 0 {
+		sec.Notes = append(sec.Notes, fmt.Sprintf("%d avoidable: their replication factor survives two losses, their ISR is short already", p.Avoidable))
+	}
+	sec.Notes = append(sec.Notes, "least any placement: the mean over all pairs for these replication factors with full ISRs, which the worst pair can never be below")
+	if len(p.Examples) > 0 {
+		sec.Notes = append(sec.Notes, "e.g. "+strings.Join(p.Examples, ", "))
+	}
+	return sec
 }
 
 func plural(n int, one, many string) string {

@@ -107,6 +107,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"audit", "--from", bad, "--fail-on", "fatal"}, "--fail-on: "},
 		{[]string{"audit", "--from", bad, "--max-overlaps", "-1"}, "--max-overlaps: want 0 (all) or more, got -1"},
 		{[]string{"audit", "--from", bad, "--failover-threshold", "-1"}, "--failover-threshold: want 0 or more leaders, got -1"},
+		{[]string{"audit", "--from", bad, "--min-insync", "0"}, "--min-insync: want 1 or more, got 0"},
 		// Rates for a topic the layout lacks: refused, as kplan chaos does.
 		{[]string{"audit", "--from", layouts + "thesis-6.4.json", "--rates", "A=1,Z=2"}, `--rates: no topic "Z" in this layout`},
 		{[]string{"audit", "--from", layouts + "thesis-6.4.json", "--rates-file", ratesFile}, `--rates-file: no topic "Z" in this layout`},
@@ -314,4 +315,38 @@ func TestHugePartitionNumber(t *testing.T) {
 	code, out, errOut := run("", "audit", "--from", file, "--what-if", "all", "--rates", "t=1", "--keys", "uniform:10", "-o", "json")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, `"failover"`)
+}
+
+// TestPairLossMinInsync: with RF 3, the pair section judges against
+// --min-insync (Kafka's default 1 without it: two losses leave one replica).
+func TestPairLossMinInsync(t *testing.T) {
+	type pairJSON struct {
+		Failover struct {
+			Pair *struct {
+				MinInsync   int `json:"min_insync"`
+				UnderMinISR int `json:"under_min_isr"`
+				Unavoidable []struct {
+					RF         int `json:"rf"`
+					Partitions int `json:"partitions"`
+				} `json:"unavoidable"`
+			} `json:"pair"`
+		} `json:"failover"`
+	}
+	for _, tt := range []struct {
+		args  []string
+		m     int
+		under bool
+	}{{nil, 1, false}, {[]string{"--min-insync", "2"}, 2, true}} {
+		code, out, errOut := run("", append([]string{"audit", "--from", layouts + "demo-cells.json", "-o", "json"}, tt.args...)...)
+		require.Equal(t, 0, code, errOut)
+		var r pairJSON
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
+		require.NotNil(t, r.Failover.Pair, "demo-cells has RF 3")
+		assert.Equal(t, tt.m, r.Failover.Pair.MinInsync)
+		assert.Equal(t, tt.under, r.Failover.Pair.UnderMinISR > 0)
+		if tt.under {
+			require.Len(t, r.Failover.Pair.Unavoidable, 1)
+			assert.Equal(t, 3, r.Failover.Pair.Unavoidable[0].RF)
+		}
+	}
 }
