@@ -64,13 +64,13 @@ type TopicFailover struct {
 // neither lost nor survivors; partitions already offline count nowhere.
 // It costs O(partitions x RF + losses x brokers).
 func FailoverLosses(c *topology.Cluster, d Domain) []LossFigure {
-	return newFailover(c, d).losses()
+	return newFailover(newElectModel(c), d).losses()
 }
 
 // Failover returns FailoverLosses and TopicFailovers of one domain at the
 // cost of one: the election model is built once for both.
 func Failover(c *topology.Cluster, d Domain) ([]LossFigure, []TopicFailover) {
-	f := newFailover(c, d)
+	f := newFailover(newElectModel(c), d)
 	return f.losses(), f.topics()
 }
 
@@ -96,12 +96,74 @@ func WorstLoss(losses []LossFigure) *LossFigure {
 // some loss of the domain, its worst loss; sorted by excess, then topic.
 // It costs O(partitions x RF) plus a sort of each topic's brokers.
 func TopicFailovers(c *topology.Cluster, d Domain) []TopicFailover {
-	return newFailover(c, d).topics()
+	return newFailover(newElectModel(c), d).topics()
+}
+
+// electModel is the layout as the failover figures read it, built in one
+// pass over c's partitions: broker positions resolved once, and no
+// Partition (with its topic string and four slices) read again, so every
+// later pass streams a few dense arrays.
+type electModel struct {
+	c    *topology.Cluster
+	ix   *topology.Index
+	down []bool // brokers already down (Missing)
+	live int
+	// topicStart[t] is topic t's first partition; one more entry ends the
+	// last topic.
+	topicStart []int32
+	// lpos is each partition's leader position, or -1 (no leader, an
+	// unknown broker, or one already down).
+	lpos []int32
+	// Partition i's replicas are rep[off[i]:off[i+1]] in assignment order:
+	// broker positions, -1 for an unknown broker; elig marks those alive,
+	// in sync and not offline, the replicas Kafka may elect.
+	off  []int32
+	rep  []int32
+	elig []bool
+}
+
+func newElectModel(c *topology.Cluster) *electModel {
+	ix := topology.NewIndex(c.Brokers)
+	m := &electModel{c: c, ix: ix, down: make([]bool, ix.Len()), lpos: make([]int32, len(c.Partitions)), off: make([]int32, len(c.Partitions)+1)}
+	for j, b := range c.Brokers {
+		m.down[j] = b.Missing
+		if !b.Missing {
+			m.live++
+		}
+	}
+	size := 0
+	for i := range c.Partitions {
+		size += len(c.Partitions[i].Replicas)
+	}
+	m.rep, m.elig = make([]int32, 0, size), make([]bool, 0, size)
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		if i == 0 || p.Topic != c.Partitions[i-1].Topic {
+			m.topicStart = append(m.topicStart, int32(i))
+		}
+		m.lpos[i] = -1
+		if lj, ok := ix.Pos(p.Leader); ok && p.Leader != topology.NoLeader && !m.down[lj] {
+			m.lpos[i] = int32(lj)
+		}
+		for _, r := range p.Replicas {
+			j, ok := ix.Pos(r)
+			if !ok {
+				m.rep, m.elig = append(m.rep, -1), append(m.elig, false)
+				continue
+			}
+			m.rep = append(m.rep, int32(j))
+			m.elig = append(m.elig, !m.down[j] && p.InSync(r) && !slices.Contains(p.Offline, r))
+		}
+		m.off[i+1] = int32(len(m.rep))
+	}
+	m.topicStart = append(m.topicStart, int32(len(c.Partitions)))
+	return m
 }
 
 // failover holds the dense arrays of one domain's evaluation.
 type failover struct {
 	c  *topology.Cluster
+	m  *electModel
 	ix *topology.Index
 	d  Domain
 	// down marks brokers already down (Missing).
@@ -123,12 +185,11 @@ type failover struct {
 	lpos []int32
 }
 
-func newFailover(c *topology.Cluster, d Domain) *failover {
-	ix := topology.NewIndex(c.Brokers)
+func newFailover(m *electModel, d Domain) *failover {
+	c, ix := m.c, m.ix
 	n := ix.Len()
-	f := &failover{c: c, ix: ix, d: d, down: make([]bool, n), unitOf: make([]int, n), base: make([]int, n)}
-	for j, b := range c.Brokers {
-		f.down[j] = b.Missing
+	f := &failover{c: c, m: m, ix: ix, d: d, down: m.down, unitOf: make([]int, n), base: make([]int, n)}
+	for j := range f.unitOf {
 		f.unitOf[j] = -1
 	}
 	switch d {
@@ -172,17 +233,27 @@ func newFailover(c *topology.Cluster, d Domain) *failover {
 			f.names = append(f.names, "")
 		}
 	}
+	// Presize each unit's list of led partitions: one counting pass over
+	// the leader positions is cheaper than growing them.
+	counts := make([]int, len(f.units))
+	for _, lj := range m.lpos {
+		if lj >= 0 {
+			if u := f.unitOf[lj]; u >= 0 {
+				counts[u]++
+			}
+		}
+	}
 	f.lead = make([][]int32, len(f.units))
-	f.succ = make([]int32, len(c.Partitions))
-	f.lpos = make([]int32, len(c.Partitions))
-	for i := range c.Partitions {
-		p := &c.Partitions[i]
-		f.succ[i], f.lpos[i] = -1, -1
-		lj, ok := ix.Pos(p.Leader)
-		if p.Leader == topology.NoLeader || !ok || f.down[lj] {
+	for u, k := range counts {
+		f.lead[u] = make([]int32, 0, k)
+	}
+	f.succ = make([]int32, len(m.lpos))
+	f.lpos = m.lpos
+	for i, lj := range m.lpos {
+		f.succ[i] = -1
+		if lj < 0 {
 			continue
 		}
-		f.lpos[i] = int32(lj)
 		f.base[lj]++
 		f.online++
 		u := f.unitOf[lj]
@@ -190,13 +261,11 @@ func newFailover(c *topology.Cluster, d Domain) *failover {
 			continue
 		}
 		f.lead[u] = append(f.lead[u], int32(i))
-		for _, r := range p.Replicas {
-			j, ok := ix.Pos(r)
-			if !ok || f.down[j] || f.unitOf[j] == u || !p.InSync(r) || slices.Contains(p.Offline, r) {
-				continue
+		for k := m.off[i]; k < m.off[i+1]; k++ {
+			if j := m.rep[k]; m.elig[k] && f.unitOf[j] != u {
+				f.succ[i] = j
+				break
 			}
-			f.succ[i] = int32(j)
-			break
 		}
 	}
 	return f
@@ -275,19 +344,16 @@ func (f *failover) topics() []TopicFailover {
 	}
 	t.byRank = byID
 	var out []TopicFailover
-	ps := f.c.Partitions
-	for i := 0; i < len(ps); {
-		end := i + 1
-		for end < len(ps) && ps[end].Topic == ps[i].Topic {
-			end++
-		}
+	m := f.m
+	for ti := 0; ti+1 < len(m.topicStart); ti++ {
+		i, end := int(m.topicStart[ti]), int(m.topicStart[ti+1])
 		t.touched, t.led, t.order = t.touched[:0], t.led[:0], t.order[:0]
 		online := 0
 		for k := i; k < end; k++ {
-			for _, r := range ps[k].Replicas {
-				if j, ok := f.ix.Pos(r); ok && !f.down[j] && !holds[j] {
+			for x := m.off[k]; x < m.off[k+1]; x++ {
+				if j := m.rep[x]; j >= 0 && !f.down[j] && !holds[j] {
 					holds[j] = true
-					t.touched = append(t.touched, j)
+					t.touched = append(t.touched, int(j))
 				}
 			}
 			lj := f.lpos[k]
@@ -303,13 +369,12 @@ func (f *failover) topics() []TopicFailover {
 				t.led = append(t.led, uint64(u)<<32|uint64(k))
 			}
 		}
-		if worst := f.topicWorst(ps[i].Topic, online, t); worst != nil {
+		if worst := f.topicWorst(f.c.Partitions[i].Topic, online, t); worst != nil {
 			out = append(out, *worst)
 		}
 		for _, j := range t.touched {
 			t.base[j], holds[j] = 0, false
 		}
-		i = end
 	}
 	slices.SortFunc(out, func(a, b TopicFailover) int {
 		if c := cmp.Compare(b.Excess, a.Excess); c != 0 {

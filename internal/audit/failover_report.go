@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/kplan-dev/kplan/internal/topology"
-	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 // DefaultFailoverThreshold is the excess (leaders on the busiest survivor
@@ -81,9 +80,9 @@ func (r *Report) AddFailover(c *topology.Cluster, o FailoverOptions) error {
 	if !o.RatesGiven {
 		rates = EqualRates()
 	}
-	loads := Loads(c, rates, workload.TopicKeys{})
+	em := newElectModel(c)
 	for _, d := range []Domain{DomainBroker, DomainRack} {
-		w, err := worstFailover(c, d, loads)
+		w, err := worstFailover(em, d, rates)
 		if err != nil {
 			return err
 		}
@@ -105,12 +104,12 @@ func (r *Report) AddFailover(c *topology.Cluster, o FailoverOptions) error {
 					what, l.Busiest, l.BusiestLeaders, l.Optimum, l.Online, l.Survivors, l.Excess, o.Threshold)})
 		}
 	}
-	if maxRF(c) >= 3 {
+	if em.maxRF() >= 3 {
 		m := o.MinInsync
 		if m <= 0 {
 			m = DefaultMinInsync
 		}
-		if s.Pair = WorstPairLoss(c, m); s.Pair != nil && s.Pair.UnderMinISR > s.Pair.AlreadyUnder {
+		if s.Pair = em.worstPair(m); s.Pair != nil && s.Pair.UnderMinISR > s.Pair.AlreadyUnder {
 			p := s.Pair
 			why := fmt.Sprintf("no placement avoids them all (RF - 2 < min ISR: some pair always holds two replicas; the least any placement leaves is %d): only a higher replication factor or a lower min.insync.replicas does", p.LeastAnyPlacement)
 			if p.Avoidable > 0 {
@@ -126,30 +125,27 @@ func (r *Report) AddFailover(c *topology.Cluster, o FailoverOptions) error {
 	return nil
 }
 
-func maxRF(c *topology.Cluster) int {
-	rf := 0
-	for i := range c.Partitions {
-		rf = max(rf, len(c.Partitions[i].Replicas))
+func (em *electModel) maxRF() int {
+	rf := int32(0)
+	for i := 1; i < len(em.off); i++ {
+		rf = max(rf, em.off[i]-em.off[i-1])
 	}
-	return rf
+	return int(rf)
 }
 
 // worstFailover evaluates every loss of the domain; nil when there is
 // none to evaluate (no live broker; fewer than two racks).
-func worstFailover(c *topology.Cluster, d Domain, loads []workload.Topic) (*WorstFailover, error) {
-	losses, topics := Failover(c, d)
-	if len(losses) == 0 || (d == DomainRack && len(losses) < 2) {
+func worstFailover(em *electModel, d Domain, rates Rates) (*WorstFailover, error) {
+	f := newFailover(em, d)
+	if len(f.units) == 0 || (d == DomainRack && len(f.units) < 2) {
 		return nil, nil
 	}
+	losses, topics := f.losses(), f.topics()
 	w := &WorstFailover{Worst: *WorstLoss(losses), Losses: len(losses), Topics: topics}
 	if w.Topics == nil {
 		w.Topics = []TopicFailover{}
 	}
-	ps, over, err := predictAll(c, loads, ShareOptions{}, w.Worst.Lost, RoundRobin)
-	if err != nil {
-		return nil, err
-	}
-	p := ps[0]
+	p, over := f.roundRobinAfter(f.unitOf[mustPos(f.ix, w.Worst.Lost[0])], rates)
 	load := make(map[int32]float64, len(p.Brokers))
 	for _, b := range p.Brokers {
 		load[b.Broker] = b.Load
@@ -164,4 +160,69 @@ func worstFailover(c *topology.Cluster, d Domain, loads []workload.Topic) (*Wors
 		w.RoundRobin.Mean = round6(sum / float64(len(over)))
 	}
 	return w, nil
+}
+
+func mustPos(ix *topology.Index, id int32) int {
+	j, _ := ix.Pos(id)
+	return j
+}
+
+// roundRobinAfter is PredictAll(AfterLoss(c, unit u's brokers), rates,
+// RoundRobin) from the election model: each topic written at a positive
+// rate splits it evenly over its partitions with a leader after the loss,
+// and max/mean is over the live brokers leading one of them (SkewBrokers).
+func (f *failover) roundRobinAfter(u int, rates Rates) (Prediction, []int32) {
+	m := f.m
+	n := f.ix.Len()
+	load := make([]float64, n)
+	leads := make([]bool, n)
+	var leader []int32
+	for ti := 0; ti+1 < len(m.topicStart); ti++ {
+		i, end := int(m.topicStart[ti]), int(m.topicStart[ti+1])
+		rate := rates.Of(f.c.Partitions[i].Topic)
+		if !(rate > 0) {
+			continue
+		}
+		leader = leader[:0]
+		for k := i; k < end; k++ {
+			lj := f.lpos[k]
+			switch {
+			case lj >= 0 && f.unitOf[lj] == u:
+				lj = f.succ[k]
+			case lj < 0 && f.c.Partitions[k].Leader != topology.NoLeader:
+				// Led by a broker already down or unknown (a stale
+				// layout): Kafka elects it too, as AfterLoss does.
+				lj = f.electAfter(&f.c.Partitions[k], u)
+			}
+			if lj >= 0 {
+				leader = append(leader, lj)
+			}
+		}
+		for _, j := range leader {
+			load[j] += rate / float64(len(leader))
+			leads[j] = true
+		}
+	}
+	byID := make(map[int32]float64, n)
+	var over []int32
+	for j, b := range f.c.Brokers {
+		byID[b.ID] = load[j]
+		if leads[j] {
+			over = append(over, b.ID)
+		}
+	}
+	return prediction(RoundRobin, f.c.Brokers, byID, over), over
+}
+
+// electAfter is topology.ElectAfterLoss once unit u is lost, as a position
+// (-1 for none).
+func (f *failover) electAfter(p *topology.Partition, u int) int32 {
+	id := topology.ElectAfterLoss(p, func(id int32) bool {
+		j, ok := f.ix.Pos(id)
+		return !ok || f.down[j] || (u >= 0 && f.unitOf[j] == u)
+	})
+	if j, ok := f.ix.Pos(id); ok && id != topology.NoLeader {
+		return int32(j)
+	}
+	return -1
 }

@@ -70,15 +70,15 @@ var maxDensePairs = 4096
 // in O(partitions x RF^2), give every pair's count in O(1), and only pairs
 // sharing a partition differ from the sum of their brokers' counts.
 func WorstPairLoss(c *topology.Cluster, minInsync int) *PairLoss {
-	ix := topology.NewIndex(c.Brokers)
+	return newElectModel(c).worstPair(minInsync)
+}
+
+func (em *electModel) worstPair(minInsync int) *PairLoss {
+	ix, live := em.ix, em.live
 	n := ix.Len()
 	up := make([]bool, n)
-	live := 0
-	for j, b := range c.Brokers {
-		if !b.Missing {
-			up[j] = true
-			live++
-		}
+	for j := range up {
+		up[j] = !em.down[j]
 	}
 	if live < 3 {
 		return nil
@@ -105,9 +105,8 @@ func WorstPairLoss(c *topology.Cluster, minInsync int) *PairLoss {
 			sparse[uint64(a)<<32|uint64(b)] += d
 		}
 	}
-	for i := range c.Partitions {
-		p := &c.Partitions[i]
-		isr = liveISR(p, ix, up, isr[:0])
+	for i := range em.lpos {
+		isr = em.liveISR(i, isr[:0])
 		switch s := len(isr) - minInsync; {
 		case s < 0:
 			already++
@@ -182,43 +181,29 @@ func WorstPairLoss(c *topology.Cluster, minInsync int) *PairLoss {
 	}
 	pl := &PairLoss{MinInsync: minInsync, Lost: [2]int32{ix.ID(ba), ix.ID(bb)}, Pairs: live * (live - 1) / 2, AlreadyUnder: already,
 		Unavoidable: []UnavoidableMinISR{}, Examples: []string{}}
-	pl.describe(c, ix, up, ba, bb, live)
+	pl.describe(em, ba, bb)
 	return pl
 }
 
-// liveISR appends the index positions of p's live in-sync replicas.
-func liveISR(p *topology.Partition, ix *topology.Index, up []bool, out []int) []int {
-	for _, r := range p.Replicas {
-		j, ok := ix.Pos(r)
-		if !ok || !up[j] || !p.InSync(r) || slices.Contains(p.Offline, r) {
-			continue
+// liveISR appends the positions of partition i's live in-sync replicas.
+func (em *electModel) liveISR(i int, out []int) []int {
+	for k := em.off[i]; k < em.off[i+1]; k++ {
+		if em.elig[k] {
+			out = append(out, int(em.rep[k]))
 		}
-		out = append(out, j)
 	}
 	return out
 }
 
 // describe fills the worst pair's figures by one pass over the partitions,
 // and the least any placement could leave under min ISR.
-func (pl *PairLoss) describe(c *topology.Cluster, ix *topology.Index, up []bool, a, b, live int) {
+func (pl *PairLoss) describe(em *electModel, a, b int) {
 	m := pl.MinInsync
 	unavoidable := map[int]int{} // by RF
-	pairs := float64(live) * float64(live-1) / 2
-	var hit float64 // partitions x pairs leaving them under, over any placement
 	var isr []int
-	for i := range c.Partitions {
-		p := &c.Partitions[i]
-		r := len(p.Replicas)
-		switch {
-		case m > r:
-			hit += pairs
-		case m == r && r <= live:
-			rest := float64(live - r)
-			hit += pairs - rest*(rest-1)/2
-		case m == r-1:
-			hit += float64(r) * float64(r-1) / 2
-		}
-		isr = liveISR(p, ix, up, isr[:0])
+	for i := range em.lpos {
+		r := int(em.off[i+1] - em.off[i])
+		isr = em.liveISR(i, isr[:0])
 		left := 0
 		for _, j := range isr {
 			if j != a && j != b {
@@ -238,15 +223,40 @@ func (pl *PairLoss) describe(c *topology.Cluster, ix *topology.Index, up []bool,
 			pl.Avoidable++
 		}
 		if len(pl.Examples) < maxPairExamples {
-			pl.Examples = append(pl.Examples, p.Key().String())
+			pl.Examples = append(pl.Examples, em.c.Partitions[i].Key().String())
 		}
 	}
 	for _, r := range slices.Sorted(maps.Keys(unavoidable)) {
 		pl.Unavoidable = append(pl.Unavoidable, UnavoidableMinISR{RF: r, MinInsync: m, Partitions: unavoidable[r]})
 	}
-	if pairs > 0 {
-		// The worst pair is at least the mean over pairs; a tolerance keeps
-		// an exact integer mean from rounding up.
-		pl.LeastAnyPlacement = int(math.Ceil(hit/pairs - 1e-9))
+	pl.LeastAnyPlacement = em.leastAnyPlacement(m)
+}
+
+// leastAnyPlacement is the least number of partitions the worst pair of
+// live brokers can leave under min ISR m, whatever the placement of the
+// same replication factors with full ISRs: the mean over the pairs, since
+// the worst is never below it. A partition of RF r is under after the
+// pair when m > r (always), m == r (the pair holds one of its replicas) or
+// m == r - 1 (the pair holds two).
+func (em *electModel) leastAnyPlacement(m int) int {
+	live := em.live
+	pairs := float64(live) * float64(live-1) / 2
+	if pairs == 0 {
+		return 0
 	}
+	var hit float64 // partitions x pairs leaving them under
+	for i := range em.lpos {
+		r := int(em.off[i+1] - em.off[i])
+		switch {
+		case m > r:
+			hit += pairs
+		case m == r && r <= live:
+			rest := float64(live - r)
+			hit += pairs - rest*(rest-1)/2
+		case m == r-1:
+			hit += float64(r) * float64(r-1) / 2
+		}
+	}
+	// A tolerance keeps an exact integer mean from rounding up.
+	return int(math.Ceil(hit/pairs - 1e-9))
 }
