@@ -73,9 +73,20 @@ type jsonPartition struct {
 	Offline   []int64  `json:"offline_replicas"`
 }
 
-// LoadJSON reads Kafka's version-1 reassignment JSON. It streams the
-// partitions array, so a two-million-partition file costs one pass.
+// LoadJSON reads Kafka's version-1 reassignment JSON. The layouts kplan
+// and Kafka's tools write take a reader without reflection
+// (loadJSONFast); anything else, and every fault, the streaming decoder,
+// which names the line and column.
 func LoadJSON(data []byte, name string) (*Cluster, error) {
+	if c, ok := loadJSONFast(data); ok {
+		return c, nil
+	}
+	return loadJSONSlow(data, name)
+}
+
+// loadJSONSlow is LoadJSON through encoding/json. It streams the
+// partitions array, so a two-million-partition file costs one pass.
+func loadJSONSlow(data []byte, name string) (*Cluster, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	fail := func(field, format string, a ...any) error {
 		line, col := position(data, dec.InputOffset())
