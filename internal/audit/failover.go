@@ -438,7 +438,7 @@ func (f *failover) topicWorst(name string, online int, t *topicScratch) *TopicFa
 				offline++
 			}
 		}
-		busiest, most := int32(topology.NoLeader), -1
+		busiest, most := topology.NoLeader, -1
 		consider := func(j, v int) {
 			if id := f.ix.ID(j); v > most || (v == most && id < busiest) {
 				busiest, most = id, v
