@@ -152,7 +152,8 @@ func newElectModel(c *topology.Cluster) *electModel {
 				continue
 			}
 			m.rep = append(m.rep, int32(j))
-			m.elig = append(m.elig, !m.down[j] && p.InSync(r) && !slices.Contains(p.Offline, r))
+			// Without an ISR list every replica is in sync.
+			m.elig = append(m.elig, !m.down[j] && (p.ISR == nil || slices.Contains(p.ISR, r)) && (len(p.Offline) == 0 || !slices.Contains(p.Offline, r)))
 		}
 		m.off[i+1] = int32(len(m.rep))
 	}
@@ -274,15 +275,30 @@ func newFailover(m *electModel, d Domain) *failover {
 func (f *failover) losses() []LossFigure {
 	out := make([]LossFigure, len(f.units))
 	gain := make([]int, f.ix.Len())
+	// Live brokers by leaders before the loss, most first, then id: the
+	// busiest survivor that gains nothing is the first not lost.
+	byBase := make([]int, 0, f.m.live)
+	for j := range gain {
+		if !f.down[j] {
+			byBase = append(byBase, j)
+		}
+	}
+	slices.SortFunc(byBase, func(a, b int) int {
+		if c := cmp.Compare(f.base[b], f.base[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(f.ix.ID(a), f.ix.ID(b))
+	})
 	for u := range f.units {
-		out[u] = f.figure(u, gain)
+		out[u] = f.figure(u, gain, byBase)
 	}
 	return out
 }
 
 // figure evaluates the loss of unit u; gain is zeroed scratch, one entry
-// per broker position, left zeroed.
-func (f *failover) figure(u int, gain []int) LossFigure {
+// per broker position, left zeroed; byBase the live brokers by leaders,
+// most first, then id.
+func (f *failover) figure(u int, gain, byBase []int) LossFigure {
 	lf := LossFigure{Domain: f.d, Rack: f.names[u], Lost: make([]int32, 0, len(f.units[u]))}
 	for _, j := range f.units[u] {
 		lf.Lost = append(lf.Lost, f.ix.ID(j))
@@ -297,14 +313,22 @@ func (f *failover) figure(u int, gain []int) LossFigure {
 		}
 	}
 	lf.Online = f.online - lf.Offline
+	lf.Survivors = f.m.live - len(f.units[u])
 	lf.Busiest, lf.BusiestLeaders = topology.NoLeader, -1
-	for j := range gain {
-		if f.down[j] || f.unitOf[j] == u {
-			continue
+	consider := func(j, v int) {
+		if id := f.ix.ID(j); v > lf.BusiestLeaders || (v == lf.BusiestLeaders && id < lf.Busiest) {
+			lf.Busiest, lf.BusiestLeaders = id, v
 		}
-		lf.Survivors++
-		if v := f.base[j] + gain[j]; v > lf.BusiestLeaders {
-			lf.Busiest, lf.BusiestLeaders = f.ix.ID(j), v
+	}
+	for _, i := range f.lead[u] {
+		if s := f.succ[i]; s >= 0 {
+			consider(int(s), f.base[s]+gain[s])
+		}
+	}
+	for _, j := range byBase {
+		if f.unitOf[j] != u && gain[j] == 0 {
+			consider(j, f.base[j])
+			break
 		}
 	}
 	for _, i := range f.lead[u] {
@@ -313,7 +337,7 @@ func (f *failover) figure(u int, gain []int) LossFigure {
 		}
 	}
 	if lf.Survivors == 0 {
-		lf.BusiestLeaders = 0
+		lf.Busiest, lf.BusiestLeaders = topology.NoLeader, 0
 		return lf
 	}
 	lf.Optimum = ceilDiv(lf.Online, lf.Survivors)

@@ -85,6 +85,7 @@ func (em *electModel) worstPair(minInsync int) *PairLoss {
 	}
 	var (
 		already int
+		tallied bool // a partition within one loss of the minimum
 		single  = make([]int, n) // s = 0 partitions per in-sync broker
 		dense   []int32
 		sparse  map[uint64]int32
@@ -111,6 +112,7 @@ func (em *electModel) worstPair(minInsync int) *PairLoss {
 		case s < 0:
 			already++
 		case s == 0:
+			tallied = true
 			// Under once any in-sync replica is lost: count it once per
 			// broker, less once for each pair holding two (counted twice).
 			for k, a := range isr {
@@ -120,12 +122,29 @@ func (em *electModel) worstPair(minInsync int) *PairLoss {
 				}
 			}
 		case s == 1:
+			tallied = true
 			for k, a := range isr {
 				for _, b := range isr[k+1:] {
 					add(a, b, 1)
 				}
 			}
 		}
+	}
+	if already == 0 && !tallied {
+		// No partition within one loss of the minimum: no pair takes any
+		// under; the first pair stands for all.
+		pl := &PairLoss{MinInsync: minInsync, Pairs: live * (live - 1) / 2, Unavoidable: []UnavoidableMinISR{}, Examples: []string{}}
+		first := -1
+		for j := range n {
+			if up[j] && first < 0 {
+				first = j
+			} else if up[j] {
+				pl.Lost = [2]int32{ix.ID(first), ix.ID(j)}
+				break
+			}
+		}
+		pl.LeastAnyPlacement = em.leastAnyPlacement(minInsync)
+		return pl
 	}
 	best, ba, bb := -1, -1, -1
 	consider := func(a, b, v int) {
