@@ -85,7 +85,7 @@ func (em *electModel) worstPair(minInsync int) *PairLoss {
 	}
 	var (
 		already int
-		tallied bool // a partition within one loss of the minimum
+		tallied bool             // a partition within one loss of the minimum
 		single  = make([]int, n) // s = 0 partitions per in-sync broker
 		dense   []int32
 		sparse  map[uint64]int32
