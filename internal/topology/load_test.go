@@ -3,6 +3,7 @@ package topology
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -348,5 +349,21 @@ func TestLoadRejectsTopicsKafkaCannotHold(t *testing.T) {
 	for _, ok := range []string{"a", "A.b_c-9", "__consumer_offsets", strings.Repeat("x", 249)} {
 		_, err := Load(strings.NewReader("Topic: "+ok+"\tPartition: 0\tLeader: 1\tReplicas: 1\n"), "in.txt")
 		assert.NoError(t, err, ok)
+	}
+}
+
+// TestReadAll: a file, a reader that knows its length and one that does not
+// all read whole, the first two into one buffer of their size.
+func TestReadAll(t *testing.T) {
+	body := strings.Repeat(`{"version":1}`, 1000)
+	path := t.TempDir() + "/l.json"
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close() //nolint:errcheck // read-only
+	for _, r := range []io.Reader{f, strings.NewReader(body), io.MultiReader(strings.NewReader(body[:7]), strings.NewReader(body[7:]))} {
+		got, err := readAll(r)
+		require.NoError(t, err)
+		assert.Equal(t, body, string(got))
 	}
 }

@@ -23,7 +23,10 @@ func loadJSONFast(data []byte) (c *Cluster, ok bool) {
 	if !s.lit('{') {
 		return nil, false
 	}
-	c = &Cluster{Partitions: make([]Partition, 0, bytes.Count(data, []byte(`"replicas"`)))}
+	// Every partition is an object: counting '{' (one byte, counted with
+	// vector instructions) bounds them closely, where counting "replicas"
+	// (a string search) costs a tenth of the whole read.
+	c = &Cluster{Partitions: make([]Partition, 0, bytes.Count(data, []byte{'{'}))}
 	topics := map[string]string{}
 	var sawVersion, sawLive, sawBrokers, sawPartitions bool
 	if s.lit('}') {
