@@ -26,7 +26,10 @@ func loadJSONFast(data []byte) (c *Cluster, ok bool) {
 	// Every partition is an object: counting '{' (one byte, counted with
 	// vector instructions) bounds them closely, where counting "replicas"
 	// (a string search) costs a tenth of the whole read.
-	c = &Cluster{Partitions: make([]Partition, 0, bytes.Count(data, []byte{'{'}))}
+	// No partition object is shorter than 40 bytes
+	// ({"topic":"a","partition":0,"replicas":[1]}), so a file of braces
+	// cannot reserve more than a few times its size.
+	c = &Cluster{Partitions: make([]Partition, 0, min(bytes.Count(data, []byte{'{'}), len(data)/40+1))}
 	topics := map[string]string{}
 	var sawVersion, sawLive, sawBrokers, sawPartitions bool
 	if s.lit('}') {
