@@ -113,6 +113,8 @@ type Report struct {
 	// partitioner kplan chaos runs after each simulated loss: what chaos
 	// predicts for its after phase when it kills that broker.
 	PredictedAfterLoss []LossPrediction `json:"predicted_after_loss,omitempty"`
+	// Failover is the worst broker and rack loss (AddFailover).
+	Failover *FailoverSection `json:"failover,omitempty"`
 }
 
 // PredictOptions say what the predictions assume beyond the rates.
@@ -367,10 +369,22 @@ func checks(c *topology.Cluster, r Report) []Finding {
 	if live < len(c.Brokers) {
 		brokersUp = fmt.Sprintf("only %d of its %d brokers %s up", live, len(c.Brokers), plural(live, "is", "are"))
 	}
-	// Dense rack ids per broker index, for the rack-duplicate rule.
+	// Dense rack ids per broker index, for the rack-duplicate rule; -1 for
+	// a broker without a rack. A broker that is down (Missing) is known
+	// only from replica lists, so its rack is unknown: it neither turns
+	// the rule off nor counts in it. A live broker without a rack does
+	// turn it off (the cluster is not rack-aware).
 	rackID := make([]int, ix.Len())
 	rackNames := map[string]int{}
+	checkRacks := live > 0
 	for i, br := range c.Brokers {
+		rackID[i] = -1
+		if br.Rack == "" {
+			if !br.Missing {
+				checkRacks = false
+			}
+			continue
+		}
 		id, ok := rackNames[br.Rack]
 		if !ok {
 			id = len(rackNames)
@@ -378,7 +392,6 @@ func checks(c *topology.Cluster, r Report) []Finding {
 		}
 		rackID[i] = id
 	}
-	checkRacks := c.HasRacks()
 	perBroker := make([]int, ix.Len()) // leaders of the current topic, by broker index
 	var led []int                      // broker indexes with perBroker > 0
 	var rackSeen []int                 // broker index per rack id, for one partition
@@ -402,7 +415,9 @@ func checks(c *topology.Cluster, r Report) []Finding {
 				key := p.Key().String()
 				add("rf-above-brokers", Error, key, "%s has %d replicas but %s", key, len(p.Replicas), brokersUp)
 			}
-			if c.Live && p.ISR != nil && p.Leader != topology.NoLeader && len(p.ISR) < len(p.Replicas) {
+			// An ISR list is a fact wherever it came from: a live cluster, or
+			// a layout file's "isr" (with or without its "live" flag).
+			if p.ISR != nil && p.Leader != topology.NoLeader && len(p.ISR) < len(p.Replicas) {
 				key := p.Key().String()
 				add("under-replicated", Warning, key, "%s has %d of %d replicas in sync", key, len(p.ISR), len(p.Replicas))
 			}
@@ -412,7 +427,7 @@ func checks(c *topology.Cluster, r Report) []Finding {
 				}
 				for _, rep := range p.Replicas {
 					j, ok := ix.Pos(rep)
-					if !ok {
+					if !ok || rackID[j] < 0 {
 						continue
 					}
 					if other := rackSeen[rackID[j]]; other >= 0 {

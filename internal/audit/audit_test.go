@@ -97,3 +97,67 @@ func TestCleanLayoutHasNoFindings(t *testing.T) {
 	assert.False(t, r.AtLeast(Info))
 	assert.InDelta(t, 1.0, r.LeaderSkew.MaxOverMean, 1e-9)
 }
+
+// TestRackChecksSurviveADownBroker: a broker that is down is known only
+// from replica lists, without its rack; the rack rule still holds for the
+// brokers whose racks are known (it used to vanish: 3 warnings before a
+// kill, none after).
+func TestRackChecksSurviveADownBroker(t *testing.T) {
+	mk := func(down bool) *topology.Cluster {
+		c := &topology.Cluster{Brokers: []topology.Broker{{ID: 1, Rack: "a"}, {ID: 2, Rack: "a"}, {ID: 3, Rack: "b"}, {ID: 4, Rack: "b"}},
+			Partitions: []topology.Partition{
+				{Topic: "t", Partition: 0, Replicas: []int32{1, 2}, Leader: 1}, // both in rack a
+				{Topic: "t", Partition: 1, Replicas: []int32{3, 4}, Leader: 3}, // both in rack b
+				{Topic: "t", Partition: 2, Replicas: []int32{1, 3}, Leader: 1},
+			}}
+		if down { // broker 4 is down: a live cluster no longer lists it
+			c.Brokers = c.Brokers[:3]
+			c.Partitions[1].ISR = []int32{3}
+		}
+		c.Normalize()
+		return c
+	}
+	before, after := rules(Run(mk(false), ByLeaders)), rules(Run(mk(true), ByLeaders))
+	assert.Equal(t, Warning, before["rack-duplicate t-0"])
+	assert.Equal(t, Warning, before["rack-duplicate t-1"])
+	assert.Equal(t, Warning, after["rack-duplicate t-0"], "broker 4 down: racks a and b still known")
+	assert.NotContains(t, after, "rack-duplicate t-1", "broker 4's rack is unknown once it is down")
+	assert.NotContains(t, after, "rack-duplicate t-2")
+	// A live broker without a rack: the cluster is not rack-aware.
+	c := mk(false)
+	c.Brokers[3].Rack = ""
+	assert.NotContains(t, rules(Run(c, ByLeaders)), "rack-duplicate t-0")
+}
+
+// TestWhatIfMeanLeavesDownBrokersOut: the leaders' max/mean after a loss
+// is over the brokers still up, not over brokers already down.
+func TestWhatIfMeanLeavesDownBrokersOut(t *testing.T) {
+	c := &topology.Cluster{Brokers: []topology.Broker{{ID: 1}, {ID: 2}, {ID: 3}}, Partitions: []topology.Partition{
+		{Topic: "t", Partition: 0, Replicas: []int32{1, 2}, Leader: 1},
+		{Topic: "t", Partition: 1, Replicas: []int32{1, 2}, Leader: 1},
+		{Topic: "t", Partition: 2, Replicas: []int32{2, 1}, Leader: 2},
+		{Topic: "t", Partition: 3, Replicas: []int32{3, 1}, Leader: 3},
+		{Topic: "t", Partition: 4, Replicas: []int32{4, 2}, Leader: 2, ISR: []int32{2}},
+	}}
+	c.Normalize() // broker 4 is named only by replicas: down
+	require.True(t, c.Brokers[3].Missing)
+	w := WhatIfLoss(c, ByLeaders, []int32{3})
+	require.Len(t, w, 1)
+	// After losing 3: broker 1 leads 3, broker 2 leads 2; 2 brokers up.
+	assert.Equal(t, 3, w[0].LeadersMax)
+	assert.Equal(t, 2, w[0].LiveBrokers)
+	assert.InDelta(t, 3.0*2/5, w[0].LeadersMaxOverMean, 1e-9)
+}
+
+// TestISRWithoutLiveFlag: a layout file's isr lists are facts with or
+// without its "live" flag: a short ISR is under-replicated either way.
+func TestISRWithoutLiveFlag(t *testing.T) {
+	for _, live := range []string{``, `"live":true,`} {
+		data := []byte(`{"version":1,` + live + `"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"leader":1,"isr":[1]},{"topic":"t","partition":1,"replicas":[2,1],"leader":2,"isr":[2,1]}]}`)
+		c, err := topology.LoadJSON(data, "x.json")
+		require.NoError(t, err)
+		got := rules(Run(c, ByLeaders))
+		assert.Equal(t, Warning, got["under-replicated t-0"], live)
+		assert.NotContains(t, got, "under-replicated t-1", live)
+	}
+}

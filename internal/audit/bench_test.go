@@ -128,3 +128,31 @@ func BenchmarkPredictAfterLoss2M(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAudit2MFailover is BenchmarkAudit2M with the failover section
+// (what kplan audit always runs): to compare side by side with it. Target
+// (issue 20): within 1.5x of BenchmarkAudit2M.
+func BenchmarkAudit2MFailover(b *testing.B) {
+	c := big(b)
+	b.ResetTimer()
+	for b.Loop() {
+		r := Run(c, ByLeaders)
+		if err := r.AddFailover(c, FailoverOptions{Rates: EqualRates(), Threshold: DefaultFailoverThreshold}); err != nil || r.Failover.Broker == nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFailover2M is the failover section alone on the big layout:
+// every broker loss, the worst, every topic's worst loss, and the round
+// robin prediction after the worst.
+func BenchmarkFailover2M(b *testing.B) {
+	c := big(b)
+	b.ResetTimer()
+	for b.Loop() {
+		var r Report
+		if err := r.AddFailover(c, FailoverOptions{Rates: EqualRates(), Threshold: DefaultFailoverThreshold}); err != nil || r.Failover.Broker == nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -64,12 +64,14 @@ type TopicFailover struct {
 // neither lost nor survivors; partitions already offline count nowhere.
 // It costs O(partitions x RF + losses x brokers).
 func FailoverLosses(c *topology.Cluster, d Domain) []LossFigure {
-	f := newFailover(c, d)
-	out := make([]LossFigure, len(f.units))
-	for u := range f.units {
-		out[u] = f.figure(u)
-	}
-	return out
+	return newFailover(newElectModel(c), d).losses()
+}
+
+// Failover returns FailoverLosses and TopicFailovers of one domain at the
+// cost of one: the election model is built once for both.
+func Failover(c *topology.Cluster, d Domain) ([]LossFigure, []TopicFailover) {
+	f := newFailover(newElectModel(c), d)
+	return f.losses(), f.topics()
 }
 
 // WorstLoss returns the loss of losses with the largest excess (then the
@@ -92,13 +94,77 @@ func WorstLoss(losses []LossFigure) *LossFigure {
 
 // TopicFailovers returns, for every topic with an excess above zero under
 // some loss of the domain, its worst loss; sorted by excess, then topic.
+// It costs O(partitions x RF) plus a sort of each topic's brokers.
 func TopicFailovers(c *topology.Cluster, d Domain) []TopicFailover {
-	return newFailover(c, d).topics()
+	return newFailover(newElectModel(c), d).topics()
+}
+
+// electModel is the layout as the failover figures read it, built in one
+// pass over c's partitions: broker positions resolved once, and no
+// Partition (with its topic string and four slices) read again, so every
+// later pass streams a few dense arrays.
+type electModel struct {
+	c    *topology.Cluster
+	ix   *topology.Index
+	down []bool // brokers already down (Missing)
+	live int
+	// topicStart[t] is topic t's first partition; one more entry ends the
+	// last topic.
+	topicStart []int32
+	// lpos is each partition's leader position, or -1 (no leader, an
+	// unknown broker, or one already down).
+	lpos []int32
+	// Partition i's replicas are rep[off[i]:off[i+1]] in assignment order:
+	// broker positions, -1 for an unknown broker; elig marks those alive,
+	// in sync and not offline, the replicas Kafka may elect.
+	off  []int32
+	rep  []int32
+	elig []bool
+}
+
+func newElectModel(c *topology.Cluster) *electModel {
+	ix := topology.NewIndex(c.Brokers)
+	m := &electModel{c: c, ix: ix, down: make([]bool, ix.Len()), lpos: make([]int32, len(c.Partitions)), off: make([]int32, len(c.Partitions)+1)}
+	for j, b := range c.Brokers {
+		m.down[j] = b.Missing
+		if !b.Missing {
+			m.live++
+		}
+	}
+	size := 0
+	for i := range c.Partitions {
+		size += len(c.Partitions[i].Replicas)
+	}
+	m.rep, m.elig = make([]int32, 0, size), make([]bool, 0, size)
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		if i == 0 || p.Topic != c.Partitions[i-1].Topic {
+			m.topicStart = append(m.topicStart, int32(i))
+		}
+		m.lpos[i] = -1
+		if lj, ok := ix.Pos(p.Leader); ok && p.Leader != topology.NoLeader && !m.down[lj] {
+			m.lpos[i] = int32(lj)
+		}
+		for _, r := range p.Replicas {
+			j, ok := ix.Pos(r)
+			if !ok {
+				m.rep, m.elig = append(m.rep, -1), append(m.elig, false)
+				continue
+			}
+			m.rep = append(m.rep, int32(j))
+			// Without an ISR list every replica is in sync.
+			m.elig = append(m.elig, !m.down[j] && (p.ISR == nil || slices.Contains(p.ISR, r)) && (len(p.Offline) == 0 || !slices.Contains(p.Offline, r)))
+		}
+		m.off[i+1] = int32(len(m.rep))
+	}
+	m.topicStart = append(m.topicStart, int32(len(c.Partitions)))
+	return m
 }
 
 // failover holds the dense arrays of one domain's evaluation.
 type failover struct {
 	c  *topology.Cluster
+	m  *electModel
 	ix *topology.Index
 	d  Domain
 	// down marks brokers already down (Missing).
@@ -120,12 +186,11 @@ type failover struct {
 	lpos []int32
 }
 
-func newFailover(c *topology.Cluster, d Domain) *failover {
-	ix := topology.NewIndex(c.Brokers)
+func newFailover(m *electModel, d Domain) *failover {
+	c, ix := m.c, m.ix
 	n := ix.Len()
-	f := &failover{c: c, ix: ix, d: d, down: make([]bool, n), unitOf: make([]int, n), base: make([]int, n)}
-	for j, b := range c.Brokers {
-		f.down[j] = b.Missing
+	f := &failover{c: c, m: m, ix: ix, d: d, down: m.down, unitOf: make([]int, n), base: make([]int, n)}
+	for j := range f.unitOf {
 		f.unitOf[j] = -1
 	}
 	switch d {
@@ -169,17 +234,27 @@ func newFailover(c *topology.Cluster, d Domain) *failover {
 			f.names = append(f.names, "")
 		}
 	}
+	// Presize each unit's list of led partitions: one counting pass over
+	// the leader positions is cheaper than growing them.
+	counts := make([]int, len(f.units))
+	for _, lj := range m.lpos {
+		if lj >= 0 {
+			if u := f.unitOf[lj]; u >= 0 {
+				counts[u]++
+			}
+		}
+	}
 	f.lead = make([][]int32, len(f.units))
-	f.succ = make([]int32, len(c.Partitions))
-	f.lpos = make([]int32, len(c.Partitions))
-	for i := range c.Partitions {
-		p := &c.Partitions[i]
-		f.succ[i], f.lpos[i] = -1, -1
-		lj, ok := ix.Pos(p.Leader)
-		if p.Leader == topology.NoLeader || !ok || f.down[lj] {
+	for u, k := range counts {
+		f.lead[u] = make([]int32, 0, k)
+	}
+	f.succ = make([]int32, len(m.lpos))
+	f.lpos = m.lpos
+	for i, lj := range m.lpos {
+		f.succ[i] = -1
+		if lj < 0 {
 			continue
 		}
-		f.lpos[i] = int32(lj)
 		f.base[lj]++
 		f.online++
 		u := f.unitOf[lj]
@@ -187,50 +262,82 @@ func newFailover(c *topology.Cluster, d Domain) *failover {
 			continue
 		}
 		f.lead[u] = append(f.lead[u], int32(i))
-		for _, r := range p.Replicas {
-			j, ok := ix.Pos(r)
-			if !ok || f.down[j] || f.unitOf[j] == u || !p.InSync(r) || slices.Contains(p.Offline, r) {
-				continue
+		for k := m.off[i]; k < m.off[i+1]; k++ {
+			if j := m.rep[k]; m.elig[k] && f.unitOf[j] != u {
+				f.succ[i] = j
+				break
 			}
-			f.succ[i] = int32(j)
-			break
 		}
 	}
 	return f
 }
 
-// figure evaluates the loss of unit u.
-func (f *failover) figure(u int) LossFigure {
-	n := f.ix.Len()
-	lostSet := make(map[int]bool, len(f.units[u]))
-	lf := LossFigure{Domain: f.d, Rack: f.names[u]}
+func (f *failover) losses() []LossFigure {
+	out := make([]LossFigure, len(f.units))
+	gain := make([]int, f.ix.Len())
+	// Live brokers by leaders before the loss, most first, then id: the
+	// busiest survivor that gains nothing is the first not lost.
+	byBase := make([]int, 0, f.m.live)
+	for j := range gain {
+		if !f.down[j] {
+			byBase = append(byBase, j)
+		}
+	}
+	slices.SortFunc(byBase, func(a, b int) int {
+		if c := cmp.Compare(f.base[b], f.base[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(f.ix.ID(a), f.ix.ID(b))
+	})
+	for u := range f.units {
+		out[u] = f.figure(u, gain, byBase)
+	}
+	return out
+}
+
+// figure evaluates the loss of unit u; gain is zeroed scratch, one entry
+// per broker position, left zeroed; byBase the live brokers by leaders,
+// most first, then id.
+func (f *failover) figure(u int, gain, byBase []int) LossFigure {
+	lf := LossFigure{Domain: f.d, Rack: f.names[u], Lost: make([]int32, 0, len(f.units[u]))}
 	for _, j := range f.units[u] {
-		lostSet[j] = true
 		lf.Lost = append(lf.Lost, f.ix.ID(j))
 	}
 	slices.Sort(lf.Lost)
-	gain := map[int]int{}
 	for _, i := range f.lead[u] {
 		if s := f.succ[i]; s >= 0 {
-			gain[int(s)]++
+			gain[s]++
 			lf.Moved++
 		} else {
 			lf.Offline++
 		}
 	}
 	lf.Online = f.online - lf.Offline
+	lf.Survivors = f.m.live - len(f.units[u])
 	lf.Busiest, lf.BusiestLeaders = topology.NoLeader, -1
-	for j := range n {
-		if f.down[j] || lostSet[j] {
-			continue
+	consider := func(j, v int) {
+		if id := f.ix.ID(j); v > lf.BusiestLeaders || (v == lf.BusiestLeaders && id < lf.Busiest) {
+			lf.Busiest, lf.BusiestLeaders = id, v
 		}
-		lf.Survivors++
-		if v := f.base[j] + gain[j]; v > lf.BusiestLeaders {
-			lf.Busiest, lf.BusiestLeaders = f.ix.ID(j), v
+	}
+	for _, i := range f.lead[u] {
+		if s := f.succ[i]; s >= 0 {
+			consider(int(s), f.base[s]+gain[s])
+		}
+	}
+	for _, j := range byBase {
+		if f.unitOf[j] != u && gain[j] == 0 {
+			consider(j, f.base[j])
+			break
+		}
+	}
+	for _, i := range f.lead[u] {
+		if s := f.succ[i]; s >= 0 {
+			gain[s] = 0
 		}
 	}
 	if lf.Survivors == 0 {
-		lf.BusiestLeaders = 0
+		lf.Busiest, lf.BusiestLeaders = topology.NoLeader, 0
 		return lf
 	}
 	lf.Optimum = ceilDiv(lf.Online, lf.Survivors)
@@ -239,88 +346,58 @@ func (f *failover) figure(u int) LossFigure {
 }
 
 // topics evaluates every topic under every loss that takes one of its
-// leaders.
+// leaders. Per topic and loss, only the brokers gaining leaders change:
+// the busiest survivor is the busiest of them or the busiest broker that
+// neither gains nor is lost, the first such in the topic's leaders sorted
+// by leaders (most first), then id. So a loss costs its lost leaderships
+// plus the lost brokers skipped in that order, not every broker, and a
+// topic a sort of its leader brokers.
 func (f *failover) topics() []TopicFailover {
 	n := f.ix.Len()
-	base := make([]int, n)
+	t := &topicScratch{base: make([]int, n), gain: make([]int, n), lostIn: make([]int, len(f.units))}
 	holds := make([]bool, n)
-	gain := make([]int, n)
+	// rank orders broker positions by id, for ties.
+	rank := make([]uint32, n)
+	byID := make([]int, n)
+	for j := range byID {
+		byID[j] = j
+	}
+	slices.SortFunc(byID, func(a, b int) int { return cmp.Compare(f.ix.ID(a), f.ix.ID(b)) })
+	for r, j := range byID {
+		rank[j] = uint32(r)
+	}
+	t.byRank = byID
 	var out []TopicFailover
-	for _, t := range f.c.Topics() {
-		off := f.c.Find(t.Partitions[0].Key())
-		var touched []int
+	m := f.m
+	for ti := 0; ti+1 < len(m.topicStart); ti++ {
+		i, end := int(m.topicStart[ti]), int(m.topicStart[ti+1])
+		t.touched, t.led, t.order = t.touched[:0], t.led[:0], t.order[:0]
 		online := 0
-		units := map[int][]int{}
-		for k := range t.Partitions {
-			i := off + k
-			for _, r := range t.Partitions[k].Replicas {
-				if j, ok := f.ix.Pos(r); ok && !f.down[j] && !holds[j] {
+		for k := i; k < end; k++ {
+			for x := m.off[k]; x < m.off[k+1]; x++ {
+				if j := m.rep[x]; j >= 0 && !f.down[j] && !holds[j] {
 					holds[j] = true
-					touched = append(touched, j)
+					t.touched = append(t.touched, int(j))
 				}
 			}
-			lj := f.lpos[i]
+			lj := f.lpos[k]
 			if lj < 0 {
 				continue
 			}
-			base[lj]++
+			if t.base[lj] == 0 {
+				t.order = append(t.order, uint64(rank[lj]))
+			}
+			t.base[lj]++
 			online++
 			if u := f.unitOf[lj]; u >= 0 {
-				units[u] = append(units[u], i)
+				t.led = append(t.led, uint64(u)<<32|uint64(k))
 			}
 		}
-		var worst *TopicFailover
-		us := make([]int, 0, len(units))
-		for u := range units {
-			us = append(us, u)
-		}
-		slices.Sort(us)
-		for _, u := range us {
-			lost := map[int]bool{}
-			for _, j := range f.units[u] {
-				lost[j] = true
-			}
-			off := 0
-			for _, i := range units[u] {
-				if s := f.succ[i]; s >= 0 {
-					gain[s]++
-				} else {
-					off++
-				}
-			}
-			surv, busiest, most := 0, int32(topology.NoLeader), -1
-			for _, j := range touched {
-				if lost[j] {
-					continue
-				}
-				surv++
-				if v := base[j] + gain[j]; v > most || (v == most && f.ix.ID(j) < busiest) {
-					busiest, most = f.ix.ID(j), v
-				}
-			}
-			for _, i := range units[u] {
-				if s := f.succ[i]; s >= 0 {
-					gain[s] = 0
-				}
-			}
-			if surv == 0 {
-				continue
-			}
-			opt := ceilDiv(online-off, surv)
-			if e := most - opt; e > 0 && (worst == nil || e > worst.Excess) {
-				tf := TopicFailover{Topic: t.Name, Rack: f.names[u], Busiest: busiest, BusiestLeaders: most, Optimum: opt, Excess: e}
-				for _, j := range f.units[u] {
-					tf.Lost = append(tf.Lost, f.ix.ID(j))
-				}
-				slices.Sort(tf.Lost)
-				worst = &tf
-			}
-		}
-		if worst != nil {
+		if worst := f.topicWorst(f.c.Partitions[i].Topic, online, t); worst != nil {
 			out = append(out, *worst)
 		}
-		for _, j := range touched {
-			base[j], holds[j] = 0, false
+		for _, j := range t.touched {
+			t.base[j], holds[j] = 0, false
 		}
 	}
 	slices.SortFunc(out, func(a, b TopicFailover) int {
@@ -330,6 +407,108 @@ func (f *failover) topics() []TopicFailover {
 		return cmp.Compare(a.Topic, b.Topic)
 	})
 	return out
+}
+
+// topicScratch is topics' working memory, one entry per broker position
+// (base, gain, byRank) or loss unit (lostIn), reused from topic to topic.
+type topicScratch struct {
+	// base holds the topic's leaders per broker; gain and lostIn are zero
+	// between topics.
+	base, gain, lostIn []int
+	// byRank maps an id rank back to a broker position.
+	byRank []int
+	// touched are the live brokers holding a replica of the topic; led
+	// its partitions led by a loss unit's broker (unit<<32 | partition);
+	// order its leader brokers by id rank, then by leaders, most first
+	// ((^leaders)<<32 | rank).
+	touched []int
+	led     []uint64
+	order   []uint64
+}
+
+// topicWorst returns one topic's worst loss, or nil when no loss leaves
+// its busiest survivor above its optimum.
+func (f *failover) topicWorst(name string, online int, t *topicScratch) *TopicFailover {
+	if len(t.led) == 0 {
+		return nil
+	}
+	base, gain, lostIn := t.base, t.gain, t.lostIn
+	for _, j := range t.touched {
+		if u := f.unitOf[j]; u >= 0 {
+			lostIn[u]++
+		}
+	}
+	defer func() {
+		for _, j := range t.touched {
+			if u := f.unitOf[j]; u >= 0 {
+				lostIn[u] = 0
+			}
+		}
+	}()
+	for k, r := range t.order {
+		t.order[k] = uint64(^uint32(base[t.byRank[r]]))<<32 | r
+	}
+	slices.Sort(t.order)
+	slices.Sort(t.led)
+	var worst *TopicFailover
+	led := t.led
+	for a := 0; a < len(led); {
+		u := int(led[a] >> 32)
+		b, offline := a, 0
+		for ; b < len(led) && int(led[b]>>32) == u; b++ {
+			if s := f.succ[uint32(led[b])]; s >= 0 {
+				gain[s]++
+			} else {
+				offline++
+			}
+		}
+		busiest, most := topology.NoLeader, -1
+		consider := func(j, v int) {
+			if id := f.ix.ID(j); v > most || (v == most && id < busiest) {
+				busiest, most = id, v
+			}
+		}
+		for k := a; k < b; k++ {
+			if s := int(f.succ[uint32(led[k])]); s >= 0 {
+				consider(s, base[s]+gain[s])
+			}
+		}
+		found := false
+		for _, key := range t.order {
+			if j := t.byRank[uint32(key)]; f.unitOf[j] != u && gain[j] == 0 {
+				consider(j, base[j])
+				found = true
+				break
+			}
+		}
+		if !found {
+			// Every leader broker is lost or gains: the others lead none.
+			for _, j := range t.touched {
+				if f.unitOf[j] != u && gain[j] == 0 {
+					consider(j, 0)
+				}
+			}
+		}
+		for k := a; k < b; k++ {
+			if s := f.succ[uint32(led[k])]; s >= 0 {
+				gain[s] = 0
+			}
+		}
+		surv := len(t.touched) - lostIn[u]
+		if surv > 0 {
+			opt := ceilDiv(online-offline, surv)
+			if e := most - opt; e > 0 && (worst == nil || e > worst.Excess) {
+				tf := TopicFailover{Topic: name, Rack: f.names[u], Busiest: busiest, BusiestLeaders: most, Optimum: opt, Excess: e}
+				for _, j := range f.units[u] {
+					tf.Lost = append(tf.Lost, f.ix.ID(j))
+				}
+				slices.Sort(tf.Lost)
+				worst = &tf
+			}
+		}
+		a = b
+	}
+	return worst
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

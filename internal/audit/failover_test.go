@@ -3,11 +3,14 @@ package audit
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/topology"
+	"github.com/kplan-dev/kplan/internal/workload"
 )
 
 // bruteLoss elects every partition with AfterLoss and counts leaders: the
@@ -67,7 +70,8 @@ func TestFailoverLossesEqualBruteForce(t *testing.T) {
 				}
 			}
 			// Per topic: the worst excess equals the brute force over every loss.
-			want := map[string]int{}
+			type worst struct{ excess, most int }
+			want := map[string]worst{}
 			for _, lf := range FailoverLosses(c, d) {
 				after := AfterLoss(c, lf.Lost...)
 				for _, tp := range after.Topics() {
@@ -95,21 +99,72 @@ func TestFailoverLossesEqualBruteForce(t *testing.T) {
 					for b := range holders {
 						most = max(most, count[b])
 					}
-					if e := most - (online+len(holders)-1)/len(holders); e > want[tp.Name] {
-						want[tp.Name] = e
+					if e := most - (online+len(holders)-1)/len(holders); e > want[tp.Name].excess {
+						want[tp.Name] = worst{e, most}
 					}
 				}
 			}
-			got := map[string]int{}
-			for _, tf := range TopicFailovers(c, d) {
-				got[tf.Topic] = tf.Excess
-			}
-			for k, v := range want {
-				if v == 0 {
-					delete(want, k)
-				}
+			got := map[string]worst{}
+			losses, topics := Failover(c, d)
+			require.Equal(t, FailoverLosses(c, d), losses)
+			require.Equal(t, TopicFailovers(c, d), topics)
+			for _, tf := range topics {
+				got[tf.Topic] = worst{tf.Excess, tf.BusiestLeaders}
 			}
 			require.Equal(t, want, got, "seed %d %s", seed, d)
+		}
+	}
+}
+
+// TestAddFailoverEqualsItsParts: the section's worst losses are WorstLoss
+// of FailoverLosses, its topics TopicFailovers, its round robin prediction
+// PredictAll on the layout after that loss (brute force through AfterLoss),
+// and a warning stands exactly where the excess passes the threshold.
+func TestAddFailoverEqualsItsParts(t *testing.T) {
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		o := topology.GenOptions{Brokers: 4 + rng.IntN(8), Topics: 1 + rng.IntN(4), Partitions: 10 + rng.IntN(50),
+			ReplicationFactor: 1 + rng.IntN(3), Racks: []int{0, 2, 3}[rng.IntN(3)], Scatter: rng.Float64()}
+		c, err := topology.Generate(o, rng)
+		require.NoError(t, err)
+		if rng.IntN(3) == 0 {
+			// A broker down that still leads in the layout (stale): the
+			// prediction elects its partitions as AfterLoss does.
+			c.Brokers[rng.IntN(len(c.Brokers))].Missing = true
+		}
+		rates := Rates{ByTopic: map[string]float64{c.Partitions[0].Topic: 5}, Default: 1}
+		threshold := rng.IntN(3)
+		var r Report
+		require.NoError(t, r.AddFailover(c, FailoverOptions{Rates: rates, RatesGiven: true, Threshold: threshold}))
+		require.NotNil(t, r.Failover)
+		assert.Equal(t, "given", r.Failover.Rates)
+		for _, d := range []Domain{DomainBroker, DomainRack} {
+			w := r.Failover.Broker
+			if d == DomainRack {
+				w = r.Failover.Rack
+			}
+			losses := FailoverLosses(c, d)
+			if d == DomainRack && len(losses) < 2 {
+				assert.Nil(t, w, "seed %d: a rack section needs two racks", seed)
+				continue
+			}
+			require.NotNil(t, w, "seed %d %s", seed, d)
+			assert.Equal(t, *WorstLoss(losses), w.Worst)
+			assert.Equal(t, len(losses), w.Losses)
+			want := TopicFailovers(c, d)
+			if want == nil {
+				want = []TopicFailover{}
+			}
+			assert.Equal(t, want, w.Topics)
+			after := AfterLoss(c, w.Worst.Lost...)
+			ps, err := PredictAll(after, Loads(after, rates, workload.TopicKeys{}), ShareOptions{}, RoundRobin)
+			require.NoError(t, err)
+			assert.Equal(t, ps[0].MaxOverMean, w.RoundRobin.MaxOverMean, "seed %d %s", seed, d)
+			assert.Equal(t, ps[0].BusiestBroker, w.RoundRobin.Busiest, "seed %d %s", seed, d)
+			warned := slices.ContainsFunc(r.Findings, func(f Finding) bool {
+				return f.Rule == "failover-excess" && strings.HasPrefix(f.Subject, string(d))
+			})
+			assert.Equal(t, w.Worst.Excess > threshold, warned, "seed %d %s", seed, d)
 		}
 	}
 }

@@ -139,29 +139,30 @@ func predictMany(c *topology.Cluster, loads []workload.Topic, names []string, o 
 	}
 	leads := make([]bool, ix.Len())
 	byTopic := topicRuns(c, loads)
-	var leader []int32 // per partition number: the leader's index position, or -1
+	// One entry per partition of the topic (never per partition number: a
+	// single partition numbered 2147483647 must not size an array).
+	var leader []int32 // per partition: the leader's index position, or -1
+	var number []int32 // per partition: its number
 	var mass []float64
 	for _, l := range loads {
 		runs := byTopic[l.Name]
 		if !(l.Rate > 0) || len(runs) == 0 {
 			continue
 		}
-		leader = leader[:0]
+		leader, number = leader[:0], number[:0]
 		for _, r := range runs {
 			for i := r[0]; i < r[1]; i++ {
 				p := &c.Partitions[i]
 				if p.Partition < 0 {
 					continue
 				}
-				for int(p.Partition) >= len(leader) {
-					leader = append(leader, -1)
-				}
+				leader, number = append(leader, -1), append(number, p.Partition)
 				id := p.Leader
 				if len(lost) > 0 && id != topology.NoLeader && dead(id) {
 					id = topology.ElectAfterLoss(p, dead)
 				}
 				if j, ok := ix.Pos(id); ok && !down[j] {
-					leader[p.Partition] = int32(j)
+					leader[len(leader)-1] = int32(j)
 					leads[j] = true
 				}
 			}
@@ -180,7 +181,7 @@ func predictMany(c *topology.Cluster, loads []workload.Topic, names []string, o 
 				if len(mass) == 0 {
 					mass = l.Keys.PartitionMass(len(leader))
 				}
-				keyed(load[k], leader, mass, l.Rate)
+				keyed(load[k], leader, number, mass, l.Rate)
 			case Node, SQF:
 				perBroker(load[k], ids, l.Rate)
 			case SQFShared:
@@ -263,23 +264,16 @@ func uniform(load []float64, leader []int32, rate float64) {
 	}
 }
 
-// keyed splits rate over the writable partitions in proportion to their
-// keys' mass: records whose key hashes to an unwritable partition wait in
-// the producer and take no broker's bandwidth, so the shares are of the
-// mass served.
-func keyed(load []float64, leader []int32, mass []float64, rate float64) {
-	var served float64
-	for p, j := range leader {
-		if j >= 0 {
-			served += mass[p]
-		}
-	}
-	if served <= 0 {
-		return
-	}
-	for p, j := range leader {
-		if j >= 0 {
-			load[j] += rate * mass[p] / served
+// keyed gives every writable partition the mass of the keys murmur2 sends
+// to it: key mod the topic's partition count, so number is the partition's
+// number and a partition numbered past the count takes no key. A record
+// whose key hashes to an unwritable partition (offline, or a number the
+// topic lacks) fails or waits in the producer: Kafka's hash partitioner
+// never sends it to another partition, so its mass is lost, not spread.
+func keyed(load []float64, leader, number []int32, mass []float64, rate float64) {
+	for i, j := range leader {
+		if j >= 0 && int(number[i]) < len(mass) {
+			load[j] += rate * mass[number[i]]
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -334,4 +335,61 @@ func TestPredictAfterLossIsPredictOnAfterLoss(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPredictSharesKeyedOfflineKeepsOthers: keys whose partition is
+// offline fail in the producer (Kafka's hash partitioner never sends them
+// elsewhere), so every writable partition takes exactly its own keys' mass,
+// rate x mass, as with every partition up: brute force over the keys.
+func TestPredictSharesKeyedOfflineKeepsOthers(t *testing.T) {
+	keys := workload.Keys{Kind: workload.KeysZipf, S: 1.1, N: 500}
+	c := &topology.Cluster{}
+	for p := range int32(6) {
+		c.Partitions = append(c.Partitions, topology.Partition{Topic: "A", Partition: p, Replicas: []int32{p%3 + 1}, Leader: p%3 + 1})
+	}
+	c.Normalize()
+	c.Partitions[2].Leader = topology.NoLeader // A-2 offline
+	want := map[int32]float64{1: 0, 2: 0, 3: 0}
+	for i, w := range keys.Weights() {
+		p := workload.PartitionOf(workload.Key(i), 6)
+		if p != 2 {
+			want[int32(p%3+1)] += 10 * w
+		}
+	}
+	for _, name := range []string{Hash, Default} {
+		got, err := PredictShares(c, []workload.Topic{{Name: "A", Rate: 10, Keys: keys}}, name, ShareOptions{})
+		require.NoError(t, err)
+		assert.InDeltaMapValues(t, want, got.Load, 1e-9, name)
+	}
+}
+
+// TestPredictHugePartitionNumber: one partition numbered 2147483647 is a
+// valid layout; predicting it (keyless and keyed) costs memory for one
+// partition, not for two billion. Its number is past the partition count,
+// so no key hashes to it.
+func TestPredictHugePartitionNumber(t *testing.T) {
+	c := &topology.Cluster{Partitions: []topology.Partition{
+		{Topic: "A", Partition: 0, Replicas: []int32{1}, Leader: 1},
+		{Topic: "A", Partition: 1<<31 - 1, Replicas: []int32{2}, Leader: 2},
+	}}
+	c.Normalize()
+	one := workload.Keys{Kind: workload.KeysUniform, N: 100}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rr, err := PredictShares(c, []workload.Topic{{Name: "A", Rate: 2}}, RoundRobin, ShareOptions{})
+	require.NoError(t, err)
+	hash, err := PredictShares(c, []workload.Topic{{Name: "A", Rate: 2, Keys: one}}, Hash, ShareOptions{})
+	require.NoError(t, err)
+	r := Run(c, ByLeaders)
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "bytes allocated")
+	assert.InDeltaMapValues(t, map[int32]float64{1: 1, 2: 1}, rr.Load, 1e-12)
+	want := map[int32]float64{1: 0, 2: 0}
+	for i, w := range one.Weights() {
+		if workload.PartitionOf(workload.Key(i), 2) == 0 {
+			want[1] += 2 * w
+		}
+	}
+	assert.InDeltaMapValues(t, want, hash.Load, 1e-12)
+	assert.Equal(t, 2, r.Partitions)
 }

@@ -469,19 +469,22 @@ func (m *lossModel) firstPartition(t int) int {
 	return i
 }
 
+// skew takes the leaders' max/mean over the brokers still up: neither the
+// lost broker nor one already down (Missing) counts in the mean.
 func (m *lossModel) skew(w *WhatIf, leaders []int, bi int) {
-	sum := 0
+	sum, up := 0, 0
 	for j, n := range leaders {
-		if j == bi {
+		if j == bi || (m.missing != nil && m.missing[m.ix.ID(j)]) {
 			continue
 		}
+		up++
 		sum += n
 		if n > w.LeadersMax {
 			w.LeadersMax, w.BusiestBroker = n, m.ix.ID(j)
 		}
 	}
-	if sum > 0 && m.ix.Len() > 1 {
-		w.LeadersMaxOverMean = round3(float64(w.LeadersMax) * float64(m.ix.Len()-1) / float64(sum))
+	if sum > 0 {
+		w.LeadersMaxOverMean = round3(float64(w.LeadersMax) * float64(up) / float64(sum))
 	}
 }
 

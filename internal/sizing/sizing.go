@@ -12,7 +12,7 @@
 // and (P, b) is feasible iff Pmax(b) >= Pmin. Pmax is non-decreasing in b, so
 // BroMin is the smallest feasible b and BroMax is b = B, both with Pmax(b):
 // exactly what the paper's Algorithms 1 and 2 return, in O(B) instead of
-// O(Hmax/r * B^2). The literal loops are kept in reference.go for tests.
+// O(Hmax/r * B^2). The literal loops are kept in reference_test.go for tests.
 package sizing
 
 import (

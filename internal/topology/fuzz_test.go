@@ -43,6 +43,7 @@ func seedLayouts(f *testing.F) {
 func FuzzLoad(f *testing.F) {
 	seedLayouts(f)
 	f.Fuzz(func(t *testing.T, body string) {
+		checkFastEqualsSlow(t, []byte(body))
 		c, err := Load(strings.NewReader(body), "in.json")
 		if err != nil {
 			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "in.json") {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,12 +40,33 @@ func position(data []byte, off int64) (int, int) {
 	return line, col
 }
 
+// readAll is io.ReadAll, reading a file (or anything that knows its size)
+// into one buffer of that size rather than growing one by copying: a
+// 2M-partition layout is 133 MB.
+func readAll(r io.Reader) ([]byte, error) {
+	var size int64
+	switch v := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := v.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	case interface{ Len() int }:
+		size = int64(v.Len())
+	}
+	if size <= 0 || size > 1<<40 {
+		return io.ReadAll(r)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
+}
+
 // Load reads a layout from r, detecting its format: Kafka's reassignment
 // JSON (as kafka-reassign-partitions writes it, plus optional per-partition
 // "leader" and "isr"), or the text of kafka-topics.sh --describe (Kafka 2.x
 // to 4.x). name labels errors.
 func Load(r io.Reader, name string) (*Cluster, error) {
-	data, err := io.ReadAll(r)
+	data, err := readAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -73,9 +95,20 @@ type jsonPartition struct {
 	Offline   []int64  `json:"offline_replicas"`
 }
 
-// LoadJSON reads Kafka's version-1 reassignment JSON. It streams the
-// partitions array, so a two-million-partition file costs one pass.
+// LoadJSON reads Kafka's version-1 reassignment JSON. The layouts kplan
+// and Kafka's tools write take a reader without reflection
+// (loadJSONFast); anything else, and every fault, the streaming decoder,
+// which names the line and column.
 func LoadJSON(data []byte, name string) (*Cluster, error) {
+	if c, ok := loadJSONFast(data); ok {
+		return c, nil
+	}
+	return loadJSONSlow(data, name)
+}
+
+// loadJSONSlow is LoadJSON through encoding/json. It streams the
+// partitions array, so a two-million-partition file costs one pass.
+func loadJSONSlow(data []byte, name string) (*Cluster, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	fail := func(field, format string, a ...any) error {
 		line, col := position(data, dec.InputOffset())

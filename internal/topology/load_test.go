@@ -3,7 +3,10 @@ package topology
 import (
 	"bytes"
 	"errors"
+	"io"
+	"math/rand/v2"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -163,7 +166,78 @@ func FuzzLoadJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		checkLoaded(t, body)
+		checkFastEqualsSlow(t, []byte(body))
 	})
+}
+
+// checkFastEqualsSlow: the reflection-free reader either gives up or builds
+// exactly what the encoding/json reader builds, and never accepts what it
+// refuses.
+func checkFastEqualsSlow(t *testing.T, data []byte) {
+	t.Helper()
+	fast, ok := loadJSONFast(data)
+	if !ok {
+		return
+	}
+	slow, err := loadJSONSlow(data, "f")
+	if err != nil {
+		t.Fatalf("the fast reader accepted what the slow one refuses: %v", err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("fast and slow readers differ:\n%+v\n%+v", fast, slow)
+	}
+}
+
+// TestLoadJSONFastEqualsSlow: on generated layouts written every way kplan
+// writes them (with racks, live state, short ISRs, offline replicas, log
+// dirs), the fast reader takes them all and equals the slow one; inputs it
+// does not know go to the slow one, faults keep their line and column.
+func TestLoadJSONFastEqualsSlow(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		c, err := Generate(GenOptions{Brokers: 3 + rng.IntN(6), Topics: 1 + rng.IntN(5), Partitions: 10 + rng.IntN(40), ReplicationFactor: 1 + rng.IntN(3), Racks: rng.IntN(3)}, rng)
+		require.NoError(t, err)
+		c.Live = seed%2 == 0
+		for i := range c.Partitions {
+			p := &c.Partitions[i]
+			switch rng.IntN(4) {
+			case 0:
+				p.ISR = p.Replicas[:1]
+			case 1:
+				p.Leader = NoLeader
+				p.Offline = p.Replicas[len(p.Replicas)-1:]
+			case 2:
+				p.LogDirs = make([]string, len(p.Replicas))
+				for k := range p.LogDirs {
+					p.LogDirs[k] = "any"
+				}
+			}
+		}
+		for _, write := range []func(*bytes.Buffer, *Cluster) error{
+			func(b *bytes.Buffer, c *Cluster) error { return WriteLayout(b, c) },
+			func(b *bytes.Buffer, c *Cluster) error { return WriteSnapshot(b, c) },
+		} {
+			var b bytes.Buffer
+			require.NoError(t, write(&b, c))
+			_, ok := loadJSONFast(b.Bytes())
+			assert.True(t, ok, "seed %d: kplan's own output takes the fast reader", seed)
+			checkFastEqualsSlow(t, b.Bytes())
+		}
+	}
+	for _, body := range []string{
+		`{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[1,2],"extra":1}]}`,
+		`{"version":1,"brokers":[{"id":1,"rack":"r\u0031"}],"partitions":[{"topic":"a","partition":0,"replicas":[1]}]}`,
+		`{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[1,2],"leader":null}]}`,
+		`{"version":1,"partitions":[{"topic":"a","partition":1,"replicas":[1]},{"topic":"a","partition":0,"replicas":[2]}]}`,
+	} {
+		_, ok := loadJSONFast([]byte(body))
+		assert.False(t, ok, body)
+		c, err := LoadJSON([]byte(body), "x.json")
+		require.NoError(t, err, body)
+		assert.NotEmpty(t, c.Partitions)
+	}
+	_, err := LoadJSON([]byte("{\"version\":1,\"partitions\":[\n {\"topic\":\"a\",\"partition\":0,\"replicas\":[1,1]}]}"), "bad.json")
+	assert.EqualError(t, err, "bad.json:2:2: replicas: a-0 names broker 1 twice")
 }
 
 func FuzzLoadDescribe(f *testing.F) {
@@ -280,5 +354,21 @@ func TestLoadRejectsTopicsKafkaCannotHold(t *testing.T) {
 	for _, ok := range []string{"a", "A.b_c-9", "__consumer_offsets", strings.Repeat("x", 249)} {
 		_, err := Load(strings.NewReader("Topic: "+ok+"\tPartition: 0\tLeader: 1\tReplicas: 1\n"), "in.txt")
 		assert.NoError(t, err, ok)
+	}
+}
+
+// TestReadAll: a file, a reader that knows its length and one that does not
+// all read whole, the first two into one buffer of their size.
+func TestReadAll(t *testing.T) {
+	body := strings.Repeat(`{"version":1}`, 1000)
+	path := t.TempDir() + "/l.json"
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close() //nolint:errcheck // read-only
+	for _, r := range []io.Reader{f, strings.NewReader(body), io.MultiReader(strings.NewReader(body[:7]), strings.NewReader(body[7:]))} {
+		got, err := readAll(r)
+		require.NoError(t, err)
+		assert.Equal(t, body, string(got))
 	}
 }

@@ -47,8 +47,20 @@ type Options struct {
 	// MaxOverlaps is how many overlapping pairs to list (0: all); the
 	// count is always exact.
 	MaxOverlaps int
-	f           *cmdutil.Factory
+	// FailoverThreshold is the excess of leaders on the busiest survivor
+	// of the worst loss above which the audit warns.
+	FailoverThreshold int
+	// MinInsync is min.insync.replicas for the pair loss (0: Kafka's
+	// default, 1).
+	MinInsync int
+	// RatesFlag names the flag the rates came from, for errors.
+	RatesFlag string
+	f         *cmdutil.Factory
 }
+
+// failoverTopics is how many topics the text lists under each worst loss;
+// -o json lists them all.
+const failoverTopics = 10
 
 // NewCmdAudit returns `kplan audit`. runF replaces the run function in tests.
 func NewCmdAudit(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
@@ -100,7 +112,22 @@ broker after each loss under every partitioner kplan chaos runs, on the
 leaders Kafka elects: the numbers kplan chaos prints as predicted for its
 after phase when it kills that broker. Max/mean is taken over the live
 brokers leading a partition of a topic written at a positive rate (the
-leaders chaos measures), so a lost broker does not count.`,
+leaders chaos measures), so a lost broker does not count.
+
+The failover section (failover in JSON) is always there: for the worst
+loss of one broker and, with two racks or more, of every broker of one
+rack, the busiest survivor's leaders against the optimum, ceil(online
+partitions / survivors), the least any replica order of the same replica
+sets could give it; the excess between them, the partitions the loss takes
+offline, each topic's own worst excess (the first 10 in text, all in JSON),
+and the predicted load after that loss under round robin (franz-go's
+default for keyless records) at --rates, every topic weighing 1 without
+them. An excess above --failover-threshold (default 1 leader) is a warning.
+With a replication factor of 3 or more it also names the worst pair of
+brokers lost together: the partitions it leaves with fewer in-sync replicas
+than min.insync.replicas (--min-insync; default Kafka's, 1: a live
+cluster's topic configs are not read), and whether a placement could avoid
+them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
 		Example: `  $ kplan audit --from testdata/layouts/thesis-fig3.3.json
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
   $ kafka-topics.sh --bootstrap-server k1:9092 --describe | kplan audit --from -
@@ -144,6 +171,12 @@ leaders chaos measures), so a lost broker does not count.`,
 				}
 				opts.WhatIf = append(opts.WhatIf, int32(id))
 			}
+			if cmd.Flags().Changed("min-insync") && opts.MinInsync < 1 {
+				return cmdutil.UsageErrorf("--min-insync: want 1 or more, got %d", opts.MinInsync)
+			}
+			if opts.FailoverThreshold < 0 {
+				return cmdutil.UsageErrorf("--failover-threshold: want 0 or more leaders, got %d", opts.FailoverThreshold)
+			}
 			if opts.MaxOverlaps < 0 {
 				return cmdutil.UsageErrorf("--max-overlaps: want 0 (all) or more, got %d", opts.MaxOverlaps)
 			}
@@ -158,7 +191,7 @@ leaders chaos measures), so a lost broker does not count.`,
 				if opts.Rates, err = audit.ParseRates(rates); err != nil {
 					return cmdutil.UsageErrorf("--rates: %w", err)
 				}
-				opts.RatesGiven = true
+				opts.RatesGiven, opts.RatesFlag = true, "--rates"
 			case ratesFile != "":
 				data, err := os.ReadFile(ratesFile)
 				if err != nil {
@@ -167,7 +200,7 @@ leaders chaos measures), so a lost broker does not count.`,
 				if opts.Rates, err = audit.ParseRatesFile(data, ratesFile); err != nil {
 					return cmdutil.UsageErrorf("--rates-file: %w", err)
 				}
-				opts.RatesGiven = true
+				opts.RatesGiven, opts.RatesFlag = true, "--rates-file"
 			}
 			if cmd.Flags().Changed("keys") {
 				if opts.Keys, err = workload.ParseTopicKeys(keys); err != nil {
@@ -193,6 +226,8 @@ leaders chaos measures), so a lost broker does not count.`,
 	cmd.Flags().StringVar(&keys, "keys", "", "record keys for the predicted load of hash and default: none, uniform:N or zipf:S:N for every topic, or TOPIC=SPEC,... (*=SPEC for the others)")
 	cmd.Flags().BoolVar(&opts.Saturated, "saturated", false, "predict sqf-shared with producers writing as fast as they can (queues full: the combined flow is balanced); default: rate-capped, as node")
 	cmd.Flags().IntVar(&opts.MaxOverlaps, "max-overlaps", audit.MaxOverlaps, "list at most this many overlapping pairs of max groups (0: all); overlap_count always counts them all")
+	cmd.Flags().IntVar(&opts.FailoverThreshold, "failover-threshold", audit.DefaultFailoverThreshold, "warn when the busiest survivor of the worst broker or rack loss leads more than this many partitions above the optimum, ceil(online partitions / survivors)")
+	cmd.Flags().IntVar(&opts.MinInsync, "min-insync", 0, "min.insync.replicas every topic is judged against for the worst pair of broker losses (default: Kafka's default, 1; a live cluster's topic configs are not read)")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
 	cmdutil.AddOutputFlag(cmd, &out)
 	return cmd
@@ -202,6 +237,11 @@ func runAudit(ctx context.Context, opts *Options) error {
 	c, err := opts.Source.Load(ctx, opts.f)
 	if err != nil {
 		return err
+	}
+	for _, t := range slices.Sorted(maps.Keys(opts.Rates.ByTopic)) {
+		if !hasTopic(c, t) {
+			return cmdutil.UsageErrorf("%s: no topic %q in this layout", opts.RatesFlag, t)
+		}
 	}
 	for _, t := range slices.Sorted(maps.Keys(opts.Keys.ByTopic)) {
 		if !hasTopic(c, t) {
@@ -244,6 +284,9 @@ func runAudit(ctx context.Context, opts *Options) error {
 				return err
 			}
 		}
+	}
+	if err := r.AddFailover(c, audit.FailoverOptions{Rates: opts.Rates, RatesGiven: opts.RatesGiven, Threshold: opts.FailoverThreshold, MinInsync: opts.MinInsync}); err != nil {
+		return err
 	}
 	if err := report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) }); err != nil {
 		return err
@@ -323,6 +366,9 @@ func doc(r audit.Report) report.Document {
 	}
 	for _, l := range r.PredictedAfterLoss {
 		d.Sections = append(d.Sections, lossSection(r, l))
+	}
+	if r.Failover != nil {
+		d.Sections = append(d.Sections, failoverSections(r)...)
 	}
 	fs := report.Section{Title: fmt.Sprintf("Findings (%d)", len(r.Findings)), Header: []string{"SEVERITY", "RULE", "SUBJECT", "MESSAGE"}}
 	for _, f := range r.Findings {
@@ -424,4 +470,101 @@ func lossSection(r audit.Report, l audit.LossPrediction) report.Section {
 	}
 	sec.Notes = append(sec.Notes, assumptions(r)...)
 	return sec
+}
+
+// failoverSections are the worst broker and rack loss, one row each, then
+// the topics furthest above their optimum under each.
+func failoverSections(r audit.Report) []report.Section {
+	f := r.Failover
+	unit := loadUnit(r)
+	if f.RatesBytesPerSecond != r.RatesBytesPerSecond {
+		unit = loadUnit(audit.Report{RatesBytesPerSecond: f.RatesBytesPerSecond})
+	}
+	sec := report.Section{Title: "Failover: the worst loss", Header: []string{"DOMAIN", "LOST", "SURVIVORS", "LEADERS MOVED", "OFFLINE", "BUSIEST", "OPTIMUM", "EXCESS", "ROUNDROBIN MAX/MEAN"}}
+	var topics []report.Section
+	for _, w := range []*audit.WorstFailover{f.Broker, f.Rack} {
+		if w == nil {
+			continue
+		}
+		l := w.Worst
+		lost := fmt.Sprintf("broker-%d", l.Lost[0])
+		if l.Domain == audit.DomainRack {
+			lost = fmt.Sprintf("%s (%d %s)", l.Rack, len(l.Lost), plural(len(l.Lost), "broker", "brokers"))
+		}
+		sec.Rows = append(sec.Rows, []string{string(l.Domain), lost, strconv.Itoa(l.Survivors), strconv.Itoa(l.Moved), strconv.Itoa(l.Offline),
+			fmt.Sprintf("broker-%d (%d)", l.Busiest, l.BusiestLeaders), strconv.Itoa(l.Optimum), strconv.Itoa(l.Excess),
+			fmt.Sprintf("%g (broker-%d: %s, mean %s)", w.RoundRobin.MaxOverMean, w.RoundRobin.Busiest, unit(w.RoundRobin.Max), unit(w.RoundRobin.Mean))})
+		if len(w.Topics) == 0 {
+			continue
+		}
+		title := fmt.Sprintf("Failover per topic, %s losses: %d %s above the optimum", l.Domain, len(w.Topics), plural(len(w.Topics), "topic", "topics"))
+		if len(w.Topics) > failoverTopics {
+			title += fmt.Sprintf(" (the first %d; -o json lists all)", failoverTopics)
+		}
+		ts := report.Section{Title: title, Header: []string{"TOPIC", "LOST", "BUSIEST", "OPTIMUM", "EXCESS"}}
+		for _, t := range w.Topics[:min(len(w.Topics), failoverTopics)] {
+			lost := "broker-" + ints(t.Lost)
+			if t.Rack != "" {
+				lost = t.Rack
+			}
+			ts.Rows = append(ts.Rows, []string{t.Topic, lost, fmt.Sprintf("broker-%d (%d)", t.Busiest, t.BusiestLeaders), strconv.Itoa(t.Optimum), strconv.Itoa(t.Excess)})
+		}
+		ts.Notes = []string{"each topic's own worst loss; its optimum is ceil(its online partitions / the survivors holding one of its replicas)"}
+		topics = append(topics, ts)
+	}
+	if len(sec.Rows) == 0 {
+		sec.Header, sec.Notes = nil, []string{"no live broker to lose"}
+		return []report.Section{sec}
+	}
+	rates := "at the given rates"
+	if f.Rates != "given" {
+		rates = "every topic weighs 1 (no --rates given)"
+	}
+	sec.Notes = []string{
+		"the loss (of a broker, or of every broker of a rack) leaving its busiest survivor furthest above the optimum, ceil(online partitions / survivors): the least any replica order of the same replica sets could give it",
+		"each partition the loss leads elects its first replica in assignment order that is alive and in sync; offline: none is left",
+		"roundrobin max/mean: the predicted load after that loss under round robin (franz-go's default for keyless records), " + rates + ", over the live leaders of the written topics",
+		fmt.Sprintf("a warning when the excess is above %d (--failover-threshold)", f.Threshold),
+	}
+	out := append([]report.Section{sec}, topics...)
+	if p := f.Pair; p != nil {
+		out = append(out, pairSection(p))
+	}
+	return out
+}
+
+// pairSection is the worst pair of broker losses for min ISR.
+func pairSection(p *audit.PairLoss) report.Section {
+	sec := report.Section{Title: fmt.Sprintf("Failover: the worst pair of broker losses, min.insync.replicas %d", p.MinInsync),
+		Header: []string{"LOST", "UNDER MIN ISR", "OFFLINE", "ALREADY UNDER", "UNAVOIDABLE", "AVOIDABLE", "LEAST ANY PLACEMENT"}}
+	unavoidable := 0
+	for _, u := range p.Unavoidable {
+		unavoidable += u.Partitions
+	}
+	sec.Rows = [][]string{{fmt.Sprintf("broker-%d,broker-%d", p.Lost[0], p.Lost[1]), strconv.Itoa(p.UnderMinISR), strconv.Itoa(p.Offline),
+		strconv.Itoa(p.AlreadyUnder), strconv.Itoa(unavoidable), strconv.Itoa(p.Avoidable), strconv.Itoa(p.LeastAnyPlacement)}}
+	sec.Notes = []string{fmt.Sprintf("of %d pairs of live brokers, the one leaving the most partitions with fewer in-sync replicas than min.insync.replicas (acks=all writes to them fail)", p.Pairs)}
+	if p.UnderMinISR == 0 {
+		sec.Rows[0][0] = "none"
+		sec.Notes[0] = fmt.Sprintf("none of the %d pairs of live brokers leaves a partition with fewer in-sync replicas than min.insync.replicas %d (--min-insync)", p.Pairs, p.MinInsync)
+	}
+	for _, u := range p.Unavoidable {
+		sec.Notes = append(sec.Notes, fmt.Sprintf("%d %s unavoidable with RF %d and min ISR %d: some pair of brokers always holds two of their replicas, whatever the placement",
+			u.Partitions, plural(u.Partitions, "partition", "partitions"), u.RF, u.MinInsync))
+	}
+	if p.Avoidable > 0 {
+		sec.Notes = append(sec.Notes, fmt.Sprintf("%d avoidable: their replication factor survives two losses, their ISR is short already", p.Avoidable))
+	}
+	sec.Notes = append(sec.Notes, "least any placement: the mean over all pairs for these replication factors with full ISRs, which the worst pair can never be below")
+	if len(p.Examples) > 0 {
+		sec.Notes = append(sec.Notes, "e.g. "+strings.Join(p.Examples, ", "))
+	}
+	return sec
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -91,6 +91,8 @@ func TestStdinDescribeAndTopicFilter(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
+	ratesFile := filepath.Join(dir, "rates.txt")
+	require.NoError(t, os.WriteFile(ratesFile, []byte("A=1\nZ=2\n"), 0o644))
 	require.NoError(t, os.WriteFile(bad, []byte("{\"partitions\":[\n {\"topic\":\"a\",\"partition\":0,\"replicas\":[1,1]}]}"), 0o644))
 	tests := []struct {
 		args []string
@@ -104,6 +106,11 @@ func TestBadInput(t *testing.T) {
 		{[]string{"audit", "--from", bad, "--by", "racks"}, "--by: "},
 		{[]string{"audit", "--from", bad, "--fail-on", "fatal"}, "--fail-on: "},
 		{[]string{"audit", "--from", bad, "--max-overlaps", "-1"}, "--max-overlaps: want 0 (all) or more, got -1"},
+		{[]string{"audit", "--from", bad, "--failover-threshold", "-1"}, "--failover-threshold: want 0 or more leaders, got -1"},
+		{[]string{"audit", "--from", bad, "--min-insync", "0"}, "--min-insync: want 1 or more, got 0"},
+		// Rates for a topic the layout lacks: refused, as kplan chaos does.
+		{[]string{"audit", "--from", layouts + "thesis-6.4.json", "--rates", "A=1,Z=2"}, `--rates: no topic "Z" in this layout`},
+		{[]string{"audit", "--from", layouts + "thesis-6.4.json", "--rates-file", ratesFile}, `--rates-file: no topic "Z" in this layout`},
 	}
 	for _, tt := range tests {
 		code, out, errOut := run("", tt.args...)
@@ -241,4 +248,105 @@ func TestOverlapCountIsExact(t *testing.T) {
 	code, out, errOut = run("", "audit", "--from", file, "--max-overlaps", "3")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, fmt.Sprintf("Partial overlaps (%d, the first 3 listed; --max-overlaps 0 lists all)", brute))
+}
+
+// TestFailoverSection: the section is in every audit, text and JSON; its
+// worst loss is the kafka-kit map's (broker 1770 hands its leaders to
+// 1760), the threshold decides the warning, --rates weigh its prediction.
+func TestFailoverSection(t *testing.T) {
+	type failoverJSON struct {
+		Failover struct {
+			Threshold int    `json:"threshold"`
+			Rates     string `json:"rates"`
+			Broker    *struct {
+				Worst struct {
+					Lost           []int32 `json:"lost"`
+					Busiest        int32   `json:"busiest"`
+					BusiestLeaders int     `json:"busiest_leaders"`
+					Optimum        int     `json:"optimum"`
+					Excess         int     `json:"excess"`
+				} `json:"worst"`
+				Topics     []struct{ Topic string } `json:"topics"`
+				RoundRobin struct {
+					MaxOverMean float64 `json:"max_over_mean"`
+				} `json:"predicted_roundrobin"`
+			} `json:"broker"`
+			Rack *struct{} `json:"rack"`
+		} `json:"failover"`
+		Findings []struct{ Rule, Severity, Subject string }
+	}
+	code, out, errOut := run("", "audit", "--from", layouts+"kafkakit-optimize-input.json", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var r failoverJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	f := r.Failover
+	require.NotNil(t, f.Broker)
+	assert.Nil(t, f.Rack, "no racks, no rack loss")
+	assert.Equal(t, "equal", f.Rates)
+	assert.Equal(t, 1, f.Threshold)
+	w := f.Broker.Worst
+	assert.Equal(t, w.BusiestLeaders-w.Optimum, w.Excess)
+	assert.Greater(t, w.Excess, 1)
+	assert.Len(t, f.Broker.Topics, 1)
+	assert.Greater(t, f.Broker.RoundRobin.MaxOverMean, 1.0)
+	assert.True(t, slices.ContainsFunc(r.Findings, func(x struct{ Rule, Severity, Subject string }) bool {
+		return x.Rule == "failover-excess" && x.Severity == "warning" && x.Subject == fmt.Sprintf("broker-%d", w.Lost[0])
+	}), "the worst loss is a warning")
+	// A threshold at the excess: no warning.
+	code, out, errOut = run("", "audit", "--from", layouts+"kafkakit-optimize-input.json", "-o", "json", "--failover-threshold", fmt.Sprint(w.Excess))
+	require.Equal(t, 0, code, errOut)
+	r = failoverJSON{}
+	require.NoError(t, json.Unmarshal([]byte(out), &r))
+	assert.False(t, slices.ContainsFunc(r.Findings, func(x struct{ Rule, Severity, Subject string }) bool { return x.Rule == "failover-excess" }))
+	// Racks: a rack row; text names the rates assumed.
+	code, out, errOut = run("", "audit", "--from", layouts+"demo-cells.json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Failover: the worst loss")
+	assert.Contains(t, out, "\nrack    rack-")
+	assert.Contains(t, out, "every topic weighs 1 (no --rates given)")
+}
+
+// TestHugePartitionNumber: one valid partition numbered 2147483647 is
+// audited in bounded memory (it used to allocate until the kernel killed
+// kplan), with every section that predicts or simulates.
+func TestHugePartitionNumber(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "huge.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"version":1,"partitions":[{"topic":"t","partition":2147483647,"replicas":[1,2]},{"topic":"t","partition":0,"replicas":[2,1]}]}`), 0o644))
+	code, out, errOut := run("", "audit", "--from", file, "--what-if", "all", "--rates", "t=1", "--keys", "uniform:10", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"failover"`)
+}
+
+// TestPairLossMinInsync: with RF 3, the pair section judges against
+// --min-insync (Kafka's default 1 without it: two losses leave one replica).
+func TestPairLossMinInsync(t *testing.T) {
+	type pairJSON struct {
+		Failover struct {
+			Pair *struct {
+				MinInsync   int `json:"min_insync"`
+				UnderMinISR int `json:"under_min_isr"`
+				Unavoidable []struct {
+					RF         int `json:"rf"`
+					Partitions int `json:"partitions"`
+				} `json:"unavoidable"`
+			} `json:"pair"`
+		} `json:"failover"`
+	}
+	for _, tt := range []struct {
+		args  []string
+		m     int
+		under bool
+	}{{nil, 1, false}, {[]string{"--min-insync", "2"}, 2, true}} {
+		code, out, errOut := run("", append([]string{"audit", "--from", layouts + "demo-cells.json", "-o", "json"}, tt.args...)...)
+		require.Equal(t, 0, code, errOut)
+		var r pairJSON
+		require.NoError(t, json.Unmarshal([]byte(out), &r))
+		require.NotNil(t, r.Failover.Pair, "demo-cells has RF 3")
+		assert.Equal(t, tt.m, r.Failover.Pair.MinInsync)
+		assert.Equal(t, tt.under, r.Failover.Pair.UnderMinISR > 0)
+		if tt.under {
+			require.Len(t, r.Failover.Pair.Unavoidable, 1)
+			assert.Equal(t, 3, r.Failover.Pair.Unavoidable[0].RF)
+		}
+	}
 }

@@ -126,17 +126,18 @@ func literalWhatIf(c *topology.Cluster, by By, b int32) WhatIf {
 		}
 	}
 	bi, _ := ix.Pos(b)
+	// Max/mean over the brokers up after the loss.
 	sum := 0
 	for j, n := range leaders {
-		if j != bi {
+		if j != bi && !down[ix.ID(j)] {
 			sum += n
 			if n > w.LeadersMax {
 				w.LeadersMax, w.BusiestBroker = n, ix.ID(j)
 			}
 		}
 	}
-	if sum > 0 && ix.Len() > 1 {
-		w.LeadersMaxOverMean = round3(float64(w.LeadersMax) * float64(ix.Len()-1) / float64(sum))
+	if sum > 0 {
+		w.LeadersMaxOverMean = round3(float64(w.LeadersMax) * float64(w.LiveBrokers) / float64(sum))
 	}
 	names, before := TopicSets(c, ix, by)
 	_, now := TopicSets(after, ix, by)
