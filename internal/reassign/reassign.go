@@ -23,8 +23,13 @@
 //     broker totals are brought to floor/ceil of the mean by augmenting paths
 //     that keep the topic spreads (direct switches first, then breadth-first
 //     paths over brokers).
+//     Then the failover order (failover.go): with the sets and leaders
+//     fixed, each partition's first follower (Kafka's successor when the
+//     leader dies) is chosen so that every single-broker loss, and every
+//     rack loss, spreads the lost leaderships as evenly as the sets allow,
+//     overall and per topic (Options.FailoverDomain).
 //  3. Output: the changed partitions with the intended leader first and the
-//     other replicas in their old order, a rollback, a preferred-election
+//     followers in the failover order, a rollback, a preferred-election
 //     list, waves and a summary.
 //
 // The package is pure and deterministic: the same cluster and options give
@@ -58,6 +63,11 @@ type Options struct {
 	// (each with as many racks as the brokers allow) under FixOverlaps; 0
 	// means one cell.
 	CellSize int
+	// FailoverDomain is the failure the follower order spreads: "broker"
+	// (every single-broker loss), "rack" (every rack loss), "both", or ""
+	// for both when the target brokers have at least 2 racks and the
+	// broker alone otherwise (see failover.go).
+	FailoverDomain string
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.
 	Rand *rand.Rand
@@ -147,6 +157,9 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, _, err := w.failoverDomains(); err != nil {
+		return nil, err
+	}
 	switch {
 	case opts.FixOverlaps && opts.CellSize == 0:
 		// One cell: the bound is the one without --fix-overlaps.
@@ -165,5 +178,6 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	}
 	w.placeReplicas()
 	w.assignLeaders()
+	w.orderFollowers()
 	return w.plan(), nil
 }
