@@ -165,3 +165,61 @@ func TestFailoverGenerated100k(t *testing.T) {
 	c := generate(rand.New(rand.NewPCG(100, 100)), layout{brokers: 60, firstID: 1, racks: 3, topics: 500, minParts: 100, maxParts: 300, rf: 3, skew: 0.3})
 	failoverCase(t, c)
 }
+
+// TestReorderOnly: no replica changes broker (an independent count over
+// the sets), and neither the steady-state leaders nor the worst loss of
+// either domain gets worse, on random layouts.
+func TestReorderOnly(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 4))
+	improved := 0
+	for iter := range 500 {
+		c, l := randomFailoverLayout(rng)
+		p, err := Compute(c, Options{ReorderOnly: true})
+		require.NoError(t, err)
+		before := sets(c)
+		moved := 0
+		for _, q := range p.Final.Partitions {
+			for _, r := range q.Replicas {
+				if !slices.Contains(before[q.Key()], r) {
+					moved++
+				}
+			}
+			require.Len(t, q.Replicas, len(before[q.Key()]))
+		}
+		require.Zero(t, moved, "iteration %d", iter)
+		require.Zero(t, p.Summary.ReplicasMoved)
+		for _, ch := range p.Changes {
+			require.Zero(t, ch.Moves)
+		}
+		sb, sa := p.Summary.Before.Leaders, p.Summary.After.Leaders
+		require.LessOrEqual(t, sa.Max, sb.Max, "iteration %d: leaders per broker", iter)
+		require.LessOrEqual(t, sa.Max-sa.Min, sb.Max-sb.Min, "iteration %d: leaders per broker", iter)
+		domains := []audit.Domain{audit.DomainBroker}
+		if l.racks >= 2 {
+			domains = append(domains, audit.DomainRack)
+		}
+		for _, d := range domains {
+			b := audit.WorstLoss(audit.FailoverLosses(c, d))
+			a := audit.WorstLoss(audit.FailoverLosses(p.Final, d))
+			require.LessOrEqual(t, a.Excess, b.Excess, "iteration %d, domain %s", iter, d)
+			if a.Excess < b.Excess {
+				improved++
+			}
+		}
+	}
+	assert.Positive(t, improved)
+}
+
+func TestReorderOnlyRefusesSetChanges(t *testing.T) {
+	c := generate(rand.New(rand.NewPCG(1, 1)), layout{brokers: 4, firstID: 1, topics: 2, minParts: 4, maxParts: 4, rf: 2})
+	for _, o := range []Options{
+		{ReorderOnly: true, Brokers: c.Brokers[1:]},
+		{ReorderOnly: true, ReplicationFactor: 3},
+		{ReorderOnly: true, FixOverlaps: true},
+	} {
+		_, err := Compute(c, o)
+		var te *TargetError
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, "reorder-only", te.Field)
+	}
+}

@@ -68,6 +68,10 @@ type Options struct {
 	// for both when the target brokers have at least 2 racks and the
 	// broker alone otherwise (see failover.go).
 	FailoverDomain string
+	// ReorderOnly keeps every partition's replica set: only the order
+	// changes, to the best leaders and failover order the sets allow (no
+	// data moves). It excludes Brokers, ReplicationFactor and FixOverlaps.
+	ReorderOnly bool
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.
 	Rand *rand.Rand
@@ -153,6 +157,12 @@ func (p *Plan) Rollback() []topology.Partition {
 // Compute plans the reassignment of c (normalized: sorted partitions) to
 // the target in opts. Faults in the target or the input are *TargetError.
 func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
+	if err := checkReorderOnly(opts); err != nil {
+		return nil, err
+	}
+	if opts.ReorderOnly {
+		return reorderOnly(c, opts)
+	}
 	w, err := newWork(c, opts)
 	if err != nil {
 		return nil, err

@@ -46,6 +46,8 @@ type Options struct {
 	CellSize          int
 	// FailoverDomain is --failover-domain ("" = both when racks exist).
 	FailoverDomain string
+	// ReorderOnly is --reorder-only: keep every replica set.
+	ReorderOnly bool
 	// Seed shuffles ties between equally loaded brokers when SeedSet.
 	Seed    uint64
 	SeedSet bool
@@ -136,6 +138,7 @@ leader blocks move more by design. Without --out nothing is written.`,
 	fs.BoolVar(&opts.FixOverlaps, "fix-overlaps", false, "make leader broker sets pairwise identical or disjoint where partition counts allow")
 	fs.IntVar(&opts.CellSize, "cell-size", 0, "with --fix-overlaps: split the target brokers into cells of this many brokers")
 	fs.StringVar(&opts.FailoverDomain, "failover-domain", "", "order followers so the leaderships of every lost broker, rack, or both spread evenly over the survivors: broker, rack, both or none (default: both when every broker has a rack, else broker)")
+	fs.BoolVar(&opts.ReorderOnly, "reorder-only", false, "keep every replica set and change only replica order, to the best leaders and failover spread the sets allow: no data moves (apply sets no throttle)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
 	cmd.AddCommand(NewCmdApply(f, nil))
@@ -261,7 +264,7 @@ func runReassign(ctx context.Context, opts *Options) error {
 			kafka.ApplySizes(c, sizes)
 		}
 	}
-	ro := reassign.Options{Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize, FailoverDomain: opts.FailoverDomain}
+	ro := reassign.Options{Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly}
 	if opts.SeedSet {
 		ro.Rand = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	}
