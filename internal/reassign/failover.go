@@ -1,7 +1,9 @@
 package reassign
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 )
 
 // The failover phase (phase 2b) runs after the leaders are chosen. Kafka
@@ -50,10 +52,21 @@ type foState struct {
 	gc           []int32 // leaders per broker
 	optB         int32
 	optR         []int32 // per rack
-	S            []int32 // n*n: successor counts of broker rows
-	G            []int32 // nrack*n: rack-successor counts of rack rows
-	fst          []int32 // chosen first follower per partition, -1 none
-	cur          []int32 // the first follower before the phase
+	// tgtB and tgtR are the counts each row aims at: the optimum, or the
+	// follower bound when the sets keep it out of reach (rackBound).
+	tgtB, tgtR []int32
+	// tgtT and tgtTR are the same per leader broker and per rack for the
+	// topic being processed.
+	tgtT, tgtTR []int32
+	// pT and pTR keep each partition's topic targets from the first pass.
+	pT, pTR []int32
+	// Scratch of topicTargets.
+	tmark, rmark   []bool
+	tsum, tk, tmov []int
+	S              []int32 // n*n: successor counts of broker rows
+	G              []int32 // nrack*n: rack-successor counts of rack rows
+	fst            []int32 // chosen first follower per partition, -1 none
+	cur            []int32 // the first follower before the phase
 
 	// Per-topic scratch, valid while one topic is processed.
 	ST, GT  []int32
@@ -128,6 +141,11 @@ func (w *work) orderFollowers() {
 		f.GT = make([]int32, w.nrack*n)
 		f.hr = make([]int32, w.nrack)
 	}
+	f.targets()
+	f.pT = make([]int32, np)
+	if rack {
+		f.pTR = make([]int32, np)
+	}
 	multi := false
 	for i := range np {
 		f.fst[i] = w.firstFollower(i)
@@ -151,10 +169,15 @@ func (w *work) orderFollowers() {
 	for pass := 0; pass <= foPasses; pass++ {
 		changed := 0
 		for t := range w.tname {
-			changed += f.topicPass(t, pass == 0)
+			changed += f.topicPass(t, pass == 0, false)
 		}
 		if pass > 0 && changed == 0 {
 			break
+		}
+	}
+	if broker {
+		for t := range w.tname {
+			f.topicPass(t, false, true)
 		}
 	}
 	// Never worse than the order the other phases left: a greedy can
@@ -316,28 +339,29 @@ func (f *foState) key(i int, j int32, t int) foKey {
 	b := int(w.lead[i])
 	lc := w.lc[t*n : (t+1)*n]
 	var k foKey
-	add := func(e int32) {
+	// worst is the largest excess over a target beyond tol, sum all of it.
+	add := func(e, tol int32) {
 		if e > 0 {
-			k.worst = max(k.worst, e)
+			k.worst = max(k.worst, e-tol)
 			k.sum += e
 		}
 	}
 	if f.broker {
 		lb := f.gc[j] + f.S[b*n+int(j)] + 1
-		add(lb - f.optB)
+		add(lb-f.tgtB[b], 0)
 		k.load += lb
 		if f.h > 1 {
-			add(lc[j] + f.ST[b*n+int(j)] + 1 - int32(ceilDiv(int(f.p), int(f.h-1))))
+			add(lc[j]+f.ST[b*n+int(j)]+1-f.tgtT[b], 0)
 		}
 	}
 	if f.rack {
 		if rs := f.rackSucc(i, j); rs >= 0 {
 			r := int(w.rack[b])
 			lr := f.gc[rs] + f.G[r*n+int(rs)] + 1
-			add(lr - f.optR[r])
+			add(lr-f.tgtR[r], 0)
 			k.load += lr
-			if s := f.h - f.hr[r]; s > 0 {
-				add(lc[rs] + f.GT[r*n+int(rs)] + 1 - int32(ceilDiv(int(f.p), int(s))))
+			if f.h-f.hr[r] > 0 {
+				add(lc[rs]+f.GT[r*n+int(rs)]+1-f.tgtTR[r], 0)
 			}
 		}
 	}
@@ -348,8 +372,9 @@ func (f *foState) key(i int, j int32, t int) foKey {
 }
 
 // topicPass processes topic t's partitions: the greedy (first) or a
-// best-response pass. It returns the partitions whose choice changed.
-func (f *foState) topicPass(t int, first bool) int {
+// best-response pass, then with repair the topic's paths (topicRepair).
+// It returns the partitions whose choice changed.
+func (f *foState) topicPass(t int, first, repair bool) int {
 	w := f.w
 	lo, hi := int(w.tstart[t]), int(w.tstart[t+1])
 	// The brokers holding the topic, overall and per rack.
@@ -362,6 +387,25 @@ func (f *foState) topicPass(t int, first bool) int {
 			f.h++
 			if f.rack && w.rack[b] >= 0 {
 				f.hr[w.rack[b]]++
+			}
+		}
+	}
+	if first {
+		f.topicTargets(t, lo, hi)
+		for i := lo; i < hi; i++ {
+			b := w.lead[i]
+			f.pT[i] = f.tgtT[b]
+			if f.rack {
+				f.pTR[i] = f.tgtTR[w.rack[b]]
+			}
+		}
+	} else {
+		// The targets depend on leaders and sets only: the first pass's.
+		for i := lo; i < hi; i++ {
+			b := w.lead[i]
+			f.tgtT[b] = f.pT[i]
+			if f.rack {
+				f.tgtTR[w.rack[b]] = f.pTR[i]
 			}
 		}
 	}
@@ -420,6 +464,9 @@ func (f *foState) topicPass(t int, first bool) int {
 			changed++
 		}
 	}
+	if repair {
+		changed += f.topicRepair(t, lo, hi)
+	}
 	// Reset the scratch.
 	for _, k := range f.touched {
 		if k >= 0 {
@@ -441,6 +488,167 @@ func (f *foState) topicPass(t int, first bool) int {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// bound is the larger of opt and the follower bound: k brokers holding
+// followers, with sum leaders between them, take moving more.
+func bound(opt int32, sum, moving, k int) int32 {
+	if k == 0 {
+		return opt
+	}
+	return max(opt, int32(ceilDiv(sum+moving, k)))
+}
+
+// targets sets the row targets: for broker b, the optimum or, when b's
+// partitions have followers on too few brokers to reach it, their average
+// once b's leaderships land on them; for rack r the same over the
+// followers outside r.
+func (f *foState) targets() {
+	w, n := f.w, f.n
+	mark := make([]bool, n*max(n, w.nrack))
+	f.tgtB = make([]int32, n)
+	moving := make([]int, n)
+	for i := range w.c.Partitions {
+		b := int(w.lead[i])
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			if j := int(w.slots[s]); j != b {
+				mark[b*n+j] = true
+			}
+		}
+		if w.off[i+1]-w.off[i] > 1 {
+			moving[b]++
+		}
+	}
+	for b := range n {
+		sum, k := 0, 0
+		for j := range n {
+			if mark[b*n+j] {
+				k++
+				sum += int(f.gc[j])
+			}
+		}
+		f.tgtB[b] = bound(f.optB, sum, moving[b], k)
+	}
+	if !f.rack {
+		return
+	}
+	clear(mark)
+	clear(moving)
+	f.tgtR = make([]int32, w.nrack)
+	for i := range w.c.Partitions {
+		b := w.lead[i]
+		r := int(w.rack[b])
+		has := false
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			if j := w.slots[s]; w.rack[j] != w.rack[b] {
+				mark[r*n+int(j)] = true
+				has = true
+			}
+		}
+		if has {
+			moving[r]++
+		}
+	}
+	for r := range w.nrack {
+		sum, k := 0, 0
+		for j := range n {
+			if mark[r*n+j] {
+				k++
+				sum += int(f.gc[j])
+			}
+		}
+		f.tgtR[r] = bound(f.optR[r], sum, moving[r], k)
+	}
+}
+
+// topicTargets sets tgtT and tgtTR for topic t (partitions lo..hi-1): per
+// leader broker and per rack, the topic's optimum or its follower bound.
+// It runs after the topic's holders are counted (f.h, f.hr).
+func (f *foState) topicTargets(t, lo, hi int) {
+	w, n := f.w, f.n
+	if f.tgtT == nil {
+		f.tgtT = make([]int32, n)
+		f.tmark = make([]bool, n*n)
+		f.tsum = make([]int, n)
+		f.tk = make([]int, n)
+		f.tmov = make([]int, n)
+		if f.rack {
+			f.tgtTR = make([]int32, w.nrack)
+			f.rmark = make([]bool, w.nrack*n)
+		}
+	}
+	lc := w.lc[t*n : (t+1)*n]
+	var optT int32
+	if f.h > 1 {
+		optT = int32(ceilDiv(int(f.p), int(f.h-1)))
+	}
+	var leaders []int32
+	for i := lo; i < hi; i++ {
+		b := w.lead[i]
+		if f.tmov[b] == 0 && f.tk[b] == 0 {
+			leaders = append(leaders, b)
+		}
+		if w.off[i+1]-w.off[i] > 1 {
+			f.tmov[b]++
+		}
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			if j := w.slots[s]; j != b && !f.tmark[int(b)*n+int(j)] {
+				f.tmark[int(b)*n+int(j)] = true
+				f.tk[b]++
+				f.tsum[b] += int(lc[j])
+			}
+		}
+	}
+	for _, b := range leaders {
+		f.tgtT[b] = bound(optT, f.tsum[b], f.tmov[b], f.tk[b])
+	}
+	// Reset the marks through the same partitions.
+	for i := lo; i < hi; i++ {
+		b := w.lead[i]
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			f.tmark[int(b)*n+int(w.slots[s])] = false
+		}
+	}
+	for _, b := range leaders {
+		f.tsum[b], f.tk[b], f.tmov[b] = 0, 0, 0
+	}
+	if !f.rack {
+		return
+	}
+	sum := make([]int, w.nrack)
+	k := make([]int, w.nrack)
+	mov := make([]int, w.nrack)
+	for i := lo; i < hi; i++ {
+		b := w.lead[i]
+		r := int(w.rack[b])
+		has := false
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			if j := w.slots[s]; w.rack[j] != w.rack[b] {
+				has = true
+				if !f.rmark[r*n+int(j)] {
+					f.rmark[r*n+int(j)] = true
+					k[r]++
+					sum[r] += int(lc[j])
+				}
+			}
+		}
+		if has {
+			mov[r]++
+		}
+	}
+	for r := range w.nrack {
+		var opt int32
+		if s := f.h - f.hr[r]; s > 0 {
+			opt = int32(ceilDiv(int(f.p), int(s)))
+		}
+		f.tgtTR[r] = bound(opt, sum[r], mov[r], k[r])
+	}
+	for i := lo; i < hi; i++ {
+		r := int(w.rack[w.lead[i]])
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			f.rmark[r*n+int(w.slots[s])] = false
+		}
+	}
+}
+
 // failoverNote says what the order does not weigh.
 func failoverNote(broker, rack bool) string {
 	d := "single-broker"
@@ -451,4 +659,115 @@ func failoverNote(broker, rack bool) string {
 		d = "rack"
 	}
 	return fmt.Sprintf("followers ordered to spread the leaderships of every %s loss (counted in partitions, unweighted: reassign reads no rates)", d)
+}
+
+// topicRepair lowers, for each broker leading topic t's partitions, the
+// survivors its loss leaves above the topic's target, by chains of
+// successor changes inside the topic and the leader's partitions: a
+// breadth-first search over brokers from one above the target, each hop a
+// partition whose successor moves from one follower to another, to a
+// broker with room. Inner hops keep every count; the end gains one in the
+// topic's row, the broker row and the rack row, so it must stay within
+// each target (or below the start's count). Hops change only successors
+// that are also the rack successor (or racks are not spread), so rack rows
+// count the same broker. It returns the partitions changed.
+func (f *foState) topicRepair(t, lo, hi int) int {
+	w, n := f.w, f.n
+	lc := w.lc[t*n : (t+1)*n]
+	// Partitions with a choice, grouped by leader.
+	var idx []int32
+	for i := lo; i < hi; i++ {
+		if f.fst[i] >= 0 && w.off[i+1]-w.off[i] > 2 {
+			idx = append(idx, int32(i))
+		}
+	}
+	if len(idx) == 0 {
+		return 0
+	}
+	slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(w.lead[a], w.lead[b]) })
+	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
+	topicLoad := func(b, j int32) int32 { return lc[j] + f.ST[int(b)*n+int(j)] }
+	changed := 0
+	prevB := make([]int32, n)
+	prevP := make([]int32, n)
+	seen := make([]bool, n)
+	var visited []int32
+	for a := 0; a < len(idx); {
+		b := w.lead[idx[a]]
+		e := a
+		for e < len(idx) && w.lead[idx[e]] == b {
+			e++
+		}
+		group := idx[a:e]
+		a = e
+		r := int(w.rack[b])
+		for guard := len(group); guard > 0; guard-- {
+			// The follower furthest above the topic target.
+			start, worst := int32(-1), f.tgtT[b]
+			for _, i := range group {
+				if j := f.fst[i]; topicLoad(b, j) > worst {
+					start, worst = j, topicLoad(b, j)
+				}
+			}
+			if start < 0 {
+				break
+			}
+			startB := f.gc[start] + f.S[int(b)*n+int(start)]
+			var startR int32
+			if f.rack {
+				startR = f.gc[start] + f.G[r*n+int(start)]
+			}
+			queue := []int32{start}
+			seen[start] = true
+			visited = append(visited[:0], start)
+			end := int32(-1)
+			for len(queue) > 0 && end < 0 {
+				x := queue[0]
+				queue = queue[1:]
+				for _, i := range group {
+					if f.fst[i] != x || !plain(int(i), x) {
+						continue
+					}
+					for s := w.off[i]; s < w.off[i+1]; s++ {
+						k := w.slots[s]
+						if k == b || seen[k] || !plain(int(i), k) {
+							continue
+						}
+						seen[k] = true
+						visited = append(visited, k)
+						prevB[k], prevP[k] = x, i
+						okT := topicLoad(b, k)+1 <= f.tgtT[b]
+						okB := !f.broker || f.gc[k]+f.S[int(b)*n+int(k)]+1 <= max(f.tgtB[b]+1, startB-1)
+						okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1) &&
+							lc[k]+f.GT[r*n+int(k)]+1 <= max(f.tgtTR[r], lc[start]+f.GT[r*n+int(start)]-1)
+						if okT && okB && okR {
+							end = k
+							break
+						}
+						queue = append(queue, k)
+					}
+					if end >= 0 {
+						break
+					}
+				}
+			}
+			for _, v := range visited {
+				seen[v] = false
+			}
+			if end < 0 {
+				break
+			}
+			for k := end; k != start; {
+				i, x := int(prevP[k]), prevB[k]
+				f.addGlobal(i, x, -1)
+				f.addTopic(i, x, -1)
+				f.fst[i] = k
+				f.addGlobal(i, k, 1)
+				f.addTopic(i, k, 1)
+				changed++
+				k = x
+			}
+		}
+	}
+	return changed
 }

@@ -49,6 +49,9 @@ type FailoverFigure struct {
 	// (audit.TopicFailover) over every loss, and Topic that topic.
 	TopicExcess int    `json:"topic_excess"`
 	Topic       string `json:"topic,omitempty"`
+	// TopicOverReachable is the largest excess of one topic's busiest
+	// survivor over the larger of its optimum and its follower bound.
+	TopicOverReachable int `json:"topic_over_reachable"`
 }
 
 // failoverSummary fills the failover section from the layouts before and
@@ -95,7 +98,7 @@ func figure(c *topology.Cluster, d audit.Domain) FailoverFigure {
 			f.Reachable = max(l.Optimum, bounds[worst])
 		}
 	}
-	f.TopicExcess, f.Topic = topicWorst(c, d)
+	f.TopicExcess, f.Topic, f.TopicOverReachable = topicWorst(c, d)
 	return f
 }
 
@@ -212,9 +215,11 @@ func reachable(c *topology.Cluster, d audit.Domain) []int {
 
 // topicWorst returns the largest excess of one topic over its optimum over
 // every loss of domain d, as audit.TopicFailovers measures it, and the
-// topic (first by name on ties); 0 and "" when none exceeds. It costs
+// topic (first by name on ties); 0 and "" when none exceeds. Its third
+// result is the largest excess over the topic's own follower bound (see
+// FailoverFigure.Reachable). It costs
 // O(partitions × RF + topics × brokers touched).
-func topicWorst(c *topology.Cluster, d audit.Domain) (int, string) {
+func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 	ix := topology.NewIndex(c.Brokers)
 	unit, nu := lossUnits(c, d)
 	n := ix.Len()
@@ -224,6 +229,9 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string) {
 	inUnit := make([]int, nu)
 	unitMax := make([]int, nu)
 	type led struct{ u, i, s int }
+	mark := make([]bool, n)
+	var marked []int
+	over := 0
 	worst, topic := 0, ""
 	for lo := 0; lo < len(c.Partitions); {
 		hi := lo
@@ -298,17 +306,49 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string) {
 					gain[s] = 0
 				}
 			}
+			// The survivors' own leaders, before any gain: no order
+			// lowers them.
+			still := noUnit
 			switch {
 			case top1 >= 0 && top1 != u:
-				most = max(most, unitMax[top1])
+				still = max(still, unitMax[top1])
 			case top2 >= 0:
-				most = max(most, unitMax[top2])
+				still = max(still, unitMax[top2])
 			}
+			most = max(most, still)
 			if surv := len(touched) - inUnit[u]; surv > 0 {
 				name := c.Partitions[lo].Topic
-				if e := most - ceilDiv(online-off, surv); e > worst || e == worst && e > 0 && name < topic {
+				opt := ceilDiv(online-off, surv)
+				if e := most - opt; e > worst || e == worst && e > 0 && name < topic {
 					worst, topic = e, name
 				}
+				// The follower bound: the group's partitions can only go
+				// to brokers holding their followers outside the unit.
+				k, sum, moving := 0, 0, 0
+				for x := a; x < b; x++ {
+					p := &c.Partitions[leds[x].i]
+					if leds[x].s < 0 {
+						continue
+					}
+					moving++
+					for _, r := range p.Replicas {
+						if j, ok := ix.Pos(r); ok && !c.Brokers[j].Missing && unit[j] != u && !mark[j] && p.InSync(r) && !slices.Contains(p.Offline, r) {
+							mark[j] = true
+							marked = append(marked, j)
+							k++
+							sum += base[j]
+						}
+					}
+				}
+				bound := max(opt, still)
+				if k > 0 {
+					bound = max(bound, ceilDiv(sum+moving, k))
+				}
+				over = max(over, most-bound)
+				for _, j := range marked {
+					mark[j] = false
+				}
+				marked = marked[:0]
 			}
 			a = b
 		}
@@ -320,5 +360,5 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string) {
 		}
 		lo = hi
 	}
-	return worst, topic
+	return worst, topic, over
 }

@@ -42,7 +42,9 @@ func TestTopicWorstMatchesAudit(t *testing.T) {
 			c.Brokers[rng.IntN(len(c.Brokers))].Missing = true
 		}
 		for _, d := range []audit.Domain{audit.DomainBroker, audit.DomainRack} {
-			got, topic := topicWorst(c, d)
+			got, topic, over := topicWorst(c, d)
+			require.GreaterOrEqual(t, over, 0)
+			require.LessOrEqual(t, over, got)
 			want := worstExcess(c, d)
 			require.Equal(t, want, got, "iteration %d, domain %s", iter, d)
 			if want > 0 {
@@ -144,10 +146,13 @@ func failoverCase(t *testing.T, c *topology.Cluster) {
 	fo := p.Summary.Failover
 	require.NotNil(t, fo)
 	b, r := fo.Broker.After, fo.Rack.After
-	t.Logf("broker loss: before %d (optimum %d, reachable %d), after %d (reachable %d); topic excess %d -> %d",
-		fo.Broker.Before.BusiestLeaders, fo.Broker.Before.Optimum, fo.Broker.Before.Reachable, b.BusiestLeaders, b.Reachable, fo.Broker.Before.TopicExcess, b.TopicExcess)
-	t.Logf("rack loss: before %d, after %d (optimum %d); topic excess %d -> %d", fo.Rack.Before.BusiestLeaders, r.BusiestLeaders, r.Optimum, fo.Rack.Before.TopicExcess, r.TopicExcess)
+	t.Logf("broker loss: before %d (optimum %d, reachable %d), after %d (reachable %d, over it %d); topic excess %d -> %d (over its reachable %d)",
+		fo.Broker.Before.BusiestLeaders, fo.Broker.Before.Optimum, fo.Broker.Before.Reachable, b.BusiestLeaders, b.Reachable, b.OverReachable, fo.Broker.Before.TopicExcess, b.TopicExcess, b.TopicOverReachable)
+	t.Logf("rack loss: before %d, after %d (optimum %d); topic excess %d -> %d (over its reachable %d)", fo.Rack.Before.BusiestLeaders, r.BusiestLeaders, r.Optimum, fo.Rack.Before.TopicExcess, r.TopicExcess, r.TopicOverReachable)
 	assert.LessOrEqual(t, b.OverReachable, 1)
+	// Per topic the phase reaches one above the topic's bound on 10k
+	// partitions, two on 100k: a topic's row competes with its broker's.
+	assert.LessOrEqual(t, b.TopicOverReachable, 2)
 	assert.LessOrEqual(t, float64(r.BusiestLeaders), float64(r.Optimum)*1.02)
 	assert.Less(t, b.Excess, fo.Broker.Before.Excess)
 	assert.Less(t, r.Excess, fo.Rack.Before.Excess)
