@@ -69,6 +69,12 @@ type work struct {
 	countBound *int
 	forced     int // holes: replicas that had to move or be created
 	notes      []string
+	// quota, while shed's first pass runs, caps the replicas of topic t a
+	// destination may hold (see shed); nil otherwise.
+	quota []int32
+	// shedLog lists, per source broker, the replicas shed moved off it
+	// (see spreadTopics); nil outside shed.
+	shedLog [][]shedMove
 }
 
 func (w *work) n() int { return len(w.ids) }
