@@ -42,7 +42,7 @@ const (
 )
 
 // foPasses bounds the best-response passes.
-const foPasses = 4
+const foPasses = 2
 
 // foState is the failover phase's state.
 type foState struct {

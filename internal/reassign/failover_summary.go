@@ -3,6 +3,7 @@ package reassign
 import (
 	"cmp"
 	"slices"
+	"sync"
 
 	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -69,10 +70,24 @@ func (w *work) failoverSummary(s *Summary, final *topology.Cluster) {
 	}
 	// Both domains are measured whenever they exist, whatever the order
 	// spread.
-	fo.Broker = &FailoverChange{Before: figure(w.c, audit.DomainBroker), After: figure(final, audit.DomainBroker)}
-	if w.rackAware && w.nrack >= 2 {
-		fo.Rack = &FailoverChange{Before: figure(w.c, audit.DomainRack), After: figure(final, audit.DomainRack)}
+	// The figures are independent reads of the two layouts: computed
+	// side by side, the results are the same in any order.
+	fo.Broker = &FailoverChange{}
+	type job struct {
+		c   *topology.Cluster
+		d   audit.Domain
+		out *FailoverFigure
 	}
+	jobs := []job{{w.c, audit.DomainBroker, &fo.Broker.Before}, {final, audit.DomainBroker, &fo.Broker.After}}
+	if w.rackAware && w.nrack >= 2 {
+		fo.Rack = &FailoverChange{}
+		jobs = append(jobs, job{w.c, audit.DomainRack, &fo.Rack.Before}, job{final, audit.DomainRack, &fo.Rack.After})
+	}
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Go(func() { *j.out = figure(j.c, j.d) })
+	}
+	wg.Wait()
 	s.Failover = fo
 }
 

@@ -488,16 +488,22 @@ func (w *work) slotOf(i int, b int32) int32 {
 // shed moves each over-target broker's excess to brokers under target:
 // followers before preferred leaders, the replicas of the topics the broker
 // holds most of (relative to the topic's mean) first. A first pass lets no
-// destination take more of a topic than its fair share (ceil of the
-// topic's replicas over its cell's brokers), so brokers under target (new
-// ones above all) receive every topic in proportion instead of the
-// largest topics the sources hold most of; a second pass without that cap
-// moves what the first could not.
+// destination take more than 1.25 times a topic's fair share (its replicas
+// over its cell's brokers, for topics of at least 4 per broker), so
+// brokers under target (new ones above all) receive every topic in
+// proportion instead of the largest topics the sources hold most of; a
+// second pass without that cap moves what the first could not.
 func (w *work) shed() {
 	w.quota = make([]int32, len(w.tname))
 	for t := range w.tname {
 		total := int(w.off[w.tstart[t+1]] - w.off[w.tstart[t]])
-		w.quota[t] = int32(math.Ceil(float64(total) / float64(len(w.cells[w.tcell[t]])) * 1.25))
+		fair := float64(total) / float64(len(w.cells[w.tcell[t]]))
+		w.quota[t] = math.MaxInt32
+		if fair >= 4 {
+			// Smaller topics cannot concentrate by much, and a cap on
+			// them costs a failed search per replica.
+			w.quota[t] = int32(math.Ceil(fair * 1.25))
+		}
 	}
 	w.shedLog = make([][]shedMove, w.n())
 	w.shedPass()
@@ -541,31 +547,31 @@ func (w *work) shedPass() {
 	// most of in proportion go first, a replica at a time, so no topic is
 	// emptied from it while others stay concentrated. Followers before
 	// preferred leaders.
+	// A source's partitions come in partition order, so each topic's are
+	// contiguous: a group is a range of them.
 	type group struct {
-		t     int32
-		parts []int32
+		t      int32
+		lo, hi int32
 	}
 	var groups []group
+	var sel []int32
 	var h topicHeap
 	for _, s := range over {
 		for _, leaders := range []bool{false, true} {
 			if w.cnt[s] <= w.tgt[s] {
 				break
 			}
-			groups = groups[:0]
-			byTopic := map[int32]int{}
+			groups, sel = groups[:0], sel[:0]
 			for _, i := range lists[s] {
 				if (w.first[i] == s) != leaders {
 					continue
 				}
 				t := w.ptopic[i]
-				g, ok := byTopic[t]
-				if !ok {
-					g = len(groups)
-					byTopic[t] = g
-					groups = append(groups, group{t: t})
+				if len(groups) == 0 || groups[len(groups)-1].t != t {
+					groups = append(groups, group{t: t, lo: int32(len(sel)), hi: int32(len(sel))})
 				}
-				groups[g].parts = append(groups[g].parts, i)
+				sel = append(sel, i)
+				groups[len(groups)-1].hi++
 			}
 			rank := func(g int) float64 {
 				t := groups[g].t
@@ -580,8 +586,8 @@ func (w *work) shedPass() {
 			for h.Len() > 0 && w.cnt[s] > w.tgt[s] {
 				it := heap.Pop(&h).(topicItem)
 				g := &groups[it.g]
-				i := int(g.parts[0])
-				g.parts = g.parts[1:]
+				i := int(sel[g.lo])
+				g.lo++
 				if slot := w.slotOf(i, s); slot >= 0 {
 					t := int(g.t)
 					if w.mayLeave(i, t, s) {
@@ -591,7 +597,7 @@ func (w *work) shedPass() {
 						}
 					}
 				}
-				if len(g.parts) > 0 {
+				if g.lo < g.hi {
 					heap.Push(&h, topicItem{g: it.g, rank: rank(int(it.g))})
 				}
 			}
