@@ -228,3 +228,23 @@ func TestReorderOnlyRefusesSetChanges(t *testing.T) {
 		assert.Equal(t, "reorder-only", te.Field)
 	}
 }
+
+// TestKafkaKitFailover: on the kafka-kit production map (RF 2) the plan
+// still moves the bound, and its failover section says how far the worst
+// loss is from the optimum and from what these sets allow.
+func TestKafkaKitFailover(t *testing.T) {
+	c := load(t, "../../testdata/layouts/kafkakit-optimize-input.json")
+	p, err := Compute(c, Options{})
+	require.NoError(t, err)
+	s := p.Summary
+	assert.Equal(t, s.LowerBound, s.ReplicasMoved)
+	b := s.Failover.Broker
+	require.NotNil(t, b)
+	assert.Less(t, b.After.Excess, b.Before.Excess)
+	assert.GreaterOrEqual(t, b.After.BusiestLeaders, b.After.Reachable)
+	assert.GreaterOrEqual(t, b.After.Reachable, b.After.Optimum)
+	w := audit.WorstLoss(audit.FailoverLosses(p.Final, audit.DomainBroker))
+	assert.Equal(t, w.BusiestLeaders, b.After.BusiestLeaders)
+	t.Logf("moves %d (bound %d); worst broker loss %v: busiest %d -> %d, optimum %d, reachable %d",
+		s.ReplicasMoved, s.LowerBound, b.After.Lost, b.Before.BusiestLeaders, b.After.BusiestLeaders, b.After.Optimum, b.After.Reachable)
+}

@@ -261,6 +261,11 @@ func (w *work) sameRack(i int) (int32, int32) {
 // With deficitOnly, brokers at or over target are never chosen. -1: none.
 func (w *work) bestDest(i int, slot int32, deficitOnly bool, tie []int32) int32 {
 	t := int(w.ptopic[i])
+	if deficitOnly && w.under != nil {
+		// Only brokers under target qualify: shed keeps their list, which
+		// picks the same broker (ties break by tie, not by position).
+		return w.bestDestIn(i, slot, deficitOnly, tie, w.under[w.tcell[t]])
+	}
 	return w.bestDestIn(i, slot, deficitOnly, tie, w.cells[w.tcell[t]])
 }
 
@@ -313,6 +318,12 @@ func (w *work) put(i int, s int32, d int32) {
 	w.cnt[d]++
 	w.tc[t*n+int(d)]++
 	w.moves++
+	if w.under != nil && w.cnt[d] >= w.tgt[d] {
+		c := w.cellOf[d]
+		if k := slices.Index(w.under[c], d); k >= 0 {
+			w.under[c] = slices.Delete(w.under[c], k, k+1)
+		}
+	}
 }
 
 func (w *work) fillHoles() {
@@ -520,6 +531,15 @@ func (w *work) shed() {
 // shedPass is one pass of shed.
 func (w *work) shedPass() {
 	n := w.n()
+	w.under = make([][]int32, len(w.cells))
+	for c, cell := range w.cells {
+		for _, b := range cell {
+			if w.cnt[b] < w.tgt[b] {
+				w.under[c] = append(w.under[c], b)
+			}
+		}
+	}
+	defer func() { w.under = nil }()
 	tie := w.tieOrder()
 	ttotal := make([]float64, len(w.tname))
 	tk := make([]float64, len(w.tname))

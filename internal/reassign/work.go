@@ -75,6 +75,9 @@ type work struct {
 	// shedLog lists, per source broker, the replicas shed moved off it
 	// (see spreadTopics); nil outside shed.
 	shedLog [][]shedMove
+	// under lists, per cell, the brokers under target while shed runs
+	// (nil otherwise).
+	under [][]int32
 }
 
 func (w *work) n() int { return len(w.ids) }
