@@ -77,7 +77,14 @@ func NewCmdReassign(f *cmdutil.Factory, runF func(context.Context, *Options) err
   racks keep replicas per broker from an even spread, the summary names
   the racks, shows the rack-aware targets and the --brokers that would
   allow one;
-- empties brokers left out of --brokers and fills brokers new in it;
+- empties brokers left out of --brokers and fills brokers new in it with
+  every topic in proportion to its fair share;
+- orders each partition's followers so that every single-broker loss (and
+  every rack loss when racks exist; --failover-domain) spreads the lost
+  leaderships as evenly over the survivors as the replica sets allow, since
+  Kafka hands a dead leader's partitions to the first live in-sync replica
+  in assignment order; the summary's Failover section shows the worst loss
+  before and after, its optimum and what the sets allow;
 - with --fix-overlaps, places every topic in one cell (the whole cluster, or
   --cell-size brokers) and leads every topic with at least as many
   partitions as the cell from all of the cell, so leader broker sets are
@@ -97,11 +104,16 @@ their target must receive, i.e. the replicas on drained brokers plus each
 broker's excess over a target of floor/ceil of the mean, the ceilings given
 to the most loaded brokers. With --fix-overlaps it also shows the
 count-balance bound (the bound without --fix-overlaps), since cells and
-leader blocks move more by design. Without --out nothing is written.`,
+leader blocks move more by design. Without --out nothing is written.
+
+--reorder-only keeps every replica set and changes only orders (the best
+leaders and failover order the sets allow): no data moves, and kplan
+reassign apply sets no throttle for it.`,
 		Example: `  $ kplan reassign --from testdata/layouts/kafkakit-optimize-input.json
   $ kplan reassign --from layout.json --brokers 1,2,3,4,5:rack-b --out plan.json --rollback rollback.json
   $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
-  $ kplan reassign --from layout.json --fix-overlaps --cell-size 3 -o json`,
+  $ kplan reassign --from layout.json --fix-overlaps --cell-size 3 -o json
+  $ kplan reassign --from layout.json --reorder-only --out reorder.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
