@@ -44,3 +44,7 @@ func benchPlan(b *testing.B, opts Options) {
 		b.ReportMetric(float64(p.Summary.LowerBound), "bound")
 	}
 }
+
+// BenchmarkPlan1MNoFailover is BenchmarkPlan1M without the failover order
+// (--failover-domain none): the phase's cost is the difference.
+func BenchmarkPlan1MNoFailover(b *testing.B) { benchPlan(b, Options{FailoverDomain: FailoverNone}) }

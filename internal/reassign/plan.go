@@ -74,8 +74,10 @@ type Summary struct {
 	MovesLeft      int `json:"moves_left,omitempty"`
 	PartitionsLeft int `json:"partitions_left,omitempty"`
 	// Waves is filled by SplitWaves.
-	Waves []Wave   `json:"waves,omitempty"`
-	Notes []string `json:"notes"`
+	Waves []Wave `json:"waves,omitempty"`
+	// Failover is the worst loss per failure domain before and after.
+	Failover *Failover `json:"failover,omitempty"`
+	Notes    []string  `json:"notes"`
 }
 
 // MaxListed bounds the topics and overlaps a summary lists.
@@ -158,6 +160,7 @@ func (w *work) plan() *Plan {
 	w.topicSpreads(s, final)
 	w.groups(s, final)
 	s.Cells = w.cellList()
+	w.failoverSummary(s, final)
 	s.Notes = append(s.Notes, w.notes...)
 	if s.RackBound != nil {
 		s.Notes = append(s.Notes, rackNote(s.RackBound))

@@ -23,8 +23,13 @@
 //     broker totals are brought to floor/ceil of the mean by augmenting paths
 //     that keep the topic spreads (direct switches first, then breadth-first
 //     paths over brokers).
+//     Then the failover order (failover.go): with the sets and leaders
+//     fixed, each partition's first follower (Kafka's successor when the
+//     leader dies) is chosen so that every single-broker loss, and every
+//     rack loss, spreads the lost leaderships as evenly as the sets allow,
+//     overall and per topic (Options.FailoverDomain).
 //  3. Output: the changed partitions with the intended leader first and the
-//     other replicas in their old order, a rollback, a preferred-election
+//     followers in the failover order, a rollback, a preferred-election
 //     list, waves and a summary.
 //
 // The package is pure and deterministic: the same cluster and options give
@@ -73,6 +78,15 @@ type Options struct {
 	// target replicas (the replicas less those being removed), never as a
 	// larger replication factor.
 	Ongoing map[topology.Key]topology.Ongoing
+	// FailoverDomain is the failure the follower order spreads: "broker"
+	// (every single-broker loss), "rack" (every rack loss), "both", or ""
+	// for both when the target brokers have at least 2 racks and the
+	// broker alone otherwise (see failover.go).
+	FailoverDomain string
+	// ReorderOnly keeps every partition's replica set: only the order
+	// changes, to the best leaders and failover order the sets allow (no
+	// data moves). It excludes Brokers, ReplicationFactor and FixOverlaps.
+	ReorderOnly bool
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.
 	Rand *rand.Rand
@@ -164,12 +178,21 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	if opts.MaxMoves < 0 {
 		return nil, targetErr("max-moves", "must be positive, got %d", opts.MaxMoves)
 	}
+	if err := checkReorderOnly(opts); err != nil {
+		return nil, err
+	}
 	c, settled := settle(c, opts.Ongoing)
+	if opts.ReorderOnly {
+		return reorderOnly(c, opts)
+	}
 	w, err := newWork(c, opts)
 	if err != nil {
 		return nil, err
 	}
 	w.notes = append(append(settled, w.notes...), w.lostNotes()...)
+	if _, _, err := w.failoverDomains(); err != nil {
+		return nil, err
+	}
 	switch {
 	case opts.FixOverlaps && opts.CellSize == 0:
 		// One cell: the bound is the one without --fix-overlaps.
@@ -188,6 +211,7 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	}
 	w.placeReplicas()
 	w.assignLeaders()
+	w.orderFollowers()
 	left, leftParts := w.capMoves()
 	pl := w.plan()
 	if w.widened {

@@ -2,7 +2,9 @@ package reassign
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -261,6 +263,11 @@ func (w *work) sameRack(i int) (int32, int32) {
 // With deficitOnly, brokers at or over target are never chosen. -1: none.
 func (w *work) bestDest(i int, slot int32, deficitOnly bool, tie []int32) int32 {
 	t := int(w.ptopic[i])
+	if deficitOnly && w.under != nil {
+		// Only brokers under target qualify: shed keeps their list, which
+		// picks the same broker (ties break by tie, not by position).
+		return w.bestDestIn(i, slot, deficitOnly, tie, w.under[w.tcell[t]])
+	}
 	return w.bestDestIn(i, slot, deficitOnly, tie, w.cells[w.tcell[t]])
 }
 
@@ -280,6 +287,8 @@ func (w *work) bestDestIn(i int, slot int32, deficitOnly bool, tie []int32, doma
 		tc := w.tc[t*n+int(d)]
 		if def > 0 && slices.Contains(w.c.Partitions[i].Replicas, w.ids[d]) {
 			tc = -1 // it held the partition: no data to copy
+		} else if w.quota != nil && tc >= w.quota[t] {
+			continue // the topic's fair share is there already (shed)
 		}
 		better := false
 		switch {
@@ -311,6 +320,12 @@ func (w *work) put(i int, s int32, d int32) {
 	w.cnt[d]++
 	w.tc[t*n+int(d)]++
 	w.moves++
+	if w.under != nil && w.cnt[d] >= w.tgt[d] {
+		c := w.cellOf[d]
+		if k := slices.Index(w.under[c], d); k >= 0 {
+			w.under[c] = slices.Delete(w.under[c], k, k+1)
+		}
+	}
 }
 
 func (w *work) fillHoles() {
@@ -485,9 +500,48 @@ func (w *work) slotOf(i int, b int32) int32 {
 
 // shed moves each over-target broker's excess to brokers under target:
 // followers before preferred leaders, the replicas of the topics the broker
-// holds most of (relative to the topic's mean) first.
+// holds most of (relative to the topic's mean) first. A first pass lets no
+// destination take more than 1.25 times a topic's fair share (its replicas
+// over its cell's brokers, for topics of at least 4 per broker), so
+// brokers under target (new ones above all) receive every topic in
+// proportion instead of the largest topics the sources hold most of; a
+// second pass without that cap moves what the first could not.
 func (w *work) shed() {
+	w.quota = make([]int32, len(w.tname))
+	for t := range w.tname {
+		total := int(w.off[w.tstart[t+1]] - w.off[w.tstart[t]])
+		fair := float64(total) / float64(len(w.cells[w.tcell[t]]))
+		w.quota[t] = math.MaxInt32
+		if fair >= 4 {
+			// Smaller topics cannot concentrate by much, and a cap on
+			// them costs a failed search per replica.
+			w.quota[t] = int32(math.Ceil(fair * 1.25))
+		}
+	}
+	w.shedLog = make([][]shedMove, w.n())
+	w.shedPass()
+	w.quota = nil
+	if w.overTarget() > 0 {
+		w.shedPass()
+	}
+	if !w.opts.FixOverlaps {
+		w.spreadTopics()
+	}
+	w.shedLog = nil
+}
+
+// shedPass is one pass of shed.
+func (w *work) shedPass() {
 	n := w.n()
+	w.under = make([][]int32, len(w.cells))
+	for c, cell := range w.cells {
+		for _, b := range cell {
+			if w.cnt[b] < w.tgt[b] {
+				w.under[c] = append(w.under[c], b)
+			}
+		}
+	}
+	defer func() { w.under = nil }()
 	tie := w.tieOrder()
 	ttotal := make([]float64, len(w.tname))
 	tk := make([]float64, len(w.tname))
@@ -508,47 +562,93 @@ func (w *work) shed() {
 		return cmp.Compare(tie[a], tie[b])
 	})
 	lists := w.byBroker()
-	type cand struct {
-		i      int32
-		leader bool
-		excess float64
+	// Per source, topics are shed in turn by their current excess over the
+	// ceiling of the topic's mean, relative to that mean (in replicas for
+	// topics below one per broker, which a single replica never exceeds),
+	// re-ranked after every move: the topics a broker holds
+	// most of in proportion go first, a replica at a time, so no topic is
+	// emptied from it while others stay concentrated. Followers before
+	// preferred leaders.
+	// A source's partitions come in partition order, so each topic's are
+	// contiguous: a group is a range of them.
+	type group struct {
+		t      int32
+		lo, hi int32
 	}
+	var groups []group
+	var sel []int32
+	var h topicHeap
 	for _, s := range over {
-		cands := make([]cand, 0, len(lists[s]))
-		for _, i := range lists[s] {
-			t := int(w.ptopic[i])
-			cands = append(cands, cand{i: i, leader: w.first[i] == s, excess: float64(w.tc[t*n+int(s)]) - ttotal[t]/tk[t]})
-		}
-		slices.SortFunc(cands, func(a, b cand) int {
-			if a.leader != b.leader {
-				if a.leader {
-					return 1
-				}
-				return -1
-			}
-			if c := cmp.Compare(b.excess, a.excess); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.i, b.i)
-		})
-		for _, c := range cands {
+		for _, leaders := range []bool{false, true} {
 			if w.cnt[s] <= w.tgt[s] {
 				break
 			}
-			i := int(c.i)
-			slot := w.slotOf(i, s)
-			if slot < 0 {
-				continue
+			groups, sel = groups[:0], sel[:0]
+			for _, i := range lists[s] {
+				if (w.first[i] == s) != leaders {
+					continue
+				}
+				t := w.ptopic[i]
+				if len(groups) == 0 || groups[len(groups)-1].t != t {
+					groups = append(groups, group{t: t, lo: int32(len(sel)), hi: int32(len(sel))})
+				}
+				sel = append(sel, i)
+				groups[len(groups)-1].hi++
 			}
-			t := int(w.ptopic[i])
-			if !w.mayLeave(i, t, s) {
-				continue
+			rank := func(g int) float64 {
+				t := groups[g].t
+				mean := ttotal[t] / tk[t]
+				return (float64(w.tc[int(t)*n+int(s)]) - math.Ceil(mean)) / max(mean, 1)
 			}
-			if d := w.dest(i, t, s, slot, tie); d >= 0 {
-				w.put(i, slot, d)
+			h.items = h.items[:0]
+			for g := range groups {
+				h.items = append(h.items, topicItem{g: int32(g), rank: rank(g)})
+			}
+			heap.Init(&h)
+			for h.Len() > 0 && w.cnt[s] > w.tgt[s] {
+				it := heap.Pop(&h).(topicItem)
+				g := &groups[it.g]
+				i := int(sel[g.lo])
+				g.lo++
+				if slot := w.slotOf(i, s); slot >= 0 {
+					t := int(g.t)
+					if w.mayLeave(i, t, s) {
+						if d := w.dest(i, t, s, slot, tie); d >= 0 {
+							w.put(i, slot, d)
+							w.shedLog[s] = append(w.shedLog[s], shedMove{int32(i), d})
+						}
+					}
+				}
+				if g.lo < g.hi {
+					heap.Push(&h, topicItem{g: it.g, rank: rank(int(it.g))})
+				}
 			}
 		}
 	}
+}
+
+// topicItem is a source broker's topic in shed's order.
+type topicItem struct {
+	g    int32
+	rank float64
+}
+
+// topicHeap orders topics by rank, highest first, then by group index.
+type topicHeap struct{ items []topicItem }
+
+func (h *topicHeap) Len() int { return len(h.items) }
+func (h *topicHeap) Less(a, b int) bool {
+	if h.items[a].rank != h.items[b].rank {
+		return h.items[a].rank > h.items[b].rank
+	}
+	return h.items[a].g < h.items[b].g
+}
+func (h *topicHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *topicHeap) Push(x any)    { h.items = append(h.items, x.(topicItem)) }
+func (h *topicHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
 }
 
 // repair handles what shed could not: an over-target broker whose

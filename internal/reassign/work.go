@@ -71,6 +71,15 @@ type work struct {
 	forced     int  // holes: replicas that had to move or be created
 	widened    bool // the tolerance widened some band beyond floor/ceil
 	notes      []string
+	// quota, while shed's first pass runs, caps the replicas of topic t a
+	// destination may hold (see shed); nil otherwise.
+	quota []int32
+	// shedLog lists, per source broker, the replicas shed moved off it
+	// (see spreadTopics); nil outside shed.
+	shedLog [][]shedMove
+	// under lists, per cell, the brokers under target while shed runs
+	// (nil otherwise).
+	under [][]int32
 }
 
 func (w *work) n() int { return len(w.ids) }

@@ -82,8 +82,10 @@ needs --yes.
 --throttle caps replication traffic during the move (Kafka's
 leader/follower.replication.throttled.rate on the brokers involved and
 *.replication.throttled.replicas on the topics, computed as Kafka's own tool
-does); the throttle is removed once the plan is complete. --no-wait returns
-once the controller accepted the plan; run --verify later.
+does); the throttle is removed once the plan is complete. A plan that adds
+no replica anywhere (kplan reassign --reorder-only: only orders change, which
+Kafka applies as metadata) copies nothing, so apply sets no throttle for it.
+--no-wait returns once the controller accepted the plan; run --verify later.
 
 Once the plan is complete, apply runs a preferred leader election for the
 plan's partitions whose leader is not their first replica (Kafka's

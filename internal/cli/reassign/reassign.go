@@ -48,6 +48,10 @@ type Options struct {
 	// Tolerance and MaxMoves: see reassign.Options.
 	Tolerance float64
 	MaxMoves  int
+	// FailoverDomain is --failover-domain ("" = both when racks exist).
+	FailoverDomain string
+	// ReorderOnly is --reorder-only: keep every replica set.
+	ReorderOnly bool
 	// Seed shuffles ties between equally loaded brokers when SeedSet.
 	Seed    uint64
 	SeedSet bool
@@ -83,7 +87,14 @@ func NewCmdReassign(f *cmdutil.Factory, runF func(context.Context, *Options) err
   racks keep replicas per broker from an even spread, the summary names
   the racks, shows the rack-aware targets and the --brokers that would
   allow one;
-- empties brokers left out of --brokers and fills brokers new in it;
+- empties brokers left out of --brokers and fills brokers new in it with
+  every topic in proportion to its fair share;
+- orders each partition's followers so that every single-broker loss (and
+  every rack loss when racks exist; --failover-domain) spreads the lost
+  leaderships as evenly over the survivors as the replica sets allow, since
+  Kafka hands a dead leader's partitions to the first live in-sync replica
+  in assignment order; the summary's Failover section shows the worst loss
+  before and after, its optimum and what the sets allow;
 - with --fix-overlaps, places every topic in one cell (the whole cluster, or
   --cell-size brokers) and leads every topic with at least as many
   partitions as the cell from all of the cell, so leader broker sets are
@@ -112,11 +123,16 @@ broker; --tolerance 0 balances to floor/ceil everywhere. --max-moves N
 keeps the changes that fit in N replica moves (emptying drained brokers
 first) and the summary counts the moves left for a later run. With --fix-overlaps it also shows the
 count-balance bound (the bound without --fix-overlaps), since cells and
-leader blocks move more by design. Without --out nothing is written.`,
+leader blocks move more by design. Without --out nothing is written.
+
+--reorder-only keeps every replica set and changes only orders (the best
+leaders and failover order the sets allow): no data moves, and kplan
+reassign apply sets no throttle for it.`,
 		Example: `  $ kplan reassign --from testdata/layouts/kafkakit-optimize-input.json
   $ kplan reassign --from layout.json --brokers 1,2,3,4,5:rack-b --out plan.json --rollback rollback.json
   $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
-  $ kplan reassign --from layout.json --fix-overlaps --cell-size 3 -o json`,
+  $ kplan reassign --from layout.json --fix-overlaps --cell-size 3 -o json
+  $ kplan reassign --from layout.json --reorder-only --out reorder.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -154,6 +170,8 @@ leader blocks move more by design. Without --out nothing is written.`,
 	fs.IntVar(&opts.CellSize, "cell-size", 0, "with --fix-overlaps: split the target brokers into cells of this many brokers")
 	fs.Float64Var(&opts.Tolerance, "tolerance", DefaultTolerance, "leave brokers within this relative band around the mean alone (replicas, leaders, topic leaders; 0: balance to floor/ceil)")
 	fs.IntVar(&opts.MaxMoves, "max-moves", 0, "move at most this many replicas; the summary counts what is left (0: no cap)")
+	fs.StringVar(&opts.FailoverDomain, "failover-domain", "", "order followers so the leaderships of every lost broker, rack, or both spread evenly over the survivors: broker, rack, both or none (default: both when every broker has a rack, else broker)")
+	fs.BoolVar(&opts.ReorderOnly, "reorder-only", false, "keep every replica set and change only replica order, to the best leaders and failover spread the sets allow: no data moves (apply sets no throttle)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
 	cmd.AddCommand(NewCmdApply(f, nil))
@@ -291,7 +309,7 @@ func runReassign(ctx context.Context, opts *Options) error {
 		admin.Close()
 	}
 	ro := reassign.Options{Ongoing: ongoing, Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
-		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves}
+		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly}
 	if opts.SeedSet {
 		ro.Rand = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	}

@@ -60,6 +60,10 @@ func TestNewCmdReassign(t *testing.T) {
 			assert.True(t, o.FixOverlaps)
 			assert.Equal(t, 4, o.CellSize)
 		}},
+		{"failover", "--from x.json --failover-domain rack --reorder-only", func(t *testing.T, o *reassign.Options) {
+			assert.Equal(t, "rack", o.FailoverDomain)
+			assert.True(t, o.ReorderOnly)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := cmdutil.NewTestFactory()
@@ -95,6 +99,9 @@ func TestBadInput(t *testing.T) {
 		{"tolerance negative", []string{"--from", kafkakit, "--tolerance", "-0.1"}, "--tolerance: must be at least 0 and below 1"},
 		{"tolerance whole", []string{"--from", kafkakit, "--tolerance", "1"}, "--tolerance: must be at least 0 and below 1"},
 		{"max moves negative", []string{"--from", kafkakit, "--max-moves", "-1"}, "--max-moves: must be positive"},
+		{"failover domain", []string{"--from", kafkakit, "--failover-domain", "zone"}, `--failover-domain: must be broker, rack, both or none, got "zone"`},
+		{"rack domain without racks", []string{"--from", kafkakit, "--failover-domain", "rack"}, "--failover-domain: rack needs every target broker in a rack"},
+		{"reorder-only with brokers", []string{"--from", kafkakit, "--reorder-only", "--brokers", "1737,1739"}, "--reorder-only: keeps every replica set, so it cannot change the brokers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := run(append([]string{"reassign"}, tc.args...)...)

@@ -80,6 +80,9 @@ func doc(r result) report.Document {
 		{"overlapping group pairs", strconv.Itoa(s.Before.Overlaps), strconv.Itoa(s.After.Overlaps)},
 	}}
 	d.Sections = append(d.Sections, bal)
+	if fo := failoverSection(s.Failover); fo != nil {
+		d.Sections = append(d.Sections, *fo)
+	}
 	pb := report.Section{Title: "Per broker", Header: []string{"BROKER", "RACK", "STATUS", "REPLICAS", "LEADERS"}}
 	for _, b := range s.PerBroker {
 		pb.Rows = append(pb.Rows, []string{strconv.Itoa(int(b.Broker)), b.Rack, b.Status,
@@ -272,4 +275,45 @@ func idRanges(ids []int32) string {
 		i = j + 1
 	}
 	return strings.Join(parts, ",")
+}
+
+// failoverSection shows the worst loss per domain before and after.
+func failoverSection(fo *reassign.Failover) *report.Section {
+	if fo == nil {
+		return nil
+	}
+	sec := report.Section{Title: "Failover (worst loss; order spreads: " + fo.Domain + ")", Header: []string{"", "BEFORE", "AFTER"}}
+	add := func(name string, c *reassign.FailoverChange) {
+		if c == nil {
+			return
+		}
+		sec.Rows = append(sec.Rows,
+			[]string{name + " lost", lossText(c.Before), lossText(c.After)},
+			[]string{"  busiest survivor", busiestText(c.Before), busiestText(c.After)},
+			[]string{"  optimum (excess)", fmt.Sprintf("%d (+%d)", c.Before.Optimum, c.Before.Excess), fmt.Sprintf("%d (+%d)", c.After.Optimum, c.After.Excess)},
+			[]string{"  reachable with these replica sets", strconv.Itoa(c.Before.Reachable), strconv.Itoa(c.After.Reachable)},
+			[]string{"  worst topic excess", topicExcessText(c.Before), topicExcessText(c.After)},
+		)
+	}
+	add("broker", fo.Broker)
+	add("rack", fo.Rack)
+	return &sec
+}
+
+func lossText(f reassign.FailoverFigure) string {
+	if f.Rack != "" {
+		return f.Rack
+	}
+	return ints(f.Lost)
+}
+
+func busiestText(f reassign.FailoverFigure) string {
+	return fmt.Sprintf("%d leaders on %d", f.BusiestLeaders, f.Busiest)
+}
+
+func topicExcessText(f reassign.FailoverFigure) string {
+	if f.Topic == "" {
+		return "+0"
+	}
+	return fmt.Sprintf("+%d (%s)", f.TopicExcess, f.Topic)
 }

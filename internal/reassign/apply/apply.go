@@ -570,6 +570,11 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 	if !o.Yes && !o.Lab {
 		return nil, errkind.Refusedf("yes", "needed to execute %d partition moves on a cluster that is not the local kplan lab; nothing was changed", len(todo))
 	}
+	if !copies(todo, current) {
+		// Only replica orders change (kplan reassign --reorder-only):
+		// Kafka applies them as metadata, there is nothing to throttle.
+		o.Throttle = 0
+	}
 	throttle := topology.ThrottleFor(o.Throttle, todo, current)
 	if o.Throttle > 0 {
 		if err := adm.SetThrottle(ctx, throttle); err != nil {
@@ -605,6 +610,20 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 		return nil, err
 	}
 	return res, nil
+}
+
+// copies reports whether some move adds a replica to a broker that does
+// not hold its partition: data to copy.
+func copies(todo []topology.Partition, current map[topology.Key][]int32) bool {
+	for _, m := range todo {
+		cur := current[m.Key()]
+		for _, b := range m.Replicas {
+			if !slices.Contains(cur, b) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // interrupted ends a wait that ctx's end cut short: the reassignment goes

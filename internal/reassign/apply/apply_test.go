@@ -230,6 +230,21 @@ func TestExecuteNoThrottle(t *testing.T) {
 	assert.Equal(t, []string{"Reassign a-0 [2 3]"}, f.Calls)
 }
 
+// A plan that only reorders replicas copies nothing: no throttle is set
+// even when one is asked for, and the new first replicas are elected.
+func TestExecuteReorderOnlyNoThrottle(t *testing.T) {
+	f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2, 3), applytest.Part("a", 1, 2, 3, 1))
+	f.FinishPerPoll = 2
+	plan := []topology.Partition{applytest.Move("a", 0, 2, 1, 3), applytest.Move("a", 1, 2, 1, 3)}
+	res, err := Execute(context.Background(), f, plan, Options{Throttle: 50_000_000, Yes: true, Clock: applytest.NewClock()})
+	require.NoError(t, err)
+	assert.Equal(t, Done, res.Outcome)
+	calls := strings.Join(f.Calls, "\n")
+	assert.NotContains(t, calls, "Throttle")
+	assert.Contains(t, calls, "Reassign a-0 [2 1 3]")
+	assert.Contains(t, calls, "Elect a-0")
+}
+
 // NoWait returns once the moves are accepted; the throttle stays.
 func TestExecuteNoWait(t *testing.T) {
 	f := applytest.New([]int32{1, 2, 3}, applytest.Part("a", 0, 1, 2))
