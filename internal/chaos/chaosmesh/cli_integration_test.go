@@ -98,7 +98,10 @@ func kplanRun(ctx context.Context, args ...string) (int, string, string) {
 func (e cliEnv) args(topic string, extra ...string) []string {
 	return append([]string{"chaos", "--bootstrap-server", e.lab.Bootstrap, "--killer", "chaos-mesh",
 		"--kubeconfig", e.env.OperatorKubeconfig, "--namespace", e.env.Namespace, "--pod-naming", "strimzi",
-		"--strimzi-cluster", cliCluster, "--kill", "broker-3", "--topic", topic, "--warmup", "6s"}, extra...)
+		"--strimzi-cluster", cliCluster, "--kill", "broker-3", "--topic", topic,
+		// Short phases: only invariants are checked (the skews are
+		// acceptance figures, internal/chaos's TestAcceptLabKillBroker3Skew).
+		"--warmup", "2s", "--phase-duration", "3s"}, extra...)
 }
 
 func noPodChaos(t *testing.T, c client.Client, ns string) {
