@@ -38,7 +38,9 @@ func labKill(t *testing.T, lab *labtest.Lab, topic string, short bool) *Result {
 	// and 6 s, sqf measured 1.053 before the kill in one CI run.
 	cfg.Warmup = 6 * time.Second
 	if short {
-		cfg.Warmup, cfg.Phase = 2*time.Second, 3*time.Second
+		// 4 s at the default 1,000 records/s: above MinSkewRecordsPerBroker
+		// (3,000 for 3 brokers) with a margin, so every skew is computed.
+		cfg.Warmup, cfg.Phase = 2*time.Second, 4*time.Second
 	}
 	cfg.Restore = true // leave the shared lab whole
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

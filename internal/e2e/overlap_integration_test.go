@@ -52,7 +52,7 @@ func chaosResult(t *testing.T, ctx context.Context, args ...string) *chaos.Resul
 // from the cluster. It returns the two chaos results, whose measured
 // figures are the acceptance test's.
 //
-// short runs 4 s phases at 4 MB/s, for the invariants only. Otherwise the
+// short runs 4 s phases at 4 MB/s of 1 kB records, for the invariants only. Otherwise the
 // phases after the fix are long (16 MB/s for 40 s, 640 MB per
 // partitioner): default writes 64 KiB to one partition before it draws
 // again, and its measured shares need that many draws to settle within a
@@ -65,15 +65,18 @@ func overlapFix(t *testing.T, prefix string, short bool) (before, after *chaos.R
 	defer cancel()
 	dir := t.TempDir()
 	labDir := lab.State.Dir
-	beforePhase, afterRate, afterWarmup, afterPhase := "15s", "16MB/s", "2s", "40s"
+	beforePhase, afterRate, afterWarmup, afterPhase, recordSize := "15s", "16MB/s", "2s", "40s", "10000"
 	if short {
-		beforePhase, afterRate, afterWarmup, afterPhase = "4s", "4MB/s", "1s", "4s"
+		// 1 kB records keep the phases above chaos.MinSkewRecordsPerBroker
+		// (1,000 per broker: 16,000 records at 4 MB/s in 4 s), so that
+		// every skew is computed.
+		beforePhase, afterRate, afterWarmup, afterPhase, recordSize = "4s", "4MB/s", "1s", "4s", "1000"
 	}
 
 	// 1. The workload as shipped, on topics prefix-A..D created with its layout.
 	before = chaosResult(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", labDir,
 		"--workload", repo("chaos/overlap-4.yaml"), "--topic", prefix,
-		"--partitioner", "roundrobin,default", "--rate", "4MB/s", "--record-size", "10000", "--phase-duration", beforePhase)
+		"--partitioner", "roundrobin,default", "--rate", "4MB/s", "--record-size", recordSize, "--phase-duration", beforePhase)
 	for _, p := range before.Partitioners {
 		ph := p.Phases["before"]
 		require.NotNil(t, ph, p.Name)
@@ -118,7 +121,7 @@ func overlapFix(t *testing.T, prefix string, short bool) (before, after *chaos.R
 	rates := fmt.Sprintf("%[1]s-A=3,%[1]s-B=3,%[1]s-C=1,%[1]s-D=1", prefix)
 	after = chaosResult(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", labDir,
 		"--topics", "^"+prefix+"-", "--sequential", "--rates", rates, "--kill", "none",
-		"--partitioner", "roundrobin,default", "--rate", afterRate, "--record-size", "10000", "--warmup", afterWarmup, "--phase-duration", afterPhase)
+		"--partitioner", "roundrobin,default", "--rate", afterRate, "--record-size", recordSize, "--warmup", afterWarmup, "--phase-duration", afterPhase)
 	for _, p := range after.Partitioners {
 		ph := p.Phases["before"]
 		require.NotNil(t, ph, p.Name)

@@ -101,7 +101,7 @@ func (e cliEnv) args(topic string, extra ...string) []string {
 		"--strimzi-cluster", cliCluster, "--kill", "broker-3", "--topic", topic,
 		// Short phases: only invariants are checked (the skews are
 		// acceptance figures, internal/chaos's TestAcceptLabKillBroker3Skew).
-		"--warmup", "2s", "--phase-duration", "3s"}, extra...)
+		"--warmup", "2s", "--phase-duration", "4s"}, extra...)
 }
 
 func noPodChaos(t *testing.T, c client.Client, ns string) {

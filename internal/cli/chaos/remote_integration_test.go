@@ -152,7 +152,7 @@ func acceptance(t *testing.T, out string) *chaos.Result {
 // phases (only invariants are checked; the skews are acceptance figures),
 // and --restore to leave the shared lab whole.
 func experiment(topic string) []string {
-	return []string{"chaos", "--kill", "broker-3", "--topic", topic, "--warmup", "2s", "--phase-duration", "3s", "--restore", "-o", "json"}
+	return []string{"chaos", "--kill", "broker-3", "--topic", topic, "--warmup", "2s", "--phase-duration", "4s", "--restore", "-o", "json"}
 }
 
 // TestRemoteExecKillBroker3 is the acceptance of `kplan chaos
