@@ -1,6 +1,7 @@
 # kplan's build. `make demo` runs kplan's main job on a fresh machine;
 # `make test` runs every test (lint, unit, fuzz seeds, integration against
-# real Kafka brokers). Both fetch what they need themselves.
+# real Kafka brokers); `make acceptance` measures the statistical figures
+# that gate nothing in `make test`. All fetch what they need themselves.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -27,7 +28,7 @@ export KPLAN_KAFKA_JARS := $(KAFKA_JARS)
 export KPLAN_KUBE_APISERVER := $(K8S_DIR)/kube-apiserver
 export KPLAN_CHAOS_MESH := $(CHAOS_MESH_DIR)
 
-.PHONY: all build test unit integration lint vet fmt kafka k8s etcd iptables tools demo bench fuzz soak clean
+.PHONY: all build test unit integration acceptance acceptance-doc lint vet fmt kafka k8s etcd iptables tools demo bench fuzz soak clean
 
 all: build
 
@@ -67,16 +68,50 @@ integration: kafka k8s iptables
 	done; \
 	if [ -n "$$failed" ]; then echo "integration: failed in$$failed" >&2; exit 1; fi
 
+## acceptance: the statistical figures measured on real brokers (skews,
+## shares within N points, a link's MB/s, a delay), which `make test` does
+## not gate on. The rule mirrors integration's: an acceptance test is a Test
+## function in a _test.go file built only under the `acceptance` tag
+## (`//go:build acceptance`; neither `make unit` nor `make integration`
+## builds those files). They are built with both tags, so that they share
+## their package's integration helpers and TestMain, and only the acceptance
+## functions run. Each figure is measured ACCEPT_REPEAT times; a test fails
+## when the 95% confidence interval of the mean crosses the figure's bound
+## (internal/acceptance). Every figure is written to ACCEPT_OUT as JSON, and
+## acceptance-doc rewrites docs/BENCHMARKS.md's acceptance section from them,
+## also when a figure failed. No -race: it would distort what is measured.
+ACCEPT_REPEAT ?= 5
+ACCEPT_OUT ?= $(CURDIR)/out/acceptance
+ACCEPTANCE_FILES = $(shell grep -rl --include='*_test.go' '^//go:build acceptance' cmd internal)
+acceptance: kafka k8s iptables
+	@rm -rf $(ACCEPT_OUT); failed=; \
+	for dir in $$(for f in $(ACCEPTANCE_FILES); do dirname $$f; done | sort -u); do \
+	  tests=$$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(.*\*testing\.T).*/\1/p' \
+	    $$(grep -l '^//go:build acceptance' $$dir/*_test.go) | sort -u | paste -sd'|'); \
+	  [ -n "$$tests" ] || continue; \
+	  echo "ACCEPT_REPEAT=$(ACCEPT_REPEAT) go test -tags integration,acceptance -run '^($$tests)\$$' ./$$dir"; \
+	  ACCEPT_REPEAT=$(ACCEPT_REPEAT) ACCEPT_OUT=$(ACCEPT_OUT) go test -count=1 -p 1 -tags integration,acceptance -timeout 90m -run "^($$tests)\$$" ./$$dir || failed="$$failed ./$$dir"; \
+	done; \
+	$(MAKE) --no-print-directory acceptance-doc; \
+	if [ -n "$$failed" ]; then echo "acceptance: failed in$$failed" >&2; exit 1; fi
+
+## acceptance-doc: docs/BENCHMARKS.md's acceptance section from ACCEPT_OUT.
+acceptance-doc:
+	go run ./internal/acceptance/acceptdoc $(ACCEPT_OUT) docs/BENCHMARKS.md
+
 vet:
 	go vet ./...
 	go vet -tags integration ./...
+	go vet -tags integration,acceptance ./...
 
 ## lint: vet, go.mod and go.sum exactly as `go mod tidy` leaves them (direct
-## dependencies marked direct), and golangci-lint with and without the tag.
+## dependencies marked direct), and golangci-lint without tags, with the
+## integration tag, and with both tags (the acceptance tests).
 lint: vet $(GOLANGCI_LINT)
 	go mod tidy -diff
 	$(GOLANGCI_LINT) run ./...
 	$(GOLANGCI_LINT) run --build-tags integration ./...
+	$(GOLANGCI_LINT) run --build-tags integration,acceptance ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -53,6 +53,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 // execute runs root with args, finishes a --cpu-profile, prints the error
 // and maps it to the exit code by its type.
 func execute(ctx context.Context, f *cmdutil.Factory, root *cobra.Command, stopProfile func() error, args []string) int {
+	if args == nil {
+		// cobra reads os.Args for nil args: in a test, the test binary's
+		// own command line. No args means none.
+		args = []string{}
+	}
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if perr := stopProfile(); err == nil {

@@ -203,3 +203,19 @@ func TestCPUProfile(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--cpu-profile")
 }
+
+// TestRunWithoutArgsIgnoresOwnCommandLine: Run with no arguments (nil, as
+// a variadic helper called with none passes) runs kplan with none, never
+// with the process's own command line (cobra's fallback for nil args),
+// which in a test is the test binary's.
+func TestRunWithoutArgsIgnoresOwnCommandLine(t *testing.T) {
+	saved := os.Args
+	t.Cleanup(func() { os.Args = saved })
+	os.Args = []string{"kplan.test", "--no-such-flag", "size"}
+	code, out, errOut := run() // nil args
+	wantCode, wantOut, wantErr := run([]string{}...)
+	assert.Equal(t, wantCode, code)
+	assert.Equal(t, wantOut, out)
+	assert.Equal(t, wantErr, errOut)
+	assert.NotContains(t, errOut, "no-such-flag")
+}

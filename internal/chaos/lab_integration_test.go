@@ -4,7 +4,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -19,29 +18,46 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
 
-// TestLabKillBroker3 is issue 6's acceptance on real brokers: 3 partitions,
+// labKill runs issue 6's experiment on the shared lab: 3 partitions,
 // replication factor 2, leaders on brokers 1, 2, 3 and broker 3's partition
-// replicated on broker 1. Killing broker 3 (SIGKILL of its JVM) moves its
-// leadership to broker 1: roundrobin then sends broker 1 two shares, while
-// node and sqf keep brokers even. No acknowledged record may be lost.
-func TestLabKillBroker3(t *testing.T) {
-	lab := labtest.Shared(t)
+// replicated on broker 1; broker 3 is killed (SIGKILL of its JVM) and
+// restored afterwards so that the lab stays whole. topic names the run's
+// topics (a lab run leaves them, so each run needs its own). short keeps
+// the warm-up and phases short, for a run that checks only invariants.
+func labKill(t *testing.T, lab *labtest.Lab, topic string, short bool) *Result {
+	t.Helper()
 	c, err := chaoslab.Open(lab.State, kafka.ConnOptions{}, "test")
 	require.NoError(t, err)
 	defer c.Close()
 
 	cfg := Defaults()
-	cfg.Topic = "labkill"
+	cfg.Topic = topic
 	// The lab's JVMs are fresh: a longer warm-up lets them settle. The
 	// default 8 s phases keep one broker's transient stall (sqf steers
 	// around it, which is its job) from moving the shares by 5%: with 4 s
 	// and 6 s, sqf measured 1.053 before the kill in one CI run.
 	cfg.Warmup = 6 * time.Second
+	if short {
+		// 4 s at the default 1,000 records/s: above MinSkewRecordsPerBroker
+		// (3,000 for 3 brokers) with a margin, so every skew is computed.
+		cfg.Warmup, cfg.Phase = 2*time.Second, 4*time.Second
+	}
 	cfg.Restore = true // leave the shared lab whole
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, c, cfg)
 	require.NoError(t, err)
+	return res
+}
+
+// TestLabKillBroker3 is issue 6's experiment on real brokers, with what must
+// always hold: killing broker 3 moves its leadership to broker 1 (Kafka's
+// election), the failover is timed, every partitioner's skew is computed
+// and no acknowledged record is lost. The skews themselves (round robin's
+// two shares against node's and sqf's balance) are acceptance figures:
+// TestAcceptLabKillBroker3Skew.
+func TestLabKillBroker3(t *testing.T) {
+	res := labKill(t, labtest.Shared(t), "labkill", true)
 
 	assert.Equal(t, "lab", res.Cluster)
 	assert.Equal(t, int32(3), res.KilledBroker)
@@ -62,24 +78,5 @@ func TestLabKillBroker3(t *testing.T) {
 		assert.Equal(t, []int32{1, 2, 3}, before.Leaders, p.Name)
 		assert.Equal(t, []int32{1, 2}, after.Leaders, "%s: broker 1 leads broker 3's partition after the kill", p.Name)
 		assert.Positive(t, after.Acked, p.Name)
-		msg := fmt.Sprintf("%s before %v after %v", p.Name, before.PerBroker, after.PerBroker)
-		switch p.Name {
-		case "roundrobin":
-			assert.LessOrEqual(t, *before.MaxOverMean, 1.05, msg)
-			assert.GreaterOrEqual(t, *after.MaxOverMean, 1.25, msg)
-		case "node":
-			assert.LessOrEqual(t, *before.MaxOverMean, 1.05, msg)
-			assert.LessOrEqual(t, *after.MaxOverMean, 1.05, msg)
-		case "sqf":
-			// sqf balances in-flight queues, not record counts: it matches
-			// node's 1.00 while the brokers are equally fast, and sends a
-			// broker that answers slower less, which is its purpose. On
-			// the shared 2-core machine under other builds' load, broker 1
-			// (two partitions after the kill) answers slower and sqf's
-			// skew reached 1.06-1.19 (four runs, 2026-11-24); what it must
-			// never do is fall into round robin's two shares.
-			assert.Less(t, *before.MaxOverMean, 1.25, msg)
-			assert.Less(t, *after.MaxOverMean, 1.25, msg)
-		}
 	}
 }

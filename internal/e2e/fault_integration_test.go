@@ -41,17 +41,34 @@ import (
 // acks=all); a first run on a scratch merge of the two halves measured
 // 8.6% and 7.7%, with leadership moved to broker 3, before the lab's
 // delay process was finished.
+//
+// Only invariants are checked here (the fault named in the result, cleared
+// before the recovered phase, no prediction under it, nothing lost), with
+// short phases; the shares are acceptance figures:
+// TestAcceptFaultSQFAvoidsSlowBroker.
 func TestFaultSQFAvoidsSlowBroker(t *testing.T) {
+	faultRun(t, "fault-sqf", true)
+}
+
+// faultRun runs `kplan chaos --fault delay:broker-2:200ms` with roundrobin
+// and sqf on the binary's lab, checks what must hold, and returns the
+// result. short runs 1 s warm-up and 3 s phases.
+func faultRun(t *testing.T, topic string, short bool) *chaos.Result {
+	t.Helper()
 	// This binary's lab has 4 brokers (the overlap tests'); the layout
 	// keeps to brokers 1-3, one partition led by each.
 	lab := labtest.Start(t, labtest.Options{Brokers: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	warmup, phase := "2s", "8s"
+	if short {
+		warmup, phase = "1s", "3s"
+	}
 
 	res := chaosResult(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", lab.State.Dir,
-		"--fault", "delay:broker-2:200ms", "--partitioner", "roundrobin,sqf", "--topic", "fault-sqf",
+		"--fault", "delay:broker-2:200ms", "--partitioner", "roundrobin,sqf", "--topic", topic,
 		"--assignment", "1,2;2,3;3,1",
-		"--rate", "1MB/s", "--warmup", "2s", "--phase-duration", "8s", "--restore")
+		"--rate", "1MB/s", "--warmup", warmup, "--phase-duration", phase, "--restore")
 
 	require.NotNil(t, res.Fault, "the result says which fault ran")
 	assert.Equal(t, "delay:broker-2:200ms", res.Fault.Fault)
@@ -60,24 +77,19 @@ func TestFaultSQFAvoidsSlowBroker(t *testing.T) {
 	require.NotNil(t, res.Fault.ClearedAtS, "--restore clears it before the recovered phase")
 	assert.Equal(t, int32(-1), res.KilledBroker, "a fault, no kill")
 
-	share := map[string]float64{}
 	for _, p := range res.Partitioners {
 		f := p.Phases["fault"]
 		require.NotNil(t, f, p.Name)
 		assert.Equal(t, chaos.NoPredictionUnderFault, f.NoPrediction, p.Name)
 		assert.Nil(t, f.PredictedShare, "%s: no predicted number under a fault", p.Name)
-		share[p.Name] = f.Shares["2"]
 		skew := "-"
 		if f.MaxOverMean != nil {
 			skew = fmt.Sprintf("%.2f", *f.MaxOverMean)
 		}
-		t.Logf("%-10s fault phase: leaders %v, broker 2's share %.1f%%, shares %v, max/mean %s, produce p99 %.1f ms, never acked %d", p.Name, f.Leaders, 100*share[p.Name], f.Shares, skew, f.LatencyMS.P99, p.NeverAcked)
-		before := p.Phases["before"]
-		require.NotNil(t, before, p.Name)
-		assert.InDelta(t, 1.0/3, before.Shares["2"], 0.08, "%s: an even spread before the fault", p.Name)
+		t.Logf("%-10s fault phase: leaders %v, broker 2's share %.1f%%, shares %v, max/mean %s, produce p99 %.1f ms, never acked %d", p.Name, f.Leaders, 100*f.Shares["2"], f.Shares, skew, f.LatencyMS.P99, p.NeverAcked)
+		require.NotNil(t, p.Phases["before"], p.Name)
 		require.NotNil(t, p.Phases["recovered"], p.Name)
 		assert.Zero(t, p.Lost, p.Name)
 	}
-	assert.InDelta(t, 1.0/3, share["roundrobin"], 0.05, "round robin ignores latency")
-	assert.Less(t, share["sqf"], share["roundrobin"]-0.15, "sqf sends measurably less to the slow broker")
+	return res
 }

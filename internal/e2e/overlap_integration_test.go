@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,46 +41,56 @@ func chaosResult(t *testing.T, ctx context.Context, args ...string) *chaos.Resul
 	return &res
 }
 
-// TestOverlapFixRemovesSkew is issue 13's L2 on a 4-broker lab: the shipped
+// overlapFix runs issue 13's L2 on the binary's 4-broker lab: the shipped
 // overlap workload (chaos/overlap-4.yaml: four 4-partition topics whose
-// leader sets overlap partially, written 3:3:1:1) measures max/mean of at
-// least 1.20 with round robin and franz-go's default; `kplan reassign
-// --fix-overlaps` plans the fix, `kplan reassign apply` executes it on the
-// lab (replicas moved, preferred leaders elected); the same workload on the
-// same topics then measures at most 1.05 with both, as predicted within 2
-// points. The phases after the fix are long (16 MB/s for 40 s, 640 MB per
+// leader sets overlap partially, written 3:3:1:1) on topics prefix-A..D,
+// the fix planned by `kplan reassign --fix-overlaps` and executed by `kplan
+// reassign apply` (replicas moved, preferred leaders elected), then the
+// same workload on the same topics. It checks what must hold: the
+// predictions (max/mean 1.5 before the fix, 1.0 after), the errors
+// computed, nothing lost, and the plan's replicas and leaders read back
+// from the cluster. It returns the two chaos results, whose measured
+// figures are the acceptance test's.
+//
+// short runs 4 s phases at 4 MB/s of 1 kB records, for the invariants only. Otherwise the
+// phases after the fix are long (16 MB/s for 40 s, 640 MB per
 // partitioner): default writes 64 KiB to one partition before it draws
 // again, and its measured shares need that many draws to settle within a
 // point of their expectation (see chaos/overlap-4.yaml); round robin has no
 // such noise.
-func TestOverlapFixRemovesSkew(t *testing.T) {
+func overlapFix(t *testing.T, prefix string, short bool) (before, after *chaos.Result) {
+	t.Helper()
 	lab := labtest.Start(t, labtest.Options{Brokers: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	labDir := lab.State.Dir
+	beforePhase, afterRate, afterWarmup, afterPhase, recordSize := "15s", "16MB/s", "2s", "40s", "10000"
+	if short {
+		// 1 kB records keep the phases above chaos.MinSkewRecordsPerBroker
+		// (1,000 per broker: 16,000 records at 4 MB/s in 4 s), so that
+		// every skew is computed.
+		beforePhase, afterRate, afterWarmup, afterPhase, recordSize = "4s", "4MB/s", "1s", "4s", "1000"
+	}
 
-	// 1. The workload as shipped, on topics l2-A..D created with its layout.
-	before := chaosResult(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", labDir,
-		"--workload", repo("chaos/overlap-4.yaml"), "--topic", "l2",
-		"--partitioner", "roundrobin,default", "--rate", "4MB/s", "--record-size", "10000", "--phase-duration", "15s")
+	// 1. The workload as shipped, on topics prefix-A..D created with its layout.
+	before = chaosResult(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", labDir,
+		"--workload", repo("chaos/overlap-4.yaml"), "--topic", prefix,
+		"--partitioner", "roundrobin,default", "--rate", "4MB/s", "--record-size", recordSize, "--phase-duration", beforePhase)
 	for _, p := range before.Partitioners {
 		ph := p.Phases["before"]
 		require.NotNil(t, ph, p.Name)
 		require.NotNil(t, ph.MaxOverMean, p.Name)
 		require.NotNil(t, ph.PredictedMaxOverMean, p.Name)
+		require.NotNil(t, ph.MaxErrorPts, p.Name)
 		t.Logf("before the fix: %-10s max/mean %.3f (predicted %.3f), error %.2f points, shares %v", p.Name, *ph.MaxOverMean, *ph.PredictedMaxOverMean, *ph.MaxErrorPts, ph.MeasuredShare)
-		assert.GreaterOrEqual(t, *ph.MaxOverMean, 1.20, p.Name)
 		assert.InDelta(t, 1.5, *ph.PredictedMaxOverMean, 1e-3, p.Name)
-		if p.Name == "roundrobin" {
-			assert.LessOrEqual(t, *ph.MaxErrorPts, 2.0, p.Name)
-		}
 		assert.Zero(t, p.Lost, p.Name)
 	}
 
 	// 2. The fix, planned from the live cluster and applied to it.
 	plan := filepath.Join(dir, "plan.json")
-	code, out, errOut := runKplan(t, ctx, "reassign", "--bootstrap-server", lab.Bootstrap, "--topics", "^l2-", "--fix-overlaps", "--out", plan)
+	code, out, errOut := runKplan(t, ctx, "reassign", "--bootstrap-server", lab.Bootstrap, "--topics", "^"+prefix+"-", "--fix-overlaps", "--out", plan)
 	require.Equal(t, 0, code, errOut)
 	t.Logf("kplan reassign:\n%s", out)
 	code, out, errOut = runKplan(t, ctx, "reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--lab-dir", labDir)
@@ -94,7 +105,7 @@ func TestOverlapFixRemovesSkew(t *testing.T) {
 	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
 	require.NoError(t, err)
 	defer cl.Close()
-	snap, err := kafka.Snapshot(ctx, cl, func(n string) bool { return strings.HasPrefix(n, "l2-") })
+	snap, err := kafka.Snapshot(ctx, cl, func(n string) bool { return strings.HasPrefix(n, prefix+"-") })
 	require.NoError(t, err)
 	live := map[topology.Key]topology.Partition{}
 	for _, p := range snap.Partitions {
@@ -107,18 +118,27 @@ func TestOverlapFixRemovesSkew(t *testing.T) {
 	}
 
 	// 3. The same workload on the same topics, as they now are.
-	after := chaosResult(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", labDir,
-		"--topics", "^l2-", "--sequential", "--rates", "l2-A=3,l2-B=3,l2-C=1,l2-D=1", "--kill", "none",
-		"--partitioner", "roundrobin,default", "--rate", "16MB/s", "--record-size", "10000", "--warmup", "2s", "--phase-duration", "40s")
+	rates := fmt.Sprintf("%[1]s-A=3,%[1]s-B=3,%[1]s-C=1,%[1]s-D=1", prefix)
+	after = chaosResult(t, ctx, "chaos", "--cluster", "lab", "--lab-dir", labDir,
+		"--topics", "^"+prefix+"-", "--sequential", "--rates", rates, "--kill", "none",
+		"--partitioner", "roundrobin,default", "--rate", afterRate, "--record-size", recordSize, "--warmup", afterWarmup, "--phase-duration", afterPhase)
 	for _, p := range after.Partitioners {
 		ph := p.Phases["before"]
 		require.NotNil(t, ph, p.Name)
 		require.NotNil(t, ph.MaxOverMean, p.Name)
 		require.NotNil(t, ph.MaxErrorPts, p.Name)
+		require.NotNil(t, ph.PredictedMaxOverMean, p.Name)
 		t.Logf("after the fix: %-10s max/mean %.3f (predicted %.3f), error %.2f points, shares %v", p.Name, *ph.MaxOverMean, *ph.PredictedMaxOverMean, *ph.MaxErrorPts, ph.MeasuredShare)
-		assert.LessOrEqual(t, *ph.MaxOverMean, 1.05, p.Name)
 		assert.InDelta(t, 1.0, *ph.PredictedMaxOverMean, 1e-3, p.Name)
-		assert.LessOrEqual(t, *ph.MaxErrorPts, 2.0, p.Name)
 		assert.Zero(t, p.Lost, p.Name)
 	}
+	return before, after
+}
+
+// TestOverlapFixRemovesSkew is issue 13's L2 with what must always hold
+// (overlapFix, short phases). The measured skews before and after the fix
+// and their errors against the prediction are acceptance figures:
+// TestAcceptOverlapFix.
+func TestOverlapFixRemovesSkew(t *testing.T) {
+	overlapFix(t, "l2", true)
 }

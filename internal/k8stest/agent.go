@@ -375,8 +375,8 @@ func (a *Agent) reconcile(ctx context.Context, id int32) error {
 
 // restart starts broker id again and waits until it answers.
 func (a *Agent) restart(ctx context.Context, id int32) error {
-	ready := func(ctx context.Context, bootstrap []string, _ []int32) error {
-		return kafka.WaitBrokers(ctx, bootstrap, []int32{id})
+	ready := func(ctx context.Context, clusterID string, bootstrap []string, _ []int32) error {
+		return kafka.WaitBrokers(ctx, clusterID, bootstrap, []int32{id})
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -397,7 +397,7 @@ func (a *Agent) restart(ctx context.Context, id int32) error {
 	if alive { // started by someone else: wait until it answers
 		for rctx.Err() == nil {
 			wctx, wcancel := context.WithTimeout(rctx, 2*time.Second)
-			werr := ready(wctx, a.lab.Bootstrap(), nil)
+			werr := ready(wctx, a.lab.ClusterID, a.lab.Bootstrap(), nil)
 			wcancel()
 			if werr == nil {
 				return nil

@@ -55,7 +55,7 @@ func runBatching(ctx context.Context, stderr *lockedBuffer, args ...string) (cod
 	var out bytes.Buffer
 	f := &cmdutil.Factory{IOStreams: &iostreams.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: stderr}, Version: "test", Now: time.Now}
 	cmd := climeasure.NewCmdBatching(f, nil)
-	cmd.SetArgs(args)
+	cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read the test binary's own command line
 	cmd.SetOut(&out)
 	cmd.SetErr(stderr)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true

@@ -83,20 +83,21 @@ func newClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client,
 }
 
 // WaitBrokers returns nil once every broker in want answers metadata and
-// is listed as a live broker; it makes one attempt per call.
-func WaitBrokers(ctx context.Context, bootstrap []string, want []int32) error {
-	return BrokersReady("")(ctx, bootstrap, want)
+// is listed as a live broker, of the cluster clusterID ("" for any: see
+// localkafka.Ready); it makes one attempt per call.
+func WaitBrokers(ctx context.Context, clusterID string, bootstrap []string, want []int32) error {
+	return BrokersReady("")(ctx, clusterID, bootstrap, want)
 }
 
 // BrokersReady is WaitBrokers through the client properties at
 // commandConfig ("" for none): a secured lab's readiness check.
-func BrokersReady(commandConfig string) func(ctx context.Context, bootstrap []string, want []int32) error {
-	return func(ctx context.Context, bootstrap []string, want []int32) error {
-		return waitBrokers(ctx, ConnOptions{BootstrapServers: strings.Join(bootstrap, ","), CommandConfig: commandConfig, Timeout: 2 * time.Second}, want)
+func BrokersReady(commandConfig string) func(ctx context.Context, clusterID string, bootstrap []string, want []int32) error {
+	return func(ctx context.Context, clusterID string, bootstrap []string, want []int32) error {
+		return waitBrokers(ctx, ConnOptions{BootstrapServers: strings.Join(bootstrap, ","), CommandConfig: commandConfig, Timeout: 2 * time.Second}, clusterID, want)
 	}
 }
 
-func waitBrokers(ctx context.Context, conn ConnOptions, want []int32) error {
+func waitBrokers(ctx context.Context, conn ConnOptions, clusterID string, want []int32) error {
 	cl, err := NewClient(conn, "lab")
 	if err != nil {
 		return err
@@ -113,11 +114,11 @@ func waitBrokers(ctx context.Context, conn ConnOptions, want []int32) error {
 			return fmt.Errorf("broker %d not registered yet (have %v)", id, have)
 		}
 	}
-	// Every listed broker must answer on its own address too.
+	// Every listed broker must answer on its own address too, as a
+	// broker of this cluster.
 	for _, id := range want {
-		req := cl.Broker(int(id))
-		if _, err := req.RetriableRequest(ctx, kmsgApiVersions()); err != nil {
-			return fmt.Errorf("broker %d: %w", id, err)
+		if err := brokerOfCluster(ctx, cl, id, clusterID); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -125,22 +126,12 @@ func (a *ScratchAdmin) ActiveController(ctx context.Context) (int32, error) {
 	return p.LeaderID, nil
 }
 
-// DeleteTopic deletes a topic; one that does not exist is not an error.
+// DeleteTopic deletes a topic and waits, for at most 30 s, until the
+// cluster no longer lists it (DeleteTopicsAndWait); one that does not exist
+// is not an error.
 func (a *ScratchAdmin) DeleteTopic(ctx context.Context, topic string) error {
-	req := kmsg.NewPtrDeleteTopicsRequest()
-	req.TopicNames = []string{topic}
-	rt := kmsg.NewDeleteTopicsRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 30000
-	resp, err := req.RequestWith(ctx, a.cl)
-	if err != nil {
-		return fmt.Errorf("delete topic %s: %w", topic, err)
-	}
-	for _, t := range resp.Topics {
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
-			return fmt.Errorf("delete topic %s: %w", topic, err)
-		}
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := DeleteTopicsAndWait(ctx, a.cl, topic)
+	return err
 }

@@ -1,14 +1,17 @@
-// Package labtest starts one real Kafka lab per test binary and shares it
-// across that binary's integration tests. A missing Java or missing jars
-// fail the test with one clear line; nothing is skipped.
+// Package labtest keeps a pool of real Kafka labs per test binary, keyed by
+// their options, and shares each across that binary's integration tests:
+// a lab of a given shape starts on first use and serves every later test
+// asking for the same shape, and one binary can use several shapes. A
+// missing Java or missing jars fail the test with one clear line; nothing
+// is skipped.
 //
 // Use it from a test binary's TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
 //
 // and call labtest.Shared(t) in each test that needs brokers, or
-// labtest.Start(t, labtest.Options{...}) for a lab of another shape (one lab
-// per binary all the same: every call must ask for the same options).
+// labtest.Start(t, labtest.Options{...}) for a lab of another shape. Labs
+// run until Main stops them all at the end of the binary.
 package labtest
 
 import (
@@ -49,73 +52,84 @@ type Options struct {
 	Security string
 }
 
+// entry is one lab of the pool, started once.
+type entry struct {
+	once sync.Once
+	lab  *Lab
+	err  error
+	dir  string
+}
+
 var (
-	mu      sync.Mutex
-	started bool
-	opts    Options
-	shared  *Lab
-	err     error
-	dir     string
+	mu   sync.Mutex
+	pool = map[Options]*entry{}
+	// order is the pool's keys in the order their labs were asked for.
+	order []Options
 )
 
-// Brokers is the size of the shared lab.
+// Brokers is the size of the default lab.
 const Brokers = 3
 
-// Shared returns the binary's lab, starting a Brokers-broker one on first
-// use. A lab that Start began with Brokers brokers serves too, whatever its
+// Shared returns a Brokers-broker plaintext lab, starting one on first use.
+// A plaintext Brokers-broker lab that Start began serves too, whatever its
 // addresses.
 func Shared(t testing.TB) *Lab {
 	t.Helper()
 	mu.Lock()
-	if started && opts.Brokers == Brokers {
-		mu.Unlock()
-		return get(t)
+	for _, o := range order {
+		if o.Brokers == Brokers && o.Security == "" {
+			mu.Unlock()
+			return Start(t, o)
+		}
 	}
 	mu.Unlock()
 	return Start(t, Options{Brokers: Brokers})
 }
 
-// Start returns the binary's lab, starting it with o on first use; a later
-// call asking for other options fails the test (there is one lab per test
-// binary).
+// Start returns the binary's lab of options o, starting it on first use.
+// Tests asking for the same options share one lab; other options get a lab
+// of their own, on ports of their own.
 func Start(t testing.TB, o Options) *Lab {
 	t.Helper()
 	if o.Brokers == 0 {
 		o.Brokers = Brokers
 	}
 	mu.Lock()
-	if !started {
-		started, opts = true, o
-		shared, err = start(o)
+	e, ok := pool[o]
+	if !ok {
+		e = &entry{}
+		pool[o] = e
+		order = append(order, o)
 	}
 	mu.Unlock()
-	if opts != o {
-		t.Fatalf("labtest: this test binary's lab was started with %+v; cannot also have %+v (one lab per binary)", opts, o)
+	// Labs start one at a time: freeBase's ports are only known to be
+	// free once the previous lab holds its own.
+	startMu.Lock()
+	e.once.Do(func() { e.lab, e.dir, e.err = startLab(o) })
+	startMu.Unlock()
+	if e.err != nil {
+		t.Fatalf("labtest: cannot start a real Kafka lab %+v: %v", o, e.err)
 	}
-	return get(t)
+	return e.lab
 }
 
-func get(t testing.TB) *Lab {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("labtest: cannot start a real Kafka lab: %v", err)
-	}
-	return shared
-}
+var startMu sync.Mutex
 
-func start(o Options) (*Lab, error) {
+// startLab starts a lab; tests of the pool replace it.
+var startLab = start
+
+func start(o Options) (*Lab, string, error) {
 	jars, ferr := localkafka.FindJars("")
 	if ferr != nil {
-		return nil, ferr
+		return nil, "", ferr
 	}
 	d, derr := os.MkdirTemp("", "kplan-labtest-")
 	if derr != nil {
-		return nil, derr
+		return nil, "", derr
 	}
-	dir = d
 	base, perr := freeBase(o.Brokers)
 	if perr != nil {
-		return nil, perr
+		return nil, d, perr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -126,7 +140,7 @@ func start(o Options) (*Lab, error) {
 	}
 	s, uerr := localkafka.Up(ctx, cfg, kafka.BrokersReady(clientConfig))
 	if uerr != nil {
-		return nil, uerr
+		return nil, d, uerr
 	}
 	l := &Lab{State: s, ClientConfig: s.ClientConfig()}
 	for i, b := range s.Bootstrap() {
@@ -135,7 +149,7 @@ func start(o Options) (*Lab, error) {
 		}
 		l.Bootstrap += b
 	}
-	return l, nil
+	return l, d, nil
 }
 
 // freeBase finds a base port whose lab ports are all free.
@@ -157,8 +171,8 @@ func freeBase(n int) (int, error) {
 	return 0, fmt.Errorf("no free port range for a %d-broker lab", n)
 }
 
-// Main runs the tests and then stops the lab, even when tests failed, and
-// fails the run if any lab JVM is left.
+// Main runs the tests and then stops every lab of the pool, even when
+// tests failed, and fails the run if any lab JVM is left.
 //
 // With k8stest in the same binary, stop the control plane too:
 //
@@ -170,17 +184,27 @@ func freeBase(n int) (int, error) {
 func Main(m *testing.M) int {
 	localkafka.MaybeNetd()
 	code := m.Run()
-	if shared != nil {
-		if derr := shared.State.Down(15 * time.Second); derr != nil {
-			fmt.Fprintf(os.Stderr, "labtest: stopping the lab: %v\n", derr)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, o := range order {
+		e := pool[o]
+		if e.lab == nil {
+			continue
+		}
+		if derr := e.lab.State.Down(15 * time.Second); derr != nil {
+			fmt.Fprintf(os.Stderr, "labtest: stopping the lab %+v: %v\n", o, derr)
 			code = 1
 		}
-		if shared.State.AnyAlive() {
-			fmt.Fprintln(os.Stderr, "labtest: lab JVMs are still running after down")
+		if e.lab.State.AnyAlive() {
+			fmt.Fprintf(os.Stderr, "labtest: JVMs of the lab %+v are still running after down\n", o)
 			code = 1
 		}
-		if code == 0 {
-			_ = os.RemoveAll(dir)
+	}
+	if code == 0 {
+		for _, o := range order {
+			if e := pool[o]; e.dir != "" {
+				_ = os.RemoveAll(e.dir)
+			}
 		}
 	}
 	return code

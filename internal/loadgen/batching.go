@@ -297,8 +297,9 @@ func (r *BatchRun) drain(ctx context.Context, timeout time.Duration) {
 	_ = r.reader.Drain(ctx, clock.System{}, r.admin, []string{r.topic.Name}, 0, timeout) // what is not read back counts as lost
 }
 
-// Close stops the consumer and deletes the scratch topic unless keep. It
-// runs its own 30 s deadline, so it works after ctx was cancelled (Ctrl-C).
+// Close stops the consumer and deletes the scratch topic unless keep,
+// waiting until the cluster no longer lists it. It runs its own 30 s
+// deadline, so it works after ctx was cancelled (Ctrl-C).
 func (r *BatchRun) Close(ctx context.Context, keep bool) error {
 	if r.stop != nil {
 		r.stop()
@@ -313,12 +314,6 @@ func (r *BatchRun) Close(ctx context.Context, keep bool) error {
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(r.admin).DeleteTopic(dctx, r.topic.Name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		return fmt.Errorf("delete topic %s: %w", r.topic.Name, err)
-	}
-	return nil
+	_, err := kafka.DeleteTopicsAndWait(dctx, r.admin, r.topic.Name)
+	return err
 }

@@ -135,43 +135,16 @@ func (m *Measurer) DeleteScratch(ctx context.Context) ([]string, error) {
 	}
 	ctx, cancel := m.admin.Bounded(ctx)
 	defer cancel()
-	resps, err := kadm.NewClient(cl).DeleteTopics(ctx, topics...)
-	if err != nil {
-		return nil, m.admin.Classify(fmt.Errorf("delete topics: %w", err))
-	}
-	var deleted []string
-	var errs []error
-	for _, r := range resps.Sorted() {
-		if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
-			errs = append(errs, fmt.Errorf("delete topic %s: %w", r.Topic, r.Err))
-			continue
-		}
-		deleted = append(deleted, r.Topic)
-	}
+	// "Deleted" means gone: DeleteTopicsAndWait waits (within the bound)
+	// until no broker lists them.
+	deleted, err := kafka.DeleteTopicsAndWait(ctx, cl, topics...)
 	m.mu.Lock()
 	m.created = slices.DeleteFunc(m.created, func(t string) bool { return slices.Contains(deleted, t) })
 	m.mu.Unlock()
-	// Deletion is asynchronous: wait (within the bound) until metadata no
-	// longer lists them, so that "deleted" means gone.
-	for len(deleted) > 0 {
-		md, err := kadm.NewClient(cl).Metadata(ctx, deleted...)
-		if err != nil {
-			break
-		}
-		left := false
-		for _, t := range md.Topics {
-			left = left || t.Err == nil
-		}
-		if !left {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return deleted, errors.Join(append(errs, fmt.Errorf("topics %v still listed after deletion", deleted))...)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err != nil {
+		return deleted, m.admin.Classify(err)
 	}
-	return deleted, errors.Join(errs...)
+	return deleted, nil
 }
 
 // Windows is bytes counted in consecutive windows of one duration from a

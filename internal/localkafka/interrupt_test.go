@@ -76,7 +76,7 @@ func TestUpInterrupted(t *testing.T) {
 					cancel()
 				}
 			}
-			notReady := func(context.Context, []string, []int32) error { return errors.New("not yet") }
+			notReady := func(context.Context, string, []string, []int32) error { return errors.New("not yet") }
 			_, err := Up(ctx, cfg, notReady)
 			var ue *UpError
 			require.ErrorAs(t, err, &ue)

@@ -515,9 +515,13 @@ logger.state.name = state.change.logger
 logger.state.level = WARN
 `
 
-// Ready checks that brokers answer; Up and Restart call it until it returns
-// nil or ctx ends.
-type Ready func(ctx context.Context, bootstrap []string, brokers []int32) error
+// Ready checks that brokers answer and belong to the cluster clusterID (the
+// id the lab formatted its storage with; "" checks no id): a broker of
+// another cluster answering on the lab's ports (another lab starting on the
+// same ports) is not this lab's. Up and Restart call it until it returns
+// nil or ctx ends; an error that says so through a method ForeignCluster()
+// bool returning true ends the wait at once.
+type Ready func(ctx context.Context, clusterID string, bootstrap []string, brokers []int32) error
 
 // Up writes configs, formats storage and starts every node, then waits for
 // ready. Bad requests and a machine that cannot run the lab are refused
@@ -661,21 +665,33 @@ func prepare(cfg Config) (Config, error) {
 	if err := checkDir(cfg.Dir); err != nil {
 		return cfg, err
 	}
-	if cfg.BandwidthBps == 0 { // fresh namespaces have every port free
-		for _, n := range plan(cfg) {
-			if n.Port != 0 {
-				if err := portFree(n.Addr, n.Port, cfg.BasePort); err != nil {
-					return cfg, err
-				}
+	if err := checkPorts(cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// checkPorts checks that every port the lab's nodes will listen on (broker
+// and controller) is free, naming the first that is not and what holds it.
+// A lab with bandwidth caps runs in fresh network namespaces, where every
+// port is free.
+func checkPorts(cfg Config) error {
+	if cfg.BandwidthBps > 0 {
+		return nil
+	}
+	for _, n := range plan(cfg) {
+		if n.Port != 0 {
+			if err := portFree(n.Addr, n.Port, cfg.BasePort); err != nil {
+				return err
 			}
-			if n.ControllerPort != 0 {
-				if err := portFree(n.controllerAddr(), n.ControllerPort, cfg.BasePort); err != nil {
-					return cfg, err
-				}
+		}
+		if n.ControllerPort != 0 {
+			if err := portFree(n.controllerAddr(), n.ControllerPort, cfg.BasePort); err != nil {
+				return err
 			}
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 // checkDir refuses a directory where a lab runs, and one that holds files
@@ -692,10 +708,16 @@ func checkDir(dir string) error {
 	return nil
 }
 
+// portFree checks that port on addr can be bound, and otherwise names the
+// port and, when this machine can tell (Linux's /proc), what holds it.
 func portFree(addr string, port, base int) error {
 	l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
 	if err != nil {
-		return errkind.Usagef(FieldBasePort, "port %d on %s is in use (the lab's ports start at %d; pick another)", port, addr, base)
+		held := ""
+		if h := PortHolder(port); h != "" {
+			held = ", held by " + h
+		}
+		return errkind.Usagef(FieldBasePort, "port %d on %s is in use%s (the lab's ports start at %d; pick another)", port, addr, held, base)
 	}
 	return l.Close()
 }
@@ -765,6 +787,11 @@ func (s *State) launch(ctx context.Context, cfg Config, ready Ready) error {
 		return s.abort(PhaseFormat, err)
 	}
 	cfg.progress(PhaseStart)
+	// Again right before the JVMs start: formatting took seconds, in which
+	// another lab may have taken the ports prepare found free.
+	if err := checkPorts(cfg); err != nil {
+		return s.abort(PhaseStart, err)
+	}
 	for i := range s.Nodes {
 		if err := ctx.Err(); err != nil {
 			return s.abort(PhaseStart, err)
@@ -896,10 +923,14 @@ func (s *State) waitReady(ctx context.Context, ready Ready, want []int32) error 
 			}
 		}
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := ready(rctx, s.Bootstrap(), want)
+		err := ready(rctx, s.ClusterID, s.Bootstrap(), want)
 		cancel()
 		if err == nil {
 			return nil
+		}
+		var foreign interface{ ForeignCluster() bool }
+		if errors.As(err, &foreign) && foreign.ForeignCluster() {
+			return fmt.Errorf("brokers not ready: %w", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -202,7 +202,7 @@ exit 0
 `), 0o755))
 	jars := fakeJars(t)
 	cfg := Config{Brokers: 2, JarsDir: jars, Dir: filepath.Join(dir, "lab"), BasePort: 24092 + os.Getpid()%500*10, Java: fake}
-	notReady := func(context.Context, []string, []int32) error { return errors.New("not yet") }
+	notReady := func(context.Context, string, []string, []int32) error { return errors.New("not yet") }
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, err := Up(ctx, cfg, notReady)

@@ -98,7 +98,10 @@ func kplanRun(ctx context.Context, args ...string) (int, string, string) {
 func (e cliEnv) args(topic string, extra ...string) []string {
 	return append([]string{"chaos", "--bootstrap-server", e.lab.Bootstrap, "--killer", "chaos-mesh",
 		"--kubeconfig", e.env.OperatorKubeconfig, "--namespace", e.env.Namespace, "--pod-naming", "strimzi",
-		"--strimzi-cluster", cliCluster, "--kill", "broker-3", "--topic", topic, "--warmup", "6s"}, extra...)
+		"--strimzi-cluster", cliCluster, "--kill", "broker-3", "--topic", topic,
+		// Short phases: only invariants are checked (the skews are
+		// acceptance figures, internal/chaos's TestAcceptLabKillBroker3Skew).
+		"--warmup", "2s", "--phase-duration", "4s"}, extra...)
 }
 
 func noPodChaos(t *testing.T, c client.Client, ns string) {
@@ -125,8 +128,8 @@ func (e cliEnv) brokerBack(t *testing.T) {
 
 // TestChaosMeshCLIKillBroker3 is issue 12's acceptance through the CLI:
 // without --yes kplan prints the plan and exits 4; --dry-run prints a
-// PodChaos naming exactly one pod; with --yes the run gets the lab's
-// acceptance figures and leaves no PodChaos and no topic behind.
+// PodChaos naming exactly one pod; with --yes the run kills broker 3
+// once, loses nothing, and leaves no PodChaos and no topic behind.
 func TestChaosMeshCLIKillBroker3(t *testing.T) {
 	e := newCLIEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -164,16 +167,9 @@ func TestChaosMeshCLIKillBroker3(t *testing.T) {
 		require.NotNil(t, after.MaxOverMean, p.Name)
 		t.Logf("%-10s before %.3f %v  after %.3f %v  acked %d lost %d", p.Name, *before.MaxOverMean, before.PerBroker, *after.MaxOverMean, after.PerBroker, p.Acked, p.Lost)
 		assert.Zero(t, p.Lost, p.Name)
-		switch p.Name {
-		case "roundrobin":
-			assert.GreaterOrEqual(t, *after.MaxOverMean, 1.25, p.Name)
-		case "node":
-			assert.LessOrEqual(t, *after.MaxOverMean, 1.05, p.Name)
-		case "sqf":
-			// Balanced queues, not counts: see TestLabKillBroker3
-			// (internal/chaos) for why sqf's bound is round robin's.
-			assert.Less(t, *after.MaxOverMean, 1.25, p.Name)
-		}
+		// The skews themselves are acceptance figures, measured on the
+		// lab by internal/chaos's TestAcceptLabKillBroker3Skew: the same
+		// partitioners and experiment, whatever killed the broker.
 	}
 	noPodChaos(t, e.env.Client, e.env.Namespace)
 	e.brokerBack(t)

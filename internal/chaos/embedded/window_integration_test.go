@@ -39,14 +39,21 @@ func (c *leaderCounter) take() map[int32]int {
 
 // TestKillWindow measures the blind window after a kill, before the
 // producer's metadata refresh (MetadataMinAge, 1 s here) tells it broker 3 is
-// gone: where records are partitioned and how many are acknowledged.
-// roundrobin and node keep sending a third of the records to broker 3's
-// partition, where they wait; sqf sees broker 3's in-flight grow and stops
-// choosing it.
+// gone: where records are partitioned and how many are acknowledged. What
+// must hold: the window ends (broker 1 leads broker 3's partition) and no
+// record fails. That sqf sends the dead broker less than node (it sees
+// broker 3's in-flight grow and stops choosing it, where roundrobin and node
+// keep sending it a third) is an acceptance figure: TestAcceptKillWindow.
 func TestKillWindow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("in-process cluster test")
-	}
+	toDead := killWindow(t)
+	t.Logf("share partitioned to the dead broker in the window: sqf %.3f, node %.3f", toDead["sqf"], toDead["node"])
+}
+
+// killWindow runs the blind-window experiment once per partitioner and
+// returns the share of the window's records each partitioned to the dead
+// broker.
+func killWindow(t *testing.T) map[string]float64 {
+	t.Helper()
 	const window = time.Second
 	toDead := map[string]float64{}
 	for _, name := range []string{"roundrobin", "node", "sqf"} {
@@ -118,5 +125,5 @@ func TestKillWindow(t *testing.T) {
 				name, blind.Round(time.Millisecond), inWindow[1], inWindow[2], inWindow[3], 100*toDead[name], ackedInWindow)
 		})
 	}
-	assert.Less(t, toDead["sqf"], toDead["node"], "sqf sends less to the dead broker than node")
+	return toDead
 }

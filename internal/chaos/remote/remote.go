@@ -458,16 +458,11 @@ func (c *Cluster) Cleanup(ctx context.Context) ([]string, error) {
 	}
 	var deleted []string
 	if created := c.Created(); !c.o.KeepTopics && len(created) > 0 {
-		resps, err := kadm.NewClient(c.admin).DeleteTopics(ctx, created...)
+		// Deleted means gone: it waits until no broker lists them.
+		var err error
+		deleted, err = kafka.DeleteTopicsAndWait(ctx, c.admin, created...)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("delete topics %s: %w", strings.Join(created, ", "), err))
-		}
-		for _, r := range resps.Sorted() {
-			if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
-				errs = append(errs, fmt.Errorf("delete topic %s: %w", r.Topic, r.Err))
-				continue
-			}
-			deleted = append(deleted, r.Topic)
+			errs = append(errs, err)
 		}
 		c.mu.Lock()
 		c.created = slices.DeleteFunc(c.created, func(t string) bool { return slices.Contains(deleted, t) })

@@ -120,8 +120,11 @@ func allAlive(t *testing.T, lab *labtest.Lab) bool {
 	return true
 }
 
-// acceptance checks the lab's acceptance figures (as TestLabKillBroker3 in
-// internal/chaos) on a JSON result.
+// acceptance checks what must hold of a JSON result (as TestLabKillBroker3
+// in internal/chaos): broker 3 killed, the failover timed, every skew
+// computed, Kafka's election, nothing lost. The skews themselves are
+// acceptance figures (internal/chaos's TestAcceptLabKillBroker3Skew, the
+// same experiment whatever kills the broker).
 func acceptance(t *testing.T, out string) *chaos.Result {
 	t.Helper()
 	var res chaos.Result
@@ -141,33 +144,15 @@ func acceptance(t *testing.T, out string) *chaos.Result {
 		assert.Positive(t, p.Acked, p.Name)
 		assert.Zero(t, p.Lost, "%s: acknowledged records lost", p.Name)
 		assert.Equal(t, []int32{1, 2}, after.Leaders, "%s: broker 1 leads broker 3's partition after the kill", p.Name)
-		msg := fmt.Sprintf("%s before %v after %v", p.Name, before.PerBroker, after.PerBroker)
-		switch p.Name {
-		case "roundrobin":
-			assert.GreaterOrEqual(t, *after.MaxOverMean, 1.25, msg)
-		case "node":
-			assert.LessOrEqual(t, *before.MaxOverMean, 1.05, msg)
-			assert.LessOrEqual(t, *after.MaxOverMean, 1.05, msg)
-		case "sqf":
-			// sqf balances in-flight queues, not record counts: it matches
-			// node's 1.00 while the brokers are equally fast, and sends a
-			// broker that answers slower less, which is its purpose. On
-			// the shared 2-core machine under other builds' load, broker 1
-			// (two partitions after the kill) answers slower and sqf's
-			// skew reached 1.06-1.19 (four runs, 2026-11-24); what it must
-			// never do is fall into round robin's two shares.
-			assert.Less(t, *before.MaxOverMean, 1.25, msg)
-			assert.Less(t, *after.MaxOverMean, 1.25, msg)
-		}
 	}
 	return &res
 }
 
-// experiment are the lab acceptance's settings (TestLabKillBroker3): a
-// longer warm-up for fresh JVMs, the default 8 s phases, and --restore to
-// leave the shared lab whole.
+// experiment are the settings of TestLabKillBroker3's invariant run: short
+// phases (only invariants are checked; the skews are acceptance figures),
+// and --restore to leave the shared lab whole.
 func experiment(topic string) []string {
-	return []string{"chaos", "--kill", "broker-3", "--topic", topic, "--warmup", "6s", "--restore", "-o", "json"}
+	return []string{"chaos", "--kill", "broker-3", "--topic", topic, "--warmup", "2s", "--phase-duration", "4s", "--restore", "-o", "json"}
 }
 
 // TestRemoteExecKillBroker3 is the acceptance of `kplan chaos

@@ -33,7 +33,7 @@ func run(args ...string) (int, string, string) {
 func parse(t *testing.T, cmd *cobra.Command, args ...string) error {
 	t.Helper()
 	ios, _, _, _ := iostreams.Test()
-	cmd.SetArgs(args)
+	cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read the test binary's own command line
 	cmd.SetOut(ios.Out)
 	cmd.SetErr(ios.ErrOut)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true

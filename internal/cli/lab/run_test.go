@@ -144,7 +144,7 @@ exec /bin/sh -c 'trap "exit 0" TERM; while :; do sleep 0.1; done' fake-jvm "$@"
 	opts := &UpOptions{IO: ios, Timeout: time.Minute, Now: time.Now,
 		Config: localkafka.Config{Brokers: 1, BasePort: 27092 + os.Getpid()%500*10, Dir: dir, JarsDir: jars, Java: fake},
 		Ready: func(string) localkafka.Ready {
-			return func(context.Context, []string, []int32) error {
+			return func(context.Context, string, []string, []int32) error {
 				cancel(errors.New("interrupt signal received"))
 				return errors.New("not yet")
 			}

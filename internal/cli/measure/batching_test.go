@@ -26,7 +26,7 @@ func parseBatching(t *testing.T, args ...string) (*BatchingOptions, error) {
 	f := cmdutil.NewTestFactory()
 	var got *BatchingOptions
 	cmd := NewCmdBatching(f, func(o *BatchingOptions) error { got = o; return nil })
-	cmd.SetArgs(args)
+	cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read the test binary's own command line
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true

@@ -27,7 +27,7 @@ func parse(t *testing.T, args ...string) (*Options, error) {
 	f := cmdutil.NewTestFactory()
 	var got *Options
 	cmd := newCmdMeasure(f, func(_ context.Context, o *Options) error { got = o; return nil })
-	cmd.SetArgs(args)
+	cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read the test binary's own command line
 	cmd.SetOut(&strings.Builder{})
 	cmd.SetErr(&strings.Builder{})
 	err := cmd.Execute()

@@ -25,7 +25,7 @@ func parseUnavail(t *testing.T, args ...string) (*UnavailabilityOptions, error) 
 		got = o
 		return nil
 	})
-	cmd.SetArgs(args)
+	cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read the test binary's own command line
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
 	err := cmd.Execute()

@@ -69,7 +69,7 @@ func TestApplySecondSignalLeavesThrottle(t *testing.T) {
 		}
 		thawed = true
 		freeze(syscall.SIGCONT)
-		require.NoError(t, kafka.WaitBrokers(ctx, lab.State.Bootstrap(), []int32{1, 2, 3}))
+		require.NoError(t, kafka.WaitBrokers(ctx, lab.State.ClusterID, lab.State.Bootstrap(), []int32{1, 2, 3}))
 	}
 	defer thaw()
 

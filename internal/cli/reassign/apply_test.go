@@ -24,7 +24,7 @@ func parseApply(t *testing.T, args ...string) (*reassign.ApplyOptions, error) {
 	f.IOStreams = ios
 	var got *reassign.ApplyOptions
 	cmd := reassign.NewCmdApply(f, func(_ context.Context, o *reassign.ApplyOptions) error { got = o; return nil })
-	cmd.SetArgs(args)
+	cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read the test binary's own command line
 	cmd.SetOut(ios.Out)
 	cmd.SetErr(ios.ErrOut)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true

@@ -23,7 +23,7 @@ func parse(t *testing.T, args ...string) (*source.Options, error) {
 	var o source.Options
 	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return o.Validate() }}
 	source.AddFlags(cmd, &o)
-	cmd.SetArgs(args)
+	cmd.SetArgs(append([]string{}, args...)) // never nil: cobra would read the test binary's own command line
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	return &o, cmd.Execute()
 }

@@ -80,20 +80,22 @@ func noLeftovers(t *testing.T, s *localkafka.State, chain string, netd int) {
 	assert.Nil(t, again.NetConditions(), "lab.json holds no conditions")
 }
 
-// TestLabNetClientsDelay: 50ms on the clients' path adds at least ~50ms to
-// a produce's round trip, measured against the same client without it.
-func TestLabNetClientsDelay(t *testing.T) {
-	lab := labtest.Shared(t)
+// clientsDelay measures produce round trips (sorted) on the shared lab
+// without a condition, with 50ms on the clients' path, and after clearing
+// it; it checks that the condition's rules and netd are in place while it
+// holds and that nothing of them is left after the clear.
+func clientsDelay(t *testing.T, lab *labtest.Lab, topic string) (base, delayed, after []time.Duration) {
+	t.Helper()
 	s := lab.State
 	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test", kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	require.NoError(t, kafka.CreateTopic(ctx, cl, "netdelay", [][]int32{{1, 2, 3}}, nil))
+	require.NoError(t, kafka.CreateTopic(ctx, cl, topic, [][]int32{{1, 2, 3}}, nil))
 
-	produceRTTs(t, cl, "netdelay", 5) // warm: metadata, connections
-	base := produceRTTs(t, cl, "netdelay", 31)
+	produceRTTs(t, cl, topic, 5) // warm: metadata, connections
+	base = produceRTTs(t, cl, topic, 31)
 
 	require.NoError(t, s.SetNetCondition(ctx, localkafka.ClientsPath(), localkafka.Condition{Delay: 50 * time.Millisecond}))
 	nc := s.NetConditions()
@@ -103,20 +105,22 @@ func TestLabNetClientsDelay(t *testing.T) {
 	if nc.Mechanism == localkafka.MechNFQueue {
 		require.True(t, s.NetdAlive(), "netd serves the delay queue")
 	}
-	delayed := produceRTTs(t, cl, "netdelay", 31)
+	delayed = produceRTTs(t, cl, topic, 31)
 	require.NoError(t, s.ClearNetConditions(ctx))
 	noLeftovers(t, s, chain, netd)
-	after := produceRTTs(t, cl, "netdelay", 31)
-
-	// The fastest round trip of each run is the one least disturbed by
-	// the other processes of a loaded machine: compare those (the
-	// medians are logged).
-	floor := min(base[0], after[0])
+	after = produceRTTs(t, cl, topic, 31)
 	t.Logf("produce round trip min/p50: %v/%v without, %v/%v with 50ms on the clients' path (%s), %v/%v after clear",
 		base[0], base[15], delayed[0], delayed[15], nc.Mechanism, after[0], after[15])
-	assert.GreaterOrEqual(t, delayed[0], 50*time.Millisecond, "no produce is faster than the delay")
-	assert.GreaterOrEqual(t, delayed[0]-floor, 40*time.Millisecond, "the round trip grows by the delay")
-	assert.Less(t, after[0], delayed[0]-25*time.Millisecond, "the delay is gone after clear")
+	return base, delayed, after
+}
+
+// TestLabNetClientsDelay: 50ms on the clients' path is applied (the
+// fastest delayed produce is slower than the fastest one without it) and
+// leaves nothing behind once cleared. How close the added delay comes to
+// 50ms is an acceptance figure: TestAcceptLabNetClientsDelay.
+func TestLabNetClientsDelay(t *testing.T) {
+	base, delayed, _ := clientsDelay(t, labtest.Shared(t), "netdelay")
+	assert.Greater(t, delayed[0], base[0], "the delay is applied")
 }
 
 // isr returns partition 0's ISR of topic, read through cl.
