@@ -87,6 +87,12 @@ type Options struct {
 	// changes, to the best leaders and failover order the sets allow (no
 	// data moves). It excludes Brokers, ReplicationFactor and FixOverlaps.
 	ReorderOnly bool
+	// FailoverMoves allows that many replica moves beyond the plan's to
+	// place followers so that every single-broker loss reaches the
+	// failover optimum (see failover_moves.go); FailoverMovesAuto allows
+	// the fewest that reach it, up to a tenth of the plan's moves (at
+	// least 16). 0 takes only follower swaps that add no move.
+	FailoverMoves int
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.
 	Rand *rand.Rand
@@ -178,6 +184,12 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	if opts.MaxMoves < 0 {
 		return nil, targetErr("max-moves", "must be positive, got %d", opts.MaxMoves)
 	}
+	if opts.FailoverMoves < FailoverMovesAuto {
+		return nil, targetErr("failover-moves", "must be a count of moves or auto, got %d", opts.FailoverMoves)
+	}
+	if opts.ReorderOnly && opts.FailoverMoves != 0 {
+		return nil, targetErr("failover-moves", "moves replicas: it cannot go with --reorder-only")
+	}
 	if err := checkReorderOnly(opts); err != nil {
 		return nil, err
 	}
@@ -212,6 +224,7 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	w.placeReplicas()
 	w.assignLeaders()
 	w.orderFollowers()
+	w.failoverMoves()
 	left, leftParts := w.capMoves()
 	pl := w.plan()
 	if w.widened {
