@@ -2,6 +2,7 @@ package reassign
 
 import (
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -37,7 +38,7 @@ const FailoverMovesAuto = -1
 func autoMovesCap(moves int) int { return max(32, moves/10) }
 
 // fmEffort bounds the candidate swaps the step looks at.
-const fmEffort = 50_000_000
+const fmEffort = 20_000_000
 
 // fmState is the placement step's state.
 type fmState struct {
@@ -52,8 +53,12 @@ type fmState struct {
 	// the most leaders is the only follower of some partition (RF 2): it
 	// succeeds to that partition whatever the placement, and swaps keep
 	// every broker's followers (the reachable optimum).
-	tgt  int32
-	optR []int32
+	tgt int32
+	// tgtRow[b] is row b's target: tgt, or the rack bound when rack rules
+	// keep every follower of b's partitions out of b's rack, so b's
+	// leaderships can only land on the brokers of the other racks.
+	tgtRow []int32
+	optR   []int32
 	// ST counts successors per topic: ST[(t*n+b)*n+j]; optT is each
 	// topic's optimum ceil(partitions / (holders-1)).
 	ST    map[int64]int32
@@ -93,8 +98,9 @@ func (w *work) failoverMoves() {
 	slots := slices.Clone(w.slots)
 	_, _, top0 := f.worstCell()
 	reached := f.run(budget)
-	if _, _, top := f.worstCell(); top >= top0 {
-		// No loss got better: keep the plan as it was.
+	if _, _, top := f.worstCell(); top >= top0 || !reached && w.opts.FailoverMoves == FailoverMovesAuto {
+		// No loss got better, or auto cannot reach the optimum: keep the
+		// plan as it was.
 		copy(w.slots, slots)
 		f.add0()
 	}
@@ -200,6 +206,33 @@ func (w *work) newFM(rack bool) *fmState {
 		f.add(i, 1)
 		f.byLead[w.lead[i]] = append(f.byLead[w.lead[i]], int32(i))
 	}
+	f.tgtRow = make([]int32, n)
+	for b := range n {
+		f.tgtRow[b] = f.tgt
+		if !w.rackAware || !w.target[b] || len(f.byLead[b]) == 0 {
+			continue
+		}
+		out := true
+		for _, i := range f.byLead[b] {
+			if w.rcap[i] > 1 {
+				out = false
+				break
+			}
+		}
+		if !out {
+			continue
+		}
+		sum, k := len(f.byLead[b]), 0
+		for j := range n {
+			if w.target[j] && w.rack[j] != w.rack[b] {
+				sum += int(f.gc[j])
+				k++
+			}
+		}
+		if k > 0 {
+			f.tgtRow[b] = max(f.tgt, int32(ceilDiv(sum, k)))
+		}
+	}
 	f.optT = make([]int32, len(w.tname))
 	for t := range w.tname {
 		h := 0
@@ -251,18 +284,18 @@ func (f *fmState) topicLoad(t int, b, j int32) int32 {
 	return f.w.lc[t*f.n+int(j)] + f.ST[f.tkey(t, b, j)]
 }
 
-// worstCell returns the broker row and survivor of the largest count
-// gc[j] + S[b][j], and that count.
+// worstCell returns the broker row and survivor of the largest excess of
+// gc[j] + S[b][j] over the row's target, and that excess.
 func (f *fmState) worstCell() (int32, int32, int32) {
 	w, n := f.w, f.n
-	bb, bj, best := int32(-1), int32(-1), int32(-1)
+	bb, bj, best := int32(-1), int32(-1), int32(math.MinInt32)
 	for b := range n {
 		if !w.target[b] {
 			continue
 		}
 		for j := range n {
 			if j != b && w.target[j] {
-				if v := f.gc[j] + f.S[b*n+j]; v > best {
+				if v := f.gc[j] + f.S[b*n+j] - f.tgtRow[b]; v > best {
 					bb, bj, best = int32(b), int32(j), v
 				}
 			}
@@ -319,7 +352,7 @@ func (f *fmState) run(budget int) bool {
 	for guard := len(w.c.Partitions) * 4; guard > 0 && f.effort < fmEffort; guard-- {
 		f.effort += f.n * f.n
 		b, j, top := f.worstCell()
-		if b < 0 || top <= f.tgt {
+		if b < 0 || top <= 0 {
 			return true
 		}
 		c := f.best(b, j, top, budget)
@@ -331,7 +364,8 @@ func (f *fmState) run(budget int) bool {
 	return false
 }
 
-// best finds the best swap lowering cell (b, j) at count top.
+// best finds the best swap lowering cell (b, j) at excess top over its
+// row's target; every cell it raises ends below top (in excess).
 func (f *fmState) best(b, j, top int32, budget int) fmCand {
 	w, n := f.w, f.n
 	var best fmCand
@@ -339,7 +373,7 @@ func (f *fmState) best(b, j, top int32, budget int) fmCand {
 	// Survivors with room in b's row, least loaded first.
 	var ks []int32
 	for k := range n {
-		if k != int(b) && k != int(j) && w.target[k] && f.gc[k]+f.S[int(b)*n+k]+1 < top {
+		if k != int(b) && k != int(j) && w.target[k] && f.gc[k]+f.S[int(b)*n+k]+1-f.tgtRow[b] < top {
 			ks = append(ks, int32(k))
 		}
 	}
@@ -362,7 +396,7 @@ func (f *fmState) best(b, j, top int32, budget int) fmCand {
 			if w.holds(p, k) || !w.rackFree(p, k, sp) {
 				continue
 			}
-			raisedP := f.gc[k] + f.S[int(b)*n+int(k)] + 1
+			raisedP := f.gc[k] + f.S[int(b)*n+int(k)] + 1 - f.tgtRow[b]
 			// The topic's own cell (b, j) and the most a raised topic cell
 			// may reach.
 			capT := max(f.optT[tp], f.topicLoad(tp, b, j)-1)
@@ -390,7 +424,7 @@ func (f *fmState) best(b, j, top int32, budget int) fmCand {
 				raised := raisedP
 				cq := w.lead[q]
 				if w.firstFollower(q) == k {
-					v := f.gc[j] + f.S[int(cq)*n+int(j)] + 1
+					v := f.gc[j] + f.S[int(cq)*n+int(j)] + 1 - f.tgtRow[cq]
 					vt := f.topicLoad(tp, cq, j) + 1
 					if cq == b {
 						// p's successor leaves the same row
@@ -415,7 +449,7 @@ func (f *fmState) best(b, j, top int32, budget int) fmCand {
 				best = cand
 			}
 		}
-		if best.ok && best.delta <= 0 && best.raised <= f.tgt {
+		if best.ok && best.delta <= 0 && best.raised <= 0 {
 			break
 		}
 	}

@@ -303,7 +303,7 @@ func failoverSection(fo *reassign.Failover) *report.Section {
 	if m := fo.MoreMoves; m != nil {
 		text := fmt.Sprintf("%d more moves would reach the reachable optimum (--failover-moves auto)", *m)
 		if *m < 0 {
-			text = "not within the cap of --failover-moves auto"
+			text = "no follower swap within the cap of --failover-moves auto reaches it"
 		}
 		sec.Rows = append(sec.Rows, []string{"broker loss optimum", "", text})
 	}
