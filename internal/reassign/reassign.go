@@ -27,7 +27,11 @@
 //     fixed, each partition's first follower (Kafka's successor when the
 //     leader dies) is chosen so that every single-broker loss, and every
 //     rack loss, spreads the lost leaderships as evenly as the sets allow,
-//     overall and per topic (Options.FailoverDomain).
+//     overall and per topic (Options.FailoverDomain). Then the failover
+//     placement (failover_moves.go): with Options.FailoverMoves, swaps of
+//     followers between partitions of one topic bring the worst
+//     single-broker loss to its optimum within that many extra moves;
+//     without it, the summary counts the moves that would.
 //  3. Output: the changed partitions with the intended leader first and the
 //     followers in the failover order, a rollback, a preferred-election
 //     list, waves and a summary.

@@ -176,7 +176,7 @@ reassign apply sets no throttle for it.`,
 	fs.IntVar(&opts.MaxMoves, "max-moves", 0, "move at most this many replicas; the summary counts what is left (0: no cap)")
 	fs.StringVar(&opts.FailoverDomain, "failover-domain", "", "order followers so the leaderships of every lost broker, rack, or both spread evenly over the survivors: broker, rack, both or none (default: both when every broker has a rack, else broker)")
 	fs.BoolVar(&opts.ReorderOnly, "reorder-only", false, "keep every replica set and change only replica order, to the best leaders and failover spread the sets allow: no data moves (apply sets no throttle)")
-	fs.StringVar(&opts.failoverMoves, "failover-moves", "0", "allow this many replica moves beyond the plan's to place followers so every single-broker loss reaches its failover optimum; auto: the fewest that reach it (at most a tenth of the plan's moves)")
+	fs.StringVar(&opts.failoverMoves, "failover-moves", "0", "allow this many replica moves beyond the plan's to place followers so every single-broker loss reaches its failover optimum; auto: the fewest that reach it (at most a tenth of the plan's moves, at least 32; none if it cannot)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
 	cmd.AddCommand(NewCmdApply(f, nil))
