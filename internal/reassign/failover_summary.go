@@ -17,6 +17,13 @@ type Failover struct {
 	Domain string          `json:"domain"`
 	Broker *FailoverChange `json:"broker,omitempty"`
 	Rack   *FailoverChange `json:"rack,omitempty"`
+	// ExtraMoves are the replica moves the follower placement added to
+	// the plan's (Options.FailoverMoves; negative when swaps saved some).
+	ExtraMoves int `json:"extra_moves,omitempty"`
+	// MoreMoves, when set, is how many more moves would bring every
+	// single-broker loss to its optimum (--failover-moves auto); -1 when
+	// not within the cap of auto (a tenth of the plan's moves, at least 16).
+	MoreMoves *int `json:"more_moves,omitempty"`
 }
 
 // FailoverChange is one domain's worst loss before and after.
@@ -73,6 +80,11 @@ func (w *work) failoverSummary(s *Summary, final *topology.Cluster) {
 	// The figures are independent reads of the two layouts: computed
 	// side by side, the results are the same in any order.
 	fo.Broker = &FailoverChange{}
+	fo.ExtraMoves = w.foExtra
+	if w.foMore != 0 {
+		m := w.foMore
+		fo.MoreMoves = &m
+	}
 	type job struct {
 		c   *topology.Cluster
 		d   audit.Domain

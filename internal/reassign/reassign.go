@@ -27,7 +27,11 @@
 //     fixed, each partition's first follower (Kafka's successor when the
 //     leader dies) is chosen so that every single-broker loss, and every
 //     rack loss, spreads the lost leaderships as evenly as the sets allow,
-//     overall and per topic (Options.FailoverDomain).
+//     overall and per topic (Options.FailoverDomain). Then the failover
+//     placement (failover_moves.go): with Options.FailoverMoves, swaps of
+//     followers between partitions of one topic bring the worst
+//     single-broker loss to its optimum within that many extra moves;
+//     without it, the summary counts the moves that would.
 //  3. Output: the changed partitions with the intended leader first and the
 //     followers in the failover order, a rollback, a preferred-election
 //     list, waves and a summary.
@@ -87,6 +91,12 @@ type Options struct {
 	// changes, to the best leaders and failover order the sets allow (no
 	// data moves). It excludes Brokers, ReplicationFactor and FixOverlaps.
 	ReorderOnly bool
+	// FailoverMoves allows that many replica moves beyond the plan's to
+	// place followers so that every single-broker loss reaches the
+	// failover optimum (see failover_moves.go); FailoverMovesAuto allows
+	// the fewest that reach it, up to a tenth of the plan's moves (at
+	// least 16). 0 takes only follower swaps that add no move.
+	FailoverMoves int
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.
 	Rand *rand.Rand
@@ -178,6 +188,12 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	if opts.MaxMoves < 0 {
 		return nil, targetErr("max-moves", "must be positive, got %d", opts.MaxMoves)
 	}
+	if opts.FailoverMoves < FailoverMovesAuto {
+		return nil, targetErr("failover-moves", "must be a count of moves or auto, got %d", opts.FailoverMoves)
+	}
+	if opts.ReorderOnly && opts.FailoverMoves != 0 {
+		return nil, targetErr("failover-moves", "moves replicas: it cannot go with --reorder-only")
+	}
 	if err := checkReorderOnly(opts); err != nil {
 		return nil, err
 	}
@@ -212,6 +228,7 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	w.placeReplicas()
 	w.assignLeaders()
 	w.orderFollowers()
+	w.failoverMoves()
 	left, leftParts := w.capMoves()
 	pl := w.plan()
 	if w.widened {

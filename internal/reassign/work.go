@@ -80,6 +80,10 @@ type work struct {
 	// under lists, per cell, the brokers under target while shed runs
 	// (nil otherwise).
 	under [][]int32
+	// foExtra are the moves the failover placement added (negative: saved)
+	// and foMore how many more would reach the failover optimum (0: it is
+	// reached or not measured, -1: not within autoMovesCap).
+	foExtra, foMore int
 }
 
 func (w *work) n() int { return len(w.ids) }

@@ -52,6 +52,10 @@ type Options struct {
 	FailoverDomain string
 	// ReorderOnly is --reorder-only: keep every replica set.
 	ReorderOnly bool
+	// FailoverMoves is --failover-moves (reassign.FailoverMovesAuto for
+	// auto), parsed from failoverMoves.
+	FailoverMoves int
+	failoverMoves string
 	// Seed shuffles ties between equally loaded brokers when SeedSet.
 	Seed    uint64
 	SeedSet bool
@@ -172,6 +176,7 @@ reassign apply sets no throttle for it.`,
 	fs.IntVar(&opts.MaxMoves, "max-moves", 0, "move at most this many replicas; the summary counts what is left (0: no cap)")
 	fs.StringVar(&opts.FailoverDomain, "failover-domain", "", "order followers so the leaderships of every lost broker, rack, or both spread evenly over the survivors: broker, rack, both or none (default: both when every broker has a rack, else broker)")
 	fs.BoolVar(&opts.ReorderOnly, "reorder-only", false, "keep every replica set and change only replica order, to the best leaders and failover spread the sets allow: no data moves (apply sets no throttle)")
+	fs.StringVar(&opts.failoverMoves, "failover-moves", "0", "allow this many replica moves beyond the plan's to place followers so every single-broker loss reaches its failover optimum; auto: the fewest that reach it (at most a tenth of the plan's moves, at least 32; none if it cannot)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
 	cmd.AddCommand(NewCmdApply(f, nil))
@@ -179,7 +184,20 @@ reassign apply sets no throttle for it.`,
 }
 
 func (o *Options) validate() error {
+	switch v := o.failoverMoves; v {
+	case "", "0":
+	case "auto":
+		o.FailoverMoves = reassign.FailoverMovesAuto
+	default:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return cmdutil.UsageErrorf("--failover-moves: must be a count of moves or auto, got %q", v)
+		}
+		o.FailoverMoves = n
+	}
 	switch {
+	case o.FailoverMoves != 0 && o.ReorderOnly:
+		return cmdutil.UsageErrorf("--failover-moves: moves replicas: it cannot go with --reorder-only")
 	case o.Waves < 0:
 		return cmdutil.UsageErrorf("--waves: must be positive, got %d", o.Waves)
 	case o.MaxMovesPerWave < 0:
@@ -309,7 +327,7 @@ func runReassign(ctx context.Context, opts *Options) error {
 		admin.Close()
 	}
 	ro := reassign.Options{Ongoing: ongoing, Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
-		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly}
+		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly, FailoverMoves: opts.FailoverMoves}
 	if opts.SeedSet {
 		ro.Rand = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	}

@@ -99,6 +99,8 @@ func TestBadInput(t *testing.T) {
 		{"tolerance negative", []string{"--from", kafkakit, "--tolerance", "-0.1"}, "--tolerance: must be at least 0 and below 1"},
 		{"tolerance whole", []string{"--from", kafkakit, "--tolerance", "1"}, "--tolerance: must be at least 0 and below 1"},
 		{"max moves negative", []string{"--from", kafkakit, "--max-moves", "-1"}, "--max-moves: must be positive"},
+		{"failover moves not a count", []string{"--from", kafkakit, "--failover-moves", "x"}, "--failover-moves: must be a count of moves or auto"},
+		{"failover moves with reorder-only", []string{"--from", kafkakit, "--failover-moves", "3", "--reorder-only"}, "--failover-moves: moves replicas"},
 		{"failover domain", []string{"--from", kafkakit, "--failover-domain", "zone"}, `--failover-domain: must be broker, rack, both or none, got "zone"`},
 		{"rack domain without racks", []string{"--from", kafkakit, "--failover-domain", "rack"}, "--failover-domain: rack needs every target broker in a rack"},
 		{"reorder-only with brokers", []string{"--from", kafkakit, "--reorder-only", "--brokers", "1737,1739"}, "--reorder-only: keeps every replica set, so it cannot change the brokers"},

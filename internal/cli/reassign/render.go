@@ -297,6 +297,16 @@ func failoverSection(fo *reassign.Failover) *report.Section {
 	}
 	add("broker", fo.Broker)
 	add("rack", fo.Rack)
+	if fo.ExtraMoves != 0 {
+		sec.Rows = append(sec.Rows, []string{"extra moves to place followers", "", strconv.Itoa(fo.ExtraMoves)})
+	}
+	if m := fo.MoreMoves; m != nil {
+		text := fmt.Sprintf("%d more moves would reach the reachable optimum (--failover-moves auto)", *m)
+		if *m < 0 {
+			text = "no follower swap within the cap of --failover-moves auto reaches it"
+		}
+		sec.Rows = append(sec.Rows, []string{"broker loss optimum", "", text})
+	}
 	return &sec
 }
 
