@@ -47,7 +47,10 @@ func New(dir string, conn kafka.ConnOptions, version string) (*Cluster, error) {
 // secured lab's client properties (s.ClientConfig) are used unless conn
 // names a command config of its own.
 func Open(s *localkafka.State, conn kafka.ConnOptions, version string) (*Cluster, error) {
-	conn = labConn(s, conn)
+	conn, err := labConn(s, conn)
+	if err != nil {
+		return nil, fmt.Errorf("lab %s: %w", s.Dir, err)
+	}
 	var dead []int32
 	for _, n := range s.Brokers() {
 		if !n.Alive() {
@@ -70,12 +73,14 @@ func Open(s *localkafka.State, conn kafka.ConnOptions, version string) (*Cluster
 func (l *Cluster) Conn() kafka.ConnOptions { return l.conn }
 
 // labConn is conn with the lab's client properties when the lab is
-// secured and conn names none (an explicit --command-config wins).
-func labConn(s *localkafka.State, conn kafka.ConnOptions) kafka.ConnOptions {
+// secured and conn names none (an explicit --command-config wins),
+// resolved: the file is read here once (not again when conn came
+// resolved), and every client of the lab is built from the result.
+func labConn(s *localkafka.State, conn kafka.ConnOptions) (kafka.ConnOptions, error) {
 	if conn.CommandConfig == "" {
 		conn.CommandConfig = s.ClientConfig()
 	}
-	return conn
+	return conn.Resolve()
 }
 
 // Kind implements chaos.Cluster.

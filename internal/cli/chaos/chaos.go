@@ -30,7 +30,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
-	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/units"
 	"github.com/kplan-dev/kplan/internal/workload"
@@ -301,12 +300,9 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	cfg.Version, cfg.Conn.CommandConfig = f.Version, c.commandConfig
 	if c.commandConfig != "" {
 		// Read it now: a bad file is the user's input, not a runtime error
-		// after the cluster started.
-		props, err := kafka.LoadClientProperties(c.commandConfig)
-		if err == nil {
-			_, err = props.Opts()
-		}
-		if err != nil {
+		// after the cluster started. Once: every client of the run is
+		// built from the resolved options.
+		if cfg.Conn, err = cfg.Conn.Resolve(); err != nil {
 			return nil, cmdutil.Usage(err)
 		}
 	}

@@ -109,9 +109,10 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 		return nil, cmdutil.UsageErrorf("%s: must be positive, got %v", c.where("kill-timeout"), r.killTimeout)
 	}
 	o := &RemoteOptions{
-		Conn:   kafka.ConnOptions{BootstrapServers: r.bootstrap, CommandConfig: cfg.Conn.CommandConfig},
+		Conn:   cfg.Conn, // resolved: the command config is not read again
 		Killer: r.killer, Yes: r.yes, DryRun: r.dryRun, KeepTopics: r.keepTopics,
 	}
+	o.Conn.BootstrapServers = r.bootstrap
 	var err error
 	switch r.killer {
 	case "":

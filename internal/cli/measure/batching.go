@@ -237,13 +237,12 @@ func (c *batchingFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Batchi
 		return nil, cmdutil.UsageErrorf("--cluster lab or --bootstrap-server: give one (the cluster to measure)")
 	}
 	if c.commandConfig != "" {
-		props, err := kafka.LoadClientProperties(c.commandConfig)
-		if err == nil {
-			_, err = props.Opts()
-		}
-		if err != nil {
+		// Once: every client of the study is built from the resolved options.
+		var err error
+		if opts.Conn, err = opts.Conn.Resolve(); err != nil {
 			return nil, cmdutil.Usage(err)
 		}
+		props, _ := opts.Conn.Properties()
 		if !opts.Lab && c.bootstrap == "" && props.BootstrapServers == "" {
 			return nil, cmdutil.UsageErrorf("--bootstrap-server: no address given (nor bootstrap.servers in --command-config)")
 		}

@@ -338,9 +338,17 @@ func resolve(opts *Options) (target, error) {
 		if conn.CommandConfig == "" {
 			conn.CommandConfig = s.ClientConfig()
 		}
+		conn, err = conn.Resolve() // once: every client is built from it
+		if err != nil {
+			return target{}, err
+		}
 		return target{conn: conn, state: s, label: "kplan lab " + s.Dir + " (" + strings.Join(s.Bootstrap(), ",") + ")"}, nil
 	}
-	t := target{conn: opts.Conn, label: opts.Conn.BootstrapServers}
+	conn, err := opts.Conn.Resolve() // once: every client is built from it
+	if err != nil {
+		return target{}, err
+	}
+	t := target{conn: conn, label: opts.Conn.BootstrapServers}
 	if t.label == "" {
 		t.label = "bootstrap.servers of " + opts.Conn.CommandConfig
 	}

@@ -184,11 +184,8 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 		}
 	}
 	if opts.Conn.CommandConfig != "" {
-		props, err := kafka.LoadClientProperties(opts.Conn.CommandConfig)
-		if err == nil {
-			_, err = props.Opts()
-		}
-		if err != nil {
+		// Once: every client of the run is built from the resolved options.
+		if opts.Conn, err = opts.Conn.Resolve(); err != nil {
 			return cmdutil.Usage(err) // it names --command-config
 		}
 	}

@@ -1,0 +1,43 @@
+package audit_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kplan-dev/kplan/internal/kafka"
+)
+
+// TestCommandConfigReadOnce: a live audit reads its --command-config once,
+// whichever of the file and the flag gives the address.
+func TestCommandConfigReadOnce(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(4, "orders"))
+	require.NoError(t, err)
+	defer c.Close()
+	dir := t.TempDir()
+	t.Setenv("KPLAN_TEST_PROTO", "PLAINTEXT")
+	withAddr := filepath.Join(dir, "with-addr.properties")
+	require.NoError(t, os.WriteFile(withAddr, []byte("bootstrap.servers="+c.ListenAddrs()[0]+"\nsecurity.protocol=${env:KPLAN_TEST_PROTO}\n"), 0o600))
+	noAddr := filepath.Join(dir, "no-addr.properties")
+	require.NoError(t, os.WriteFile(noAddr, []byte("security.protocol=${env:KPLAN_TEST_PROTO}\n"), 0o600))
+	for _, tc := range []struct {
+		name string
+		args []string
+		file string
+	}{
+		{"--bootstrap-server and --command-config", []string{"--bootstrap-server", c.ListenAddrs()[0], "--command-config", noAddr}, noAddr},
+		{"bootstrap.servers in --command-config", []string{"--command-config", withAddr}, withAddr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := kafka.CommandConfigReads(tc.file)
+			code, out, errOut := run("", append([]string{"audit", "-o", "json"}, tc.args...)...)
+			require.Equal(t, 0, code, errOut)
+			assert.Contains(t, out, `"max_groups"`)
+			assert.Equal(t, 1, kafka.CommandConfigReads(tc.file)-before, "reads of --command-config in one audit")
+		})
+	}
+}
