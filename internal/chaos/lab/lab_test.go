@@ -25,10 +25,10 @@ func TestPreferredLed(t *testing.T) {
 	assert.True(t, preferredLed(kadm.Metadata{}), "nothing to elect")
 }
 
-// TestLabConn: a secured lab's client properties are used unless the
+// TestConn: a secured lab's client properties are used unless the
 // caller gave its own; a plaintext lab adds none. The file is read once:
 // options that come resolved are not read again.
-func TestLabConn(t *testing.T) {
+func TestConn(t *testing.T) {
 	dir := t.TempDir()
 	labFile, mine := filepath.Join(dir, "client.properties"), filepath.Join(dir, "mine.properties")
 	for _, f := range []string{labFile, mine} {
@@ -58,7 +58,7 @@ func TestLabConn(t *testing.T) {
 				require.NoError(t, err)
 			}
 			before := kafka.CommandConfigReads(tc.want)
-			got, err := labConn(tc.state, in)
+			got, err := Conn(tc.state, in)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got.CommandConfig)
 			assert.Equal(t, "x:1", got.BootstrapServers)
@@ -69,6 +69,6 @@ func TestLabConn(t *testing.T) {
 			}
 		})
 	}
-	_, err := labConn(&localkafka.State{Security: &localkafka.Security{ClientConfig: filepath.Join(dir, "missing")}}, kafka.ConnOptions{})
+	_, err := Conn(&localkafka.State{Security: &localkafka.Security{ClientConfig: filepath.Join(dir, "missing")}}, kafka.ConnOptions{})
 	require.ErrorContains(t, err, "--command-config")
 }

@@ -27,6 +27,7 @@ import (
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/chaos/lab/faulter"
 	"github.com/kplan-dev/kplan/internal/chaos/remote"
+	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -251,7 +252,7 @@ short.`,
 	fs.StringVar(&c.topics, "topics", "", "workload: write the existing topics matching this regular expression as they are (lab or --bootstrap-server, with --sequential)")
 	fs.StringVar(&c.cluster, "cluster", "embedded", "embedded (simulated, in process) or lab (the running kplan lab)")
 	fs.IntVar(&c.brokers, "brokers", 3, "brokers of the embedded cluster")
-	fs.StringVar(&c.labDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
+	clitarget.LabDirVar(fs, &c.labDir, "")
 	fs.BoolVar(&c.consumeAfter, "consume-after", false, "consume the records back only after the run: no end-to-end latency, but the checking consumer stays off the brokers' links while throughput is measured")
 	fs.Int64Var(&c.sqfSlack, "sqf-slack", d.SQFSlack, "sqf's slack in records: brokers whose in-flight records are within it of the least are served round robin (0: pure shortest queue)")
 	fs.IntVar(&c.stick, "stick", d.Stick, "node and sqf: records sent in a row to each partition they choose (1: a choice per record, as in the thesis)")
@@ -259,7 +260,7 @@ short.`,
 	fs.Uint64Var(&c.seed, "seed", d.Seed, "random seed")
 	fs.DurationVar(&c.minAge, "metadata-min-age", d.MetadataMinAge, "clients' metadata min age: how soon they can learn a leader moved (franz-go's default is 5s)")
 	fs.DurationVar(&c.maxAge, "metadata-max-age", d.MetadataMaxAge, "clients' metadata max age: the periodic refresh")
-	fs.StringVar(&c.commandConfig, "command-config", "", "Kafka client properties file for the experiment's clients (security.protocol, sasl.*, ssl.* as PEM); the cluster's own addresses are used")
+	clitarget.CommandConfigVar(fs, &c.commandConfig, "the experiment's clients use it with the cluster's own addresses")
 	fs.BoolVar(&c.verbose, "verbose", false, "also print notes only worth reading closely (the checking consumer's re-reads)")
 	c.remote.add(fs)
 	cmdutil.AddOutputFlag(cmd, &c.output)
@@ -302,8 +303,8 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		// Read it now: a bad file is the user's input, not a runtime error
 		// after the cluster started. Once: every client of the run is
 		// built from the resolved options.
-		if cfg.Conn, err = cfg.Conn.Resolve(); err != nil {
-			return nil, cmdutil.Usage(err)
+		if cfg.Conn, err = clitarget.Resolve(cfg.Conn); err != nil {
+			return nil, err
 		}
 	}
 	if err := c.faultOptions(cfg); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos/docker"
 	chaosexec "github.com/kplan-dev/kplan/internal/chaos/exec"
 	"github.com/kplan-dev/kplan/internal/chaos/remote"
+	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
@@ -60,7 +61,7 @@ type remoteFlags struct {
 }
 
 func (r *remoteFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&r.bootstrap, "bootstrap-server", "", "run against the Kafka cluster at HOST:PORT[,...] (with --killer; --command-config for TLS and SASL)")
+	clitarget.BootstrapVar(fs, &r.bootstrap, "run against it (with --killer; --command-config for TLS and SASL)")
 	fs.StringVar(&r.killer, "killer", "", "how to kill a broker of a --bootstrap-server cluster: chaos-mesh, docker or exec")
 	fs.BoolVar(&r.yes, "yes", false, "kill a broker of a --bootstrap-server cluster (without it kplan prints the plan and exits 4)")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan (the killer's command or manifest, the partitions losing their leader and their new leaders) and change nothing")
