@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kplan-dev/kplan/internal/kafka"
 )
@@ -16,13 +15,13 @@ import (
 // whichever of the file and the flag gives the address; so does a live
 // reassign, which builds a second admin client for the partition sizes.
 func TestCommandConfigReadOnce(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(4, "orders"))
+	addrs, stop, err := kafka.FakeCluster(3)
 	require.NoError(t, err)
-	defer c.Close()
+	defer stop()
 	dir := t.TempDir()
 	t.Setenv("KPLAN_TEST_PROTO", "PLAINTEXT")
 	withAddr := filepath.Join(dir, "with-addr.properties")
-	require.NoError(t, os.WriteFile(withAddr, []byte("bootstrap.servers="+c.ListenAddrs()[0]+"\nsecurity.protocol=${env:KPLAN_TEST_PROTO}\n"), 0o600))
+	require.NoError(t, os.WriteFile(withAddr, []byte("bootstrap.servers="+addrs[0]+"\nsecurity.protocol=${env:KPLAN_TEST_PROTO}\n"), 0o600))
 	noAddr := filepath.Join(dir, "no-addr.properties")
 	require.NoError(t, os.WriteFile(noAddr, []byte("security.protocol=${env:KPLAN_TEST_PROTO}\n"), 0o600))
 	plan := filepath.Join(dir, "plan.json")
@@ -32,7 +31,7 @@ func TestCommandConfigReadOnce(t *testing.T) {
 		file string
 		want string // in stdout
 	}{
-		{"audit, --bootstrap-server and --command-config", []string{"audit", "-o", "json", "--bootstrap-server", c.ListenAddrs()[0], "--command-config", noAddr}, noAddr, `"max_groups"`},
+		{"audit, --bootstrap-server and --command-config", []string{"audit", "-o", "json", "--bootstrap-server", addrs[0], "--command-config", noAddr}, noAddr, `"max_groups"`},
 		{"audit, bootstrap.servers in --command-config", []string{"audit", "-o", "json", "--command-config", withAddr}, withAddr, `"max_groups"`},
 		{"reassign", []string{"reassign", "--command-config", withAddr, "--brokers", "0-2", "--out", plan}, withAddr, ""},
 	} {
