@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -19,17 +20,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
-// ConnOptions are the connection flags shared by every verb.
-type ConnOptions struct {
-	// BootstrapServers is a comma-separated host:port list; when empty, the
-	// command config's bootstrap.servers is used.
-	BootstrapServers string
-	// CommandConfig is a Kafka client properties file (--command-config).
-	CommandConfig string
-	// Timeout bounds each request and the initial connection; 0 means 10s.
-	Timeout time.Duration
-}
-
 // NewClient builds a franz-go client with ClientID "kplan/"+version.
 func NewClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client, error) {
 	cl, _, err := newClient(opts, version, extra...)
@@ -37,26 +27,23 @@ func NewClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client,
 }
 
 // newClient builds the client and returns the properties it used (the
-// PLAINTEXT defaults without a command config).
+// PLAINTEXT defaults without a command config). Options Resolve returned
+// are used as they are; others are resolved here, reading their command
+// config.
 func newClient(opts ConnOptions, version string, extra ...kgo.Opt) (*kgo.Client, Properties, error) {
-	props := Properties{SecurityProtocol: "PLAINTEXT"}
+	opts, err := opts.Resolve()
+	if err != nil {
+		return nil, Properties{SecurityProtocol: "PLAINTEXT"}, err
+	}
+	props := opts.conn.props
 	timeout := opts.Timeout
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	if opts.CommandConfig != "" {
-		var err error
-		if props, err = LoadClientProperties(opts.CommandConfig); err != nil {
-			return nil, props, err
-		}
-		if opts.BootstrapServers == "" {
-			opts.BootstrapServers = props.BootstrapServers
-		}
+	if opts.BootstrapServers == "" {
+		opts.BootstrapServers = props.BootstrapServers
 	}
-	security, err := props.opts(timeout)
-	if err != nil {
-		return nil, props, err
-	}
+	security := opts.conn.securityOpts(timeout)
 	var seeds []string
 	for s := range strings.SplitSeq(opts.BootstrapServers, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -91,9 +78,20 @@ func WaitBrokers(ctx context.Context, clusterID string, bootstrap []string, want
 
 // BrokersReady is WaitBrokers through the client properties at
 // commandConfig ("" for none): a secured lab's readiness check.
+// The file is read once, at the first check, however many times the
+// check polls.
 func BrokersReady(commandConfig string) func(ctx context.Context, clusterID string, bootstrap []string, want []int32) error {
+	var (
+		once     sync.Once
+		resolved ConnOptions
+		err      error
+	)
 	return func(ctx context.Context, clusterID string, bootstrap []string, want []int32) error {
-		return waitBrokers(ctx, ConnOptions{BootstrapServers: strings.Join(bootstrap, ","), CommandConfig: commandConfig, Timeout: 2 * time.Second}, clusterID, want)
+		once.Do(func() { resolved, err = ConnOptions{CommandConfig: commandConfig, Timeout: 2 * time.Second}.Resolve() })
+		if err != nil {
+			return err
+		}
+		return waitBrokers(ctx, resolved.WithSeeds(bootstrap), clusterID, want)
 	}
 }
 

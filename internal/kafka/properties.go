@@ -181,6 +181,7 @@ func pemSetting(vals map[string]string, prefix, inline string, where func(string
 
 // LoadClientProperties reads a --command-config file.
 func LoadClientProperties(path string) (Properties, error) {
+	countConfigRead(path)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Properties{}, errkind.Wrap(errkind.Usage, "", fmt.Errorf("--command-config: %w", err))

@@ -34,21 +34,34 @@ type Cluster struct {
 // (the lab's own addresses replace conn's bootstrap servers) with version's
 // client id.
 func New(dir string, conn kafka.ConnOptions, version string) (*Cluster, error) {
-	if dir == "" {
-		dir = localkafka.DefaultDir()
-	}
-	s, err := localkafka.Load(dir)
+	s, err := Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("lab %s: %w", dir, err)
+		return nil, fmt.Errorf("lab %s: %w", Dir(dir), err)
 	}
 	return Open(s, conn, version)
 }
+
+// Dir is dir, or kplan lab's directory (localkafka.DefaultDir) when empty:
+// what --lab-dir means in every verb.
+func Dir(dir string) string {
+	if dir == "" {
+		return localkafka.DefaultDir()
+	}
+	return dir
+}
+
+// Load reads the state of the lab in Dir(dir): the one place verbs find
+// a lab from its directory.
+func Load(dir string) (*localkafka.State, error) { return localkafka.Load(Dir(dir)) }
 
 // Open returns the lab described by s. Every broker must be running. A
 // secured lab's client properties (s.ClientConfig) are used unless conn
 // names a command config of its own.
 func Open(s *localkafka.State, conn kafka.ConnOptions, version string) (*Cluster, error) {
-	conn = labConn(s, conn)
+	conn, err := Conn(s, conn)
+	if err != nil {
+		return nil, fmt.Errorf("lab %s: %w", s.Dir, err)
+	}
 	var dead []int32
 	for _, n := range s.Brokers() {
 		if !n.Alive() {
@@ -70,13 +83,16 @@ func Open(s *localkafka.State, conn kafka.ConnOptions, version string) (*Cluster
 // none. The experiment's producers and consumers take them too.
 func (l *Cluster) Conn() kafka.ConnOptions { return l.conn }
 
-// labConn is conn with the lab's client properties when the lab is
-// secured and conn names none (an explicit --command-config wins).
-func labConn(s *localkafka.State, conn kafka.ConnOptions) kafka.ConnOptions {
+// Conn is conn with the lab's client properties when the lab is secured
+// and conn names none (an explicit --command-config wins), resolved: the
+// file is read here once (not again when conn came resolved), and every
+// client of the lab is built from the result. Its bootstrap servers are
+// conn's: callers use WithSeeds(s.Bootstrap()).
+func Conn(s *localkafka.State, conn kafka.ConnOptions) (kafka.ConnOptions, error) {
 	if conn.CommandConfig == "" {
 		conn.CommandConfig = s.ClientConfig()
 	}
-	return conn
+	return conn.Resolve()
 }
 
 // Kind implements chaos.Cluster.

@@ -26,10 +26,10 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/chaos/lab/faulter"
+	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
-	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/units"
@@ -257,7 +257,7 @@ short.`,
 	fs.StringVar(&c.topics, "topics", "", "workload: write the existing topics matching this regular expression as they are (lab or --bootstrap-server, with --sequential)")
 	fs.StringVar(&c.cluster, "cluster", "embedded", "embedded (simulated, in process) or lab (the running kplan lab)")
 	fs.IntVar(&c.brokers, "brokers", 3, "brokers of the embedded cluster")
-	fs.StringVar(&c.labDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
+	clitarget.LabDirVar(fs, &c.labDir, "")
 	fs.BoolVar(&c.consumeAfter, "consume-after", false, "consume the records back only after the run: no end-to-end latency, but the checking consumer stays off the brokers' links while throughput is measured")
 	fs.Int64Var(&c.sqfSlack, "sqf-slack", d.SQFSlack, "sqf's slack in records: brokers whose in-flight records are within it of the least are served round robin (0: pure shortest queue)")
 	fs.IntVar(&c.stick, "stick", d.Stick, "node and sqf: records sent in a row to each partition they choose (1: a choice per record, as in the thesis)")
@@ -265,7 +265,7 @@ short.`,
 	fs.Uint64Var(&c.seed, "seed", d.Seed, "random seed")
 	fs.DurationVar(&c.minAge, "metadata-min-age", d.MetadataMinAge, "clients' metadata min age: how soon they can learn a leader moved (franz-go's default is 5s)")
 	fs.DurationVar(&c.maxAge, "metadata-max-age", d.MetadataMaxAge, "clients' metadata max age: the periodic refresh")
-	fs.StringVar(&c.commandConfig, "command-config", "", "Kafka client properties file for the experiment's clients (security.protocol, sasl.*, ssl.* as PEM); the cluster's own addresses are used")
+	clitarget.CommandConfigVar(fs, &c.commandConfig, "the experiment's clients use it with the cluster's own addresses")
 	fs.BoolVar(&c.verbose, "verbose", false, "also print notes only worth reading closely (the checking consumer's re-reads)")
 	c.remote.add(fs)
 	cmdutil.AddOutputFlag(cmd, &c.output)
@@ -299,7 +299,7 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		return cmd.Flags().Changed(name) || inFile
 	}
 	for _, step := range []func() error{
-		c.checkCommandConfig,
+		func() error { return c.resolveCommandConfig(cfg) },
 		func() error { return c.faultOptions(cfg) },
 		func() error { return c.clusterOptions(cmd) },
 		func() error { return c.topicOptions(cmd, cfg, given) },
@@ -352,17 +352,16 @@ func (c *flags) readFile(cmd *cobra.Command) error {
 	return loadFile(cmd, fileFlag, path, fileKeys(cmd), c.origin)
 }
 
-// checkCommandConfig reads --command-config now: a bad file is the user's
-// input, not a runtime error after the cluster started.
-func (c *flags) checkCommandConfig() error {
+// resolveCommandConfig reads --command-config now, once: a bad file is the
+// user's input, not a runtime error after the cluster started, and every
+// client of the run is built from the resolved options.
+func (c *flags) resolveCommandConfig(cfg *chaos.Config) error {
 	if c.commandConfig == "" {
 		return nil
 	}
-	props, err := kafka.LoadClientProperties(c.commandConfig)
-	if err == nil {
-		_, err = props.Opts()
-	}
-	return cmdutil.Usage(err)
+	var err error
+	cfg.Conn, err = clitarget.Resolve(cfg.Conn)
+	return err
 }
 
 // clusterOptions checks --cluster and --brokers.

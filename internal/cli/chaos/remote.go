@@ -18,6 +18,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos/docker"
 	chaosexec "github.com/kplan-dev/kplan/internal/chaos/exec"
 	"github.com/kplan-dev/kplan/internal/chaos/remote"
+	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
@@ -58,7 +59,7 @@ type remoteFlags struct {
 }
 
 func (r *remoteFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&r.bootstrap, "bootstrap-server", "", "run against the Kafka cluster at HOST:PORT[,...] (with --killer; --command-config for TLS and SASL)")
+	clitarget.BootstrapVar(fs, &r.bootstrap, "run against it (with --killer; --command-config for TLS and SASL)")
 	fs.StringVar(&r.killer, "killer", "", "how to kill a broker of a --bootstrap-server cluster: chaos-mesh, docker or exec")
 	fs.BoolVar(&r.yes, "yes", false, "kill a broker of a --bootstrap-server cluster (without it kplan prints the plan and exits 4)")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan (the killer's command or manifest, the partitions losing their leader and their new leaders) and change nothing")
@@ -107,9 +108,10 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 		return nil, cmdutil.UsageErrorf("%s: must be positive, got %v", c.where("kill-timeout"), r.killTimeout)
 	}
 	o := &RemoteOptions{
-		Conn:   kafka.ConnOptions{BootstrapServers: r.bootstrap, CommandConfig: cfg.Conn.CommandConfig},
+		Conn:   cfg.Conn, // resolved: the command config is not read again
 		Killer: r.killer, Yes: r.yes, DryRun: r.dryRun, KeepTopics: r.keepTopics,
 	}
+	o.Conn.BootstrapServers = r.bootstrap
 	if err := r.killerOptions(o, c, cfg); err != nil {
 		return nil, err
 	}

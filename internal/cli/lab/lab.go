@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -384,7 +385,11 @@ func runElect(ctx context.Context, opts *ElectOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(s.Bootstrap(), ","), CommandConfig: s.ClientConfig()}, opts.Version)
+	conn, err := chaoslab.Conn(s, kafka.ConnOptions{})
+	if err != nil {
+		return err
+	}
+	cl, err := kafka.NewClient(conn.WithSeeds(s.Bootstrap()), opts.Version)
 	if err != nil {
 		return err
 	}

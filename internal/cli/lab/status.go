@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
@@ -36,9 +37,9 @@ type StatusOptions struct {
 	// replace it).
 	Snapshot func(ctx context.Context, bootstrap []string) (*topology.Cluster, error)
 
-	// clientConfig is the lab's client properties ("" for a plaintext
-	// lab), which runStatus reads from the lab's state.
-	clientConfig string
+	// conn is the lab's connection (its client properties when secured,
+	// read once by chaos/lab.Conn), which runStatus resolves.
+	conn kafka.ConnOptions
 }
 
 // NewCmdStatus returns `kplan lab status`. runF replaces the run function in
@@ -77,7 +78,7 @@ live brokers' metadata (none when every broker is dead).`,
 
 // liveSnapshot reads the layout through kplan's franz-go client.
 func (o *StatusOptions) liveSnapshot(ctx context.Context, bootstrap []string) (*topology.Cluster, error) {
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: strings.Join(bootstrap, ","), CommandConfig: o.clientConfig, Timeout: o.Timeout / 2}, o.Version)
+	cl, err := kafka.NewClient(o.conn.WithSeeds(bootstrap), o.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +92,9 @@ func runStatus(ctx context.Context, opts *StatusOptions) error {
 		return err
 	}
 	st := newStatus(s)
-	opts.clientConfig = s.ClientConfig()
+	if opts.conn, err = chaoslab.Conn(s, kafka.ConnOptions{Timeout: opts.Timeout / 2}); err != nil {
+		return err
+	}
 	var live []string
 	for _, b := range st.Brokers {
 		if b.Alive {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
+	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -65,11 +66,13 @@ type BatchingOptions struct {
 }
 
 type batchingFlags struct {
-	lingers, sizes, rate, acks, cluster, labDir, bootstrap, commandConfig, topic, reportDir, applyTo string
-	objective, cellDuration, warmup, deliveryTimeout, drainTimeout, timeout                          time.Duration
-	recordSize, maxBuffered, partitions, rf                                                          int
-	keep, yes                                                                                        bool
-	output                                                                                           cmdutil.OutputFlag
+	lingers, sizes, rate, acks, cluster, topic, reportDir, applyTo string
+	objective, cellDuration, warmup, deliveryTimeout, drainTimeout time.Duration
+	// target is --bootstrap-server, --command-config, --timeout, --lab-dir.
+	target                                  clitarget.Options
+	recordSize, maxBuffered, partitions, rf int
+	keep, yes                               bool
+	output                                  cmdutil.OutputFlag
 }
 
 // Batching defaults.
@@ -157,10 +160,7 @@ measured. Network conditions come from outside: kplan lab net --clients
 	fs.IntVar(&c.rf, "replication-factor", 0, "replication factor of the scratch topic (default: 3, or the brokers if fewer)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the scratch topic")
 	fs.StringVar(&c.cluster, "cluster", "", "lab: the running kplan lab (else --bootstrap-server)")
-	fs.StringVar(&c.labDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
-	fs.StringVar(&c.bootstrap, "bootstrap-server", "", "the cluster's HOST:PORT[,...] (needs --yes: the study creates a topic and writes)")
-	fs.StringVar(&c.commandConfig, "command-config", "", "Kafka client properties file (security.protocol, sasl.*, ssl.*)")
-	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "connection and request timeout")
+	c.target.AddFlags(fs, clitarget.Conn|clitarget.LabDir, clitarget.Notes{Bootstrap: "needs --yes: the study creates a topic and writes"})
 	fs.BoolVar(&c.yes, "yes", false, "create the scratch topic and write to a cluster that is not the kplan lab")
 	fs.StringVar(&c.reportDir, "report", "", "write result.json, report.md and heatmap.png into this directory")
 	fs.StringVar(&c.applyTo, "apply-to", "", "write the recommended linger.ms, batch.size and acks into this producer properties file")
@@ -172,7 +172,7 @@ measured. Network conditions come from outside: kplan lab net --clients
 var batchFlagOf = map[string]string{}
 
 func (c *batchingFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*BatchingOptions, error) {
-	opts := &BatchingOptions{IO: f.IOStreams, Version: f.Version, Now: f.Now, LabDir: c.labDir, Yes: c.yes,
+	opts := &BatchingOptions{IO: f.IOStreams, Version: f.Version, Now: f.Now, LabDir: c.target.LabDir, Yes: c.yes,
 		Objective: c.objective, RecordSize: c.recordSize, Rate: c.rate, CellDuration: c.cellDuration, Warmup: c.warmup,
 		DeliveryTimeout: c.deliveryTimeout, DrainTimeout: c.drainTimeout, MaxBuffered: c.maxBuffered,
 		TopicPrefix: c.topic, Partitions: c.partitions, ReplicationFactor: c.rf, Keep: c.keep,
@@ -204,7 +204,7 @@ func (c *batchingFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Batchi
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"latency-objective", c.objective}, {"cell-duration", c.cellDuration}, {"delivery-timeout", c.deliveryTimeout}, {"drain-timeout", c.drainTimeout}, {"timeout", c.timeout}} {
+	}{{"latency-objective", c.objective}, {"cell-duration", c.cellDuration}, {"delivery-timeout", c.deliveryTimeout}, {"drain-timeout", c.drainTimeout}} {
 		if d.v <= 0 {
 			return nil, cmdutil.UsageErrorf("--%s: want a positive duration, got %s", d.name, d.v)
 		}
@@ -224,28 +224,28 @@ func (c *batchingFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Batchi
 	if strings.TrimSpace(c.topic) == "" || strings.ContainsAny(c.topic, " /\\") {
 		return nil, cmdutil.UsageErrorf("--topic: want a topic name prefix, got %q", c.topic)
 	}
-	opts.Conn = kafka.ConnOptions{BootstrapServers: c.bootstrap, CommandConfig: c.commandConfig, Timeout: c.timeout}
+	if err := c.target.Validate(); err != nil {
+		return nil, err
+	}
 	switch {
 	case c.cluster != "" && c.cluster != "lab":
 		return nil, cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server)", c.cluster)
-	case c.cluster == "lab" && c.bootstrap != "":
+	case c.cluster == "lab" && c.target.BootstrapServers != "":
 		return nil, cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
 	case c.cluster == "lab":
 		opts.Lab = true
-	case c.labDir != "":
+	case c.target.LabDir != "":
 		return nil, cmdutil.UsageErrorf("--lab-dir: only with --cluster lab")
-	case c.bootstrap == "" && c.commandConfig == "":
+	case !c.target.Live():
 		return nil, cmdutil.UsageErrorf("--cluster lab or --bootstrap-server: give one (the cluster to measure)")
 	}
-	if c.commandConfig != "" {
-		props, err := kafka.LoadClientProperties(c.commandConfig)
-		if err == nil {
-			_, err = props.Opts()
-		}
-		if err != nil {
-			return nil, cmdutil.Usage(err)
-		}
-		if !opts.Lab && c.bootstrap == "" && props.BootstrapServers == "" {
+	// Once: every client of the study is built from the resolved options.
+	if opts.Conn, err = c.target.ConnOptions(); err != nil {
+		return nil, err
+	}
+	if c.target.CommandConfig != "" {
+		props, _ := opts.Conn.Properties()
+		if !opts.Lab && c.target.BootstrapServers == "" && props.BootstrapServers == "" {
 			return nil, cmdutil.UsageErrorf("--bootstrap-server: no address given (nor bootstrap.servers in --command-config)")
 		}
 	}

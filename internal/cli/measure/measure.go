@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
+	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -75,23 +77,23 @@ type Options struct {
 }
 
 type rawFlags struct {
-	bootstrap, commandConfig, cluster, labDir string
-	timeout                                   time.Duration
-	out                                       string
-	output                                    cmdutil.OutputFlag
-	yes, keep                                 bool
-	acks                                      string
-	recordSize                                int
-	duration, window, linger                  time.Duration
-	lrSamples, lrRecordSize                   int
-	lrInterval                                time.Duration
-	electPartitions, electRounds              int
-	electionTime                              string
-	maxHandles                                int64
-	rf                                        int
-	throughput                                string
-	consumers, maxBrokers                     int64
-	maxL, maxU                                string
+	target                       clitarget.Options
+	cluster                      string
+	out                          string
+	output                       cmdutil.OutputFlag
+	yes, keep                    bool
+	acks                         string
+	recordSize                   int
+	duration, window, linger     time.Duration
+	lrSamples, lrRecordSize      int
+	lrInterval                   time.Duration
+	electPartitions, electRounds int
+	electionTime                 string
+	maxHandles                   int64
+	rf                           int
+	throughput                   string
+	consumers, maxBrokers        int64
+	maxL, maxU                   string
 }
 
 // NewCmdMeasure returns `kplan measure` and its subcommands.
@@ -145,11 +147,8 @@ unavailability fits u from broker kills and is the better number.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&r.bootstrap, "bootstrap-server", "", "measure the Kafka cluster at HOST:PORT[,...]")
-	fs.StringVar(&r.commandConfig, "command-config", "", "Kafka client properties file (bootstrap.servers, security.protocol, sasl.*, ssl.* as PEM)")
+	r.target.AddFlags(fs, clitarget.Conn|clitarget.LabDir, clitarget.Notes{})
 	fs.StringVar(&r.cluster, "cluster", "", "lab: measure the running kplan lab (its addresses and, when secured, its client.properties)")
-	fs.StringVar(&r.labDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
-	fs.DurationVar(&r.timeout, "timeout", 10*time.Second, "timeout of each admin request and of connecting")
 	fs.StringVar(&r.out, "out", "", "write the plan file (YAML) here, atomically")
 	cmdutil.AddOutputFlag(cmd, &r.output)
 	fs.BoolVar(&r.yes, "yes", false, "create scratch topics and write on a cluster that is not the local kplan lab")
@@ -180,7 +179,7 @@ unavailability fits u from broker kills and is the better number.`,
 const MaxRecordSize = 1 << 20
 
 func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
-	opts := &Options{IO: f.IOStreams, Now: f.Now, Version: f.Version, Yes: r.yes, Keep: r.keep, Out: r.out, LabDir: r.labDir,
+	opts := &Options{IO: f.IOStreams, Now: f.Now, Version: f.Version, Yes: r.yes, Keep: r.keep, Out: r.out, LabDir: r.target.LabDir,
 		RecordSize: r.recordSize, Duration: r.duration, Window: r.window, Linger: r.linger,
 		ReplicationSamples: r.lrSamples, ReplicationInterval: r.lrInterval, ReplicationRecordSize: r.lrRecordSize,
 		ElectionPartitions: r.electPartitions, ElectionRounds: r.electRounds, MaxHandles: r.maxHandles,
@@ -191,24 +190,23 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, er
 	}
 	switch r.cluster {
 	case "":
-		if r.bootstrap == "" && r.commandConfig == "" {
+		if !r.target.Live() {
 			return nil, cmdutil.UsageErrorf("--bootstrap-server: required (or --cluster lab)")
 		}
 	case "lab":
 		opts.Lab = true
-		if r.bootstrap != "" {
+		if r.target.BootstrapServers != "" {
 			return nil, cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
 		}
 	default:
 		return nil, cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server)", r.cluster)
 	}
-	if cmd.Flags().Changed("lab-dir") && r.labDir == "" {
-		return nil, cmdutil.UsageErrorf("--lab-dir: empty")
+	if err := r.target.Validate(); err != nil {
+		return nil, err
 	}
-	if r.timeout <= 0 {
-		return nil, cmdutil.UsageErrorf("--timeout: want a positive duration, got %s", r.timeout)
+	if opts.Conn, err = r.target.ConnOptions(); err != nil { // read once
+		return nil, err
 	}
-	opts.Conn = kafka.ConnOptions{BootstrapServers: r.bootstrap, CommandConfig: r.commandConfig, Timeout: r.timeout}
 	switch r.acks {
 	case "all", "-1":
 		opts.Acks = loadgen.AcksAll
@@ -326,26 +324,27 @@ type target struct {
 // resolve finds the cluster: --cluster lab reads the lab's state; a
 // --bootstrap-server cluster is the lab when its cluster id is the lab's.
 func resolve(opts *Options) (target, error) {
-	dir := opts.LabDir
-	if dir == "" {
-		dir = localkafka.DefaultDir()
-	}
 	if opts.Lab {
-		s, err := localkafka.Load(dir)
+		s, err := chaoslab.Load(opts.LabDir)
 		if err != nil {
 			return target{}, errkind.Wrap(errkind.KindOf(err), "", fmt.Errorf("--cluster lab: %w", err))
 		}
-		conn := opts.Conn.WithSeeds(s.Bootstrap())
-		if conn.CommandConfig == "" {
-			conn.CommandConfig = s.ClientConfig()
+		conn, err := chaoslab.Conn(s, opts.Conn) // the lab's client.properties, read once
+		if err != nil {
+			return target{}, err
 		}
+		conn = conn.WithSeeds(s.Bootstrap())
 		return target{conn: conn, state: s, label: "kplan lab " + s.Dir + " (" + strings.Join(s.Bootstrap(), ",") + ")"}, nil
 	}
-	t := target{conn: opts.Conn, label: opts.Conn.BootstrapServers}
+	conn, err := opts.Conn.Resolve() // resolved by the options: not read again
+	if err != nil {
+		return target{}, err
+	}
+	t := target{conn: conn, label: opts.Conn.BootstrapServers}
 	if t.label == "" {
 		t.label = "bootstrap.servers of " + opts.Conn.CommandConfig
 	}
-	if s, err := localkafka.Load(dir); err == nil {
+	if s, err := chaoslab.Load(opts.LabDir); err == nil {
 		t.state = s // confirmed by cluster id once connected
 	}
 	return t, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -138,8 +139,8 @@ flags) and --yes: without it kplan prints the plan and exits 4.`,
 	fs.DurationVar(&opts.FailoverTimeout, "failover-timeout", 2*time.Minute, "longest wait after a kill for every partition to accept a write")
 	fs.DurationVar(&opts.RequestTimeout, "request-timeout", 2*time.Second, "bound on each probe request and dial")
 	fs.StringVar(&cluster, "cluster", "lab", "lab (the running kplan lab); --bootstrap-server replaces it")
-	fs.StringVar(&opts.LabDir, "lab-dir", "", "the lab's directory (default: kplan lab's)")
-	fs.StringVar(&opts.Conn.CommandConfig, "command-config", "", "Kafka client properties file (security.protocol, sasl.*, ssl.* as PEM)")
+	clitarget.LabDirVar(fs, &opts.LabDir, "")
+	clitarget.CommandConfigVar(fs, &opts.Conn.CommandConfig, "the addresses are the lab's or --bootstrap-server's")
 	fs.StringVar(&opts.ReportDir, "report", "", "write unavailability.png, result.json and report.md into this directory")
 	fs.StringVar(&opts.OutPlan, "out-plan", "", "set election-time (u) in this existing plan file (written atomically)")
 	fs.BoolVar(&opts.Yes, "yes", false, "kill brokers of a --bootstrap-server cluster (without it kplan prints the plan and exits 4)")
@@ -184,12 +185,9 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 		}
 	}
 	if opts.Conn.CommandConfig != "" {
-		props, err := kafka.LoadClientProperties(opts.Conn.CommandConfig)
-		if err == nil {
-			_, err = props.Opts()
-		}
-		if err != nil {
-			return cmdutil.Usage(err) // it names --command-config
+		// Once: every client of the run is built from the resolved options.
+		if opts.Conn, err = clitarget.Resolve(opts.Conn); err != nil {
+			return err // it names --command-config
 		}
 	}
 	if opts.OutPlan != "" {
@@ -207,6 +205,9 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 				return cmdutil.UsageErrorf("--report: %s is not a directory", filepath.Dir(opts.ReportDir))
 			}
 		}
+	}
+	if err := clitarget.CheckLabDir(cmd.Flags(), opts.LabDir); err != nil {
+		return err
 	}
 	remote := cmd.Flags().Changed("bootstrap-server")
 	switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
 	"github.com/kplan-dev/kplan/internal/chaos/docker"
 	chaosexec "github.com/kplan-dev/kplan/internal/chaos/exec"
+	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 )
 
@@ -62,7 +63,7 @@ var unavailMeshFlags = []string{"kubeconfig", "context", "namespace", "action", 
 	"strimzi-cluster", "strimzi-pool", "bitnami-release", "bitnami-min-id", "statefulset", "statefulset-offset", "pod-template", "inject-timeout"}
 
 func (k *unavailKillerFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&k.bootstrap, "bootstrap-server", "", "measure the Kafka cluster at HOST:PORT[,...] (with --killer and --yes; --command-config for TLS and SASL)")
+	clitarget.BootstrapVar(fs, &k.bootstrap, "with --killer and --yes; --command-config for TLS and SASL")
 	fs.StringVar(&k.killer, "killer", "", "how to kill a broker of a --bootstrap-server cluster: chaos-mesh, docker or exec")
 	fs.DurationVar(&k.killTimeout, "kill-timeout", chaosexec.DefaultTimeout, "exec, docker: longest run of each kill, restore or docker command")
 	fs.StringVar(&k.killCmd, "kill-cmd", "", "exec: command that kills a broker, run with sh -c; {id}, {host}, {port} are the broker's id and advertised address")

@@ -14,12 +14,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
+	"github.com/kplan-dev/kplan/internal/cli/target"
 	sysclock "github.com/kplan-dev/kplan/internal/clock"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
-	"github.com/kplan-dev/kplan/internal/localkafka"
 	"github.com/kplan-dev/kplan/internal/reassign/apply"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -31,10 +32,11 @@ type ApplyOptions struct {
 	IO     *iostreams.IOStreams
 	Format report.Format
 
-	Plan             string
-	BootstrapServers string
-	CommandConfig    string
-	Timeout          time.Duration
+	Plan string
+	// Options are the cluster's flags (--bootstrap-server,
+	// --command-config, --timeout, --lab-dir: the kplan lab whose brokers
+	// need no --yes).
+	target.Options
 	// Throttle is the replication throttle in bytes/s (0: none).
 	Throttle int64
 	// Mode is execute, verify or cancel.
@@ -45,8 +47,6 @@ type ApplyOptions struct {
 	NoElect bool
 	// WaitTimeout bounds the wait for completion (0: no bound).
 	WaitTimeout time.Duration
-	// LabDir is the kplan lab whose brokers need no --yes.
-	LabDir string
 	// Poll is the progress interval.
 	Poll time.Duration
 
@@ -146,8 +146,8 @@ delete them (exit 1).`,
 					return cmdutil.UsageErrorf("--throttle: %w", err)
 				}
 			}
-			if opts.Timeout <= 0 {
-				return cmdutil.UsageErrorf("--timeout: must be positive, got %v", opts.Timeout)
+			if err := opts.Validate(); err != nil {
+				return err
 			}
 			if opts.WaitTimeout < 0 {
 				return cmdutil.UsageErrorf("--wait-timeout: must not be negative, got %v", opts.WaitTimeout)
@@ -159,9 +159,7 @@ delete them (exit 1).`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&opts.BootstrapServers, "bootstrap-server", "", "the cluster: host:port[,host:port...]")
-	fs.StringVar(&opts.CommandConfig, "command-config", "", "Kafka client properties file (bootstrap.servers, security.protocol, sasl.*, ssl.* as PEM)")
-	fs.DurationVar(&opts.Timeout, "timeout", 10*time.Second, "give up on each request to the cluster after this long")
+	opts.AddFlags(fs, target.Conn|target.LabDir, target.Notes{LabDir: "its brokers need no --yes"})
 	fs.StringVar(&throttle, "throttle", "none", "replication throttle while replicas move, e.g. 50MB/s (none: no throttle)")
 	fs.BoolVar(&verify, "verify", false, "report the plan's progress; remove the throttle once it is complete")
 	fs.BoolVar(&cancel, "cancel", false, "cancel the plan's reassignments in progress and remove the throttle")
@@ -169,7 +167,6 @@ delete them (exit 1).`,
 	fs.BoolVar(&opts.NoWait, "no-wait", false, "return once the controller accepted the plan (then use --verify)")
 	fs.BoolVar(&opts.NoElect, "no-elect", false, "move replicas only: no preferred leader election once the plan is complete")
 	fs.DurationVar(&opts.WaitTimeout, "wait-timeout", 0, "stop waiting for completion after this long (0: wait until done); the reassignment goes on")
-	fs.StringVar(&opts.LabDir, "lab-dir", "", "the kplan lab's directory, whose brokers need no --yes (default: kplan lab's)")
 	cmdutil.AddOutputFlag(cmd, &out)
 	return cmd
 }
@@ -205,7 +202,11 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	}
 	adm, clock := o.admin, o.clock
 	if adm == nil {
-		ka := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: o.BootstrapServers, CommandConfig: o.CommandConfig, Timeout: o.Timeout}, o.f.Version)
+		conn, err := o.ConnOptions()
+		if err != nil {
+			return err
+		}
+		ka := kafka.NewAdmin(conn, o.f.Version)
 		defer ka.Close()
 		if _, err := ka.Client(); err != nil {
 			return cmdutil.Usage(err)
@@ -417,11 +418,7 @@ func (o *ApplyOptions) isLab(ctx context.Context, adm apply.Admin) bool {
 	if !ok {
 		return false
 	}
-	dir := o.LabDir
-	if dir == "" {
-		dir = localkafka.DefaultDir()
-	}
-	s, err := localkafka.Load(dir)
+	s, err := chaoslab.Load(o.LabDir)
 	if err != nil {
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 	"github.com/kplan-dev/kplan/internal/reassign/apply/applytest"
 )
@@ -49,7 +50,7 @@ func TestIsLabComparesClusterID(t *testing.T) {
 			b, err := json.Marshal(st)
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.json"), b, 0o644))
-			o := &ApplyOptions{BootstrapServers: addrs[0], LabDir: dir}
+			o := &ApplyOptions{Options: target.Options{BootstrapServers: addrs[0], LabDir: dir}}
 			assert.Equal(t, tc.want, o.isLab(context.Background(), adm))
 			// An admin that cannot tell the cluster id is never the lab.
 			assert.False(t, o.isLab(context.Background(), adm.Admin))

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/reassign/apply"
@@ -31,8 +32,8 @@ func runFake(t *testing.T, adm *applytest.Admin, plan string, mod func(*ApplyOpt
 	ios, _, out, errOut := iostreams.Test()
 	f := cmdutil.NewTestFactory()
 	f.IOStreams = ios
-	o := &ApplyOptions{IO: ios, f: f, Format: report.Table, Plan: path, BootstrapServers: "k1:9092", Mode: apply.ModeExecute,
-		Timeout: time.Second, Poll: time.Second, LabDir: t.TempDir(), admin: adm, clock: applytest.NewClock()}
+	o := &ApplyOptions{IO: ios, f: f, Format: report.Table, Plan: path, Mode: apply.ModeExecute,
+		Options: target.Options{BootstrapServers: "k1:9092", Timeout: time.Second, LabDir: t.TempDir()}, Poll: time.Second, admin: adm, clock: applytest.NewClock()}
 	if mod != nil {
 		mod(o)
 	}
@@ -278,8 +279,8 @@ func TestApplyInterrupted(t *testing.T) {
 			defer cancel()
 			clock := applytest.NewClock()
 			clock.Cancel = cancel // the interrupt comes during the first wait
-			o := &ApplyOptions{IO: ios, f: f, Format: report.Table, Plan: path, BootstrapServers: "k1:9092", Mode: apply.ModeExecute,
-				Timeout: time.Second, Poll: time.Second, LabDir: t.TempDir(), admin: adm, clock: clock, Yes: true, Throttle: tc.throttle}
+			o := &ApplyOptions{IO: ios, f: f, Format: report.Table, Plan: path, Mode: apply.ModeExecute,
+				Options: target.Options{BootstrapServers: "k1:9092", Timeout: time.Second, LabDir: t.TempDir()}, Poll: time.Second, admin: adm, clock: clock, Yes: true, Throttle: tc.throttle}
 			err := runApply(ctx, o)
 			require.Error(t, err)
 			assert.Equal(t, cmdutil.ExitRuntime, cmdutil.ExitCode(err))
@@ -317,8 +318,8 @@ func TestApplySecondSignal(t *testing.T) {
 		cancel(errors.New("interrupt signal received"))
 	}
 	go func() { <-adm.Hung; sigs <- syscall.SIGTERM }()
-	o := &ApplyOptions{IO: ios, f: f, Format: report.JSON, Plan: path, BootstrapServers: "k1:9092", CommandConfig: "client.properties", Mode: apply.ModeExecute,
-		Timeout: time.Hour, Poll: time.Second, LabDir: t.TempDir(), admin: adm, clock: clock, Yes: true, Throttle: 1000, signals: sigs}
+	o := &ApplyOptions{IO: ios, f: f, Format: report.JSON, Plan: path, Mode: apply.ModeExecute,
+		Options: target.Options{BootstrapServers: "k1:9092", CommandConfig: "client.properties", Timeout: time.Hour, LabDir: t.TempDir()}, Poll: time.Second, admin: adm, clock: clock, Yes: true, Throttle: 1000, signals: sigs}
 	err := runApply(ctx, o)
 	require.Error(t, err)
 	assert.Equal(t, cmdutil.ExitRuntime, cmdutil.ExitCode(err))

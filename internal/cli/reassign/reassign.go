@@ -311,7 +311,11 @@ func runReassign(ctx context.Context, opts *Options) error {
 	var ongoing map[topology.Key]topology.Ongoing
 	if opts.Source.From == "" {
 		// Sizes make "bytes moved" real; without them the plan still stands.
-		admin := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: opts.Source.BootstrapServers, CommandConfig: opts.Source.CommandConfig, Timeout: opts.Source.Timeout}, opts.f.Version)
+		conn, err := opts.Source.ConnOptions() // resolved by Load: not read again
+		if err != nil {
+			return err
+		}
+		admin := kafka.NewAdmin(conn, opts.f.Version)
 		// Every topic's, internal ones too: the snapshot holds them.
 		sizes, err := admin.LogDirSizes(ctx, func(string) bool { return true })
 		if err != nil {

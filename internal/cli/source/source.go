@@ -1,6 +1,6 @@
 // Package source holds the input flags shared by the verbs that read a
-// cluster layout: --from FILE|-, --bootstrap-server, --command-config and
-// --topics.
+// cluster layout: --from FILE|-, --topics, and the connection flags of
+// package target (--bootstrap-server, --command-config, --timeout).
 package source
 
 import (
@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -20,26 +20,24 @@ import (
 
 // Options are the input flags.
 type Options struct {
-	From             string
-	BootstrapServers string
-	CommandConfig    string
-	Topics           string
-	Timeout          time.Duration
+	From   string
+	Topics string
+	// Options are the connection flags, resolved once for every client
+	// the verb builds.
+	target.Options
 }
 
 // AddFlags registers the input flags on cmd.
 func AddFlags(cmd *cobra.Command, o *Options) {
 	fs := cmd.Flags()
 	fs.StringVar(&o.From, "from", "", "layout file: Kafka's reassignment JSON or kafka-topics --describe output (- for stdin)")
-	fs.StringVar(&o.BootstrapServers, "bootstrap-server", "", "read a live cluster: host:port[,host:port...]")
-	fs.StringVar(&o.CommandConfig, "command-config", "", "Kafka client properties file (bootstrap.servers, security.protocol, sasl.*, ssl.* as PEM)")
+	o.AddFlags(fs, target.Conn, target.Notes{Bootstrap: "read its live layout"})
 	fs.StringVar(&o.Topics, "topics", "", "only topics matching this regular expression")
-	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "give up on a live cluster after this long")
 }
 
 // Validate checks that exactly one source is given.
 func (o *Options) Validate() error {
-	live := o.BootstrapServers != "" || o.CommandConfig != ""
+	live := o.Live()
 	switch {
 	case o.From != "" && live:
 		return cmdutil.UsageErrorf("--from and --bootstrap-server/--command-config: give one source, not both")
@@ -49,10 +47,7 @@ func (o *Options) Validate() error {
 	if _, err := regexp.Compile(o.Topics); err != nil {
 		return cmdutil.UsageErrorf("--topics: %w", err)
 	}
-	if o.Timeout <= 0 {
-		return cmdutil.UsageErrorf("--timeout: want a positive duration, got %s", o.Timeout)
-	}
-	return nil
+	return o.Options.Validate()
 }
 
 // Load reads the layout. File faults exit 2 naming file:line; an
@@ -61,7 +56,11 @@ func (o *Options) Load(ctx context.Context, f *cmdutil.Factory) (*topology.Clust
 	re := regexp.MustCompile(o.Topics)
 	filter := func(t string) bool { return re.MatchString(t) }
 	if o.From == "" {
-		adm := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: o.BootstrapServers, CommandConfig: o.CommandConfig, Timeout: o.Timeout}, f.Version)
+		conn, err := o.ConnOptions()
+		if err != nil {
+			return nil, err
+		}
+		adm := kafka.NewAdmin(conn, f.Version)
 		defer adm.Close()
 		if _, err := adm.Client(); err != nil {
 			// A bad --command-config or --bootstrap-server: the user's input.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/cli/source"
+	"github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 )
@@ -28,19 +29,28 @@ func parse(t *testing.T, args ...string) (*source.Options, error) {
 	return &o, cmd.Execute()
 }
 
+// flagValues are the options' flag values, without the flag set they were
+// parsed from.
+type flagValues struct {
+	From, Topics, BootstrapServers, CommandConfig string
+	Timeout                                       time.Duration
+}
+
 func TestFlagsAndValidate(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string
 		wantErr string
-		want    source.Options
+		want    flagValues
 	}{
-		{"file", []string{"--from", "a.json", "--topics", "^x"}, "", source.Options{From: "a.json", Topics: "^x", Timeout: 10 * time.Second}},
-		{"live", []string{"--bootstrap-server", "k:9092", "--timeout", "2s"}, "", source.Options{BootstrapServers: "k:9092", Timeout: 2 * time.Second}},
-		{"config only", []string{"--command-config", "c.properties"}, "", source.Options{CommandConfig: "c.properties", Timeout: 10 * time.Second}},
-		{"none", nil, "no layout: give --from FILE or --bootstrap-server HOST:PORT", source.Options{}},
-		{"both", []string{"--from", "a", "--bootstrap-server", "k:1"}, "--from and --bootstrap-server/--command-config: give one source", source.Options{}},
-		{"bad regex", []string{"--from", "a", "--topics", "("}, "--topics", source.Options{}},
+		{"file", []string{"--from", "a.json", "--topics", "^x"}, "", flagValues{From: "a.json", Topics: "^x", Timeout: 10 * time.Second}},
+		{"live", []string{"--bootstrap-server", "k:9092", "--timeout", "2s"}, "", flagValues{BootstrapServers: "k:9092", Timeout: 2 * time.Second}},
+		{"config only", []string{"--command-config", "c.properties"}, "", flagValues{CommandConfig: "c.properties", Timeout: 10 * time.Second}},
+		{"none", nil, "no layout: give --from FILE or --bootstrap-server HOST:PORT", flagValues{}},
+		{"both", []string{"--from", "a", "--bootstrap-server", "k:1"}, "--from and --bootstrap-server/--command-config: give one source", flagValues{}},
+		{"bad regex", []string{"--from", "a", "--topics", "("}, "--topics", flagValues{}},
+		{"zero timeout", []string{"--bootstrap-server", "k:1", "--timeout", "0s"}, "--timeout: want a positive duration, got 0s", flagValues{}},
+		{"empty address", []string{"--command-config", "c.properties", "--bootstrap-server", " "}, "--bootstrap-server: no address given", flagValues{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,7 +62,7 @@ func TestFlagsAndValidate(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, *o)
+			assert.Equal(t, tt.want, flagValues{o.From, o.Topics, o.BootstrapServers, o.CommandConfig, o.Timeout})
 		})
 	}
 }
@@ -96,8 +106,8 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"missing file", source.Options{From: filepath.Join(dir, "nope.json")}, cmdutil.ExitUsage, "--from"},
 		{"bad file names file:line", source.Options{From: bad}, cmdutil.ExitUsage, bad + ":2:"},
-		{"unreachable cluster", source.Options{BootstrapServers: "127.0.0.1:1", Timeout: 500 * time.Millisecond}, cmdutil.ExitRuntime, "unreachable"},
-		{"bad command config", source.Options{CommandConfig: filepath.Join(dir, "none.properties"), Timeout: time.Second}, cmdutil.ExitUsage, "none.properties"},
+		{"unreachable cluster", source.Options{Options: target.Options{BootstrapServers: "127.0.0.1:1", Timeout: 500 * time.Millisecond}}, cmdutil.ExitRuntime, "unreachable"},
+		{"bad command config", source.Options{Options: target.Options{CommandConfig: filepath.Join(dir, "none.properties"), Timeout: time.Second}}, cmdutil.ExitUsage, "none.properties"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
