@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,14 +14,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kplan-dev/kplan/internal/app"
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
+	"github.com/kplan-dev/kplan/internal/topology"
 )
 
 // workloadFile is the shipped failover workload, from this package.
@@ -111,24 +110,26 @@ func (s sequence) run(ctx context.Context, t *testing.T, lab *labtest.Lab) seque
 	return res
 }
 
-// checkApplied reads the cluster's replicas with a client of its own and
-// checks that every partition of the plan has the planned replicas in the
-// planned order, led by the first.
+// checkApplied reads the cluster's replicas with a client of its own (not
+// through the commands) and checks that every partition of the plan has
+// the planned replicas in the planned order, led by the first.
 func checkApplied(ctx context.Context, t *testing.T, lab *labtest.Lab, plan []planPartition) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(lab.Bootstrap, ",")...))
+	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
 	require.NoError(t, err)
 	defer cl.Close()
-	var names []string
+	names := map[string]bool{}
 	for _, p := range plan {
-		if !slices.Contains(names, p.Topic) {
-			names = append(names, p.Topic)
-		}
+		names[p.Topic] = true
 	}
-	td, err := kadm.NewClient(cl).ListTopics(ctx, names...)
+	snap, err := kafka.Snapshot(ctx, cl, func(n string) bool { return names[n] })
 	require.NoError(t, err)
+	live := map[topology.Key]topology.Partition{}
+	for _, p := range snap.Partitions {
+		live[p.Key()] = p
+	}
 	for _, p := range plan {
-		got, ok := td[p.Topic].Partitions[p.Partition]
+		got, ok := live[topology.Key{Topic: p.Topic, Partition: p.Partition}]
 		if !assert.True(t, ok, "%s/%d: not found", p.Topic, p.Partition) {
 			continue
 		}
