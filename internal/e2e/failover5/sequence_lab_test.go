@@ -27,6 +27,11 @@ import (
 // workloadFile is the shipped failover workload, from this package.
 const workloadFile = "../../../chaos/failover-5.yaml"
 
+// workloadFlags are chaos/failover-5.yaml's producer and phases as flags,
+// for the run on the existing topics after the plan (--topics takes no
+// workload file); the YAML's rates (F2: 1, F3: 1) are the default there.
+var workloadFlags = []string{"--acks", "all", "--rate", "200kB/s", "--record-size", "100", "--warmup", "2s", "--phase-duration", "8s"}
+
 // planFlags are the flags of `kplan reassign` in the sequence, besides the
 // cluster, the topics and --out. Issue 20's acceptance names
 // `--failover-moves auto`, which main does not have yet: on main the default
@@ -104,9 +109,10 @@ func (s sequence) run(ctx context.Context, t *testing.T, lab *labtest.Lab) seque
 	checkApplied(ctx, t, lab, res.Plan)
 
 	// After: the same topics, as the plan left them, with the workload's
-	// producer (every topic weighs 1, as the workload's F2=1,F3=1).
-	res.After = killEach(ctx, t, append([]string{"--cluster", "lab", "--lab-dir", lab.State.Dir, "--topics", topics,
-		"--acks", "all", "--record-size", "100"}, s.Timing...)...)
+	// producer and phases (Timing overrides them as before: the last
+	// value of a flag wins).
+	args := append([]string{"--cluster", "lab", "--lab-dir", lab.State.Dir, "--topics", topics}, workloadFlags...)
+	res.After = killEach(ctx, t, append(args, s.Timing...)...)
 	return res
 }
 
