@@ -5,7 +5,6 @@ package failover5
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +21,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 )
-
-func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
 
 // TestKillEachFailover5 runs the shipped failover workload with --kill each
 // on a 5-broker lab over 2 racks, short: every broker is killed once, each
