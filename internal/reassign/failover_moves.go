@@ -26,7 +26,7 @@ import (
 // count. By default it takes only swaps that add no move in total, so the
 // plan keeps its moves; Options.FailoverMoves allows that many more, and
 // FailoverMovesAuto as many as reaching the optimum takes, up to
-// autoMovesCap. The rack rows (with racks) never get worse.
+// autoMovesCap (keeping what it gained when the cap comes first). The rack rows (with racks) never get worse.
 
 // FailoverMovesAuto is Options.FailoverMoves for "as many extra moves as
 // reaching the failover optimum takes" (up to a cap: autoMovesCap).
@@ -98,9 +98,10 @@ func (w *work) failoverMoves() {
 	slots := slices.Clone(w.slots)
 	_, _, top0 := f.worstCell()
 	reached := f.run(budget)
-	if _, _, top := f.worstCell(); top >= top0 || !reached && w.opts.FailoverMoves == FailoverMovesAuto {
-		// No loss got better, or auto cannot reach the optimum: keep the
-		// plan as it was.
+	if _, _, top := f.worstCell(); top >= top0 {
+		// No loss got better: keep the plan as it was. (Auto that cannot
+		// reach the optimum within its cap keeps what it gained, as N
+		// does, and says the optimum is out of reach.)
 		copy(w.slots, slots)
 		f.add0()
 	}
