@@ -1,12 +1,10 @@
 package measure
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -276,15 +274,4 @@ func unavailSpell(err error) error {
 		return err
 	}
 	return errkind.Wrap(ke.Kind, "", fmt.Errorf("--%s: %w", ke.Field, ke.Err))
-}
-
-// unavailTopicName names the scratch topic of count n.
-func unavailTopicName(prefix string, n int, runID string) string {
-	return prefix + "-" + strconv.Itoa(n) + "-" + runID
-}
-
-// unavailContext is the context cleanup runs on: not cancelled by Ctrl-C,
-// bounded so a dead cluster cannot hold kplan forever.
-func unavailContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 }

@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/measure/experiment"
 	"github.com/kplan-dev/kplan/internal/report"
 )
 
@@ -96,18 +97,10 @@ func (r *UnavailabilityResult) electionComment() string {
 func (r *UnavailabilityResult) planLines() []string {
 	f := r.Fit
 	return []string{
-		fmt.Sprintf("# kplan measure unavailability, %s, %s: broker %d killed, replication factor %d, partitions %s, %d runs each", r.Date, r.Label, r.Victim, r.ReplicationFactor, unavailJoin(r.Counts), r.Repeat),
+		fmt.Sprintf("# kplan measure unavailability, %s, %s: broker %d killed, replication factor %d, partitions %s, %d runs each", r.Date, r.Label, r.Victim, r.ReplicationFactor, experiment.JoinCounts(r.Counts), r.Repeat),
 		fmt.Sprintf("# detection (intercept) %s; u (slope) %s per partition; R² %.3f; %s", unavailPM(f.DetectionMS, f.DetectionSEMS, "ms"), unavailPM(f.UPerPartitionMS, f.USEMS, "ms"), f.R2, f.Verdict),
 		fmt.Sprintf("election-time: %-14s # %s", r.ElectionTime, r.electionComment()),
 	}
-}
-
-func unavailJoin(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
 }
 
 // unavailPM spells v ± se.
@@ -140,7 +133,7 @@ func (r *UnavailabilityResult) doc() report.Document {
 		runs.Rows = append(runs.Rows, []string{strconv.Itoa(u.Partitions), strconv.Itoa(u.Repeat),
 			fmt.Sprintf("%.0f", u.AllMS), fmt.Sprintf("%.0f", u.FirstMS), fmt.Sprintf("%.0f", u.MedianMS), fmt.Sprintf("%.0f", u.P90MS), fmt.Sprintf("%.0f", u.ProbeLagMS)})
 	}
-	runs.Notes = []string{fmt.Sprintf("%s; broker %d killed (active controller: %s), replication factor %d.", r.Label, r.Victim, unavailController(r.Controller), r.ReplicationFactor),
+	runs.Notes = []string{fmt.Sprintf("%s; broker %d killed (active controller: %s), replication factor %d.", r.Label, r.Victim, experiment.UnavailController(r.Controller), r.ReplicationFactor),
 		"Probe: " + unavailMethod + "."}
 	d := report.Document{Title: "kplan measure unavailability", Sections: []report.Section{runs}}
 	if r.Partial {
@@ -184,13 +177,6 @@ func (r *UnavailabilityResult) doc() report.Document {
 	}
 	d.Sections = append(d.Sections, fit, plan)
 	return d
-}
-
-func unavailController(id int32) string {
-	if id < 0 {
-		return "unknown"
-	}
-	return "broker " + strconv.Itoa(int(id))
 }
 
 // writeReport writes the plot, result.json and report.md into dir and
