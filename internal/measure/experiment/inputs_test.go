@@ -35,7 +35,7 @@ func fakeInputs(t *testing.T) (*Inputs, *[]string) {
 		Acks: loadgen.AcksAll, RecordSize: 100, Duration: 300 * time.Millisecond, Window: 50 * time.Millisecond,
 		ReplicationSamples: 4, ReplicationRecordSize: 10, ElectionPartitions: 4, ElectionRounds: 2,
 		Requirements: measure.Requirements{Consumers: 1, MaxReplicationLatency: 200 * time.Millisecond, MaxUnavailability: 2 * time.Second},
-		Date: date, Command: "kplan measure", Host: "h", Cores: 2,
+		Date:         date, Command: "kplan measure", Host: "h", Cores: 2,
 		Progress: func(format string, a ...any) { lines = append(lines, fmt.Sprintf(format, a...)) }}, &lines
 }
 
