@@ -253,58 +253,15 @@ func (r *UnavailabilityResult) plotPanel(logX bool) (*plot.Plot, error) {
 		xmax = math.Max(xmax, float64(u.Partitions))
 		ymax = math.Max(ymax, u.AllMS/1000)
 	}
-	sAll, err := plotter.NewScatter(all)
-	if err != nil {
+	if err := addUnavailRuns(p, all, med); err != nil {
 		return nil, err
 	}
-	sAll.Color = plotutil.Color(0)
-	sAll.Shape = draw.CircleGlyph{}
-	sAll.Radius = vg.Points(3)
-	sMed, err := plotter.NewScatter(med)
-	if err != nil {
-		return nil, err
-	}
-	sMed.Color = plotutil.Color(2)
-	sMed.Shape = draw.CrossGlyph{}
-	sMed.Radius = vg.Points(3)
-	p.Add(sAll, sMed)
-	p.Legend.Add("all partitions writable", sAll)
-	p.Legend.Add("per-partition median", sMed)
 	if f := r.Fit; f != nil {
-		const steps = 100
-		fit := make(plotter.XYs, steps+1)
-		quad := make(plotter.XYs, steps+1)
-		for i := range fit {
-			x := xmax * float64(i) / steps
-			if logX {
-				x = xmin * math.Pow(xmax/xmin, float64(i)/steps)
-			}
-			fit[i] = plotter.XY{X: x, Y: (f.DetectionMS + f.UPerPartitionMS*x) / 1000}
-			if len(f.Quadratic) == 3 {
-				quad[i] = plotter.XY{X: x, Y: (f.Quadratic[0] + f.Quadratic[1]*x + f.Quadratic[2]*x*x) / 1000}
-			}
-		}
-		l, err := plotter.NewLine(fit)
+		y, err := addUnavailFit(p, f, xmin, xmax, logX)
 		if err != nil {
 			return nil, err
 		}
-		l.Color = color.RGBA{R: 200, A: 255}
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("fit: %.0f ms + %.3g ms × N (R² %.2f)", f.DetectionMS, f.UPerPartitionMS, f.R2), l)
-		if f.Verdict == measure.VerdictCurved && len(f.Quadratic) == 3 {
-			q, err := plotter.NewLine(quad)
-			if err != nil {
-				return nil, err
-			}
-			q.Color = plotutil.Color(1)
-			q.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-			p.Add(q)
-			p.Legend.Add("quadratic", q)
-		}
-		for _, xy := range fit {
-			ymax = math.Max(ymax, xy.Y)
-		}
+		ymax = math.Max(ymax, y)
 	}
 	p.Y.Min = 0
 	p.Y.Max = math.Max(ymax*1.45, 0.001) // room for the legend above the points
@@ -320,6 +277,71 @@ func (r *UnavailabilityResult) plotPanel(logX bool) (*plot.Plot, error) {
 
 // electionTimeLine finds a plan's election-time lines.
 var electionTimeLine = regexp.MustCompile(`(?m)^election-time[ \t]*:.*$`)
+
+// addUnavailRuns adds every run's points: all partitions writable, and
+// the per-partition median.
+func addUnavailRuns(p *plot.Plot, all, med plotter.XYs) error {
+	sAll, err := plotter.NewScatter(all)
+	if err != nil {
+		return err
+	}
+	sAll.Color = plotutil.Color(0)
+	sAll.Shape = draw.CircleGlyph{}
+	sAll.Radius = vg.Points(3)
+	sMed, err := plotter.NewScatter(med)
+	if err != nil {
+		return err
+	}
+	sMed.Color = plotutil.Color(2)
+	sMed.Shape = draw.CrossGlyph{}
+	sMed.Radius = vg.Points(3)
+	p.Add(sAll, sMed)
+	p.Legend.Add("all partitions writable", sAll)
+	p.Legend.Add("per-partition median", sMed)
+	return nil
+}
+
+// addUnavailFit adds the fitted line (and the quadratic when the verdict
+// is curved) over [0, xmax], or [xmin, xmax] on a log axis, and returns
+// the line's highest point.
+func addUnavailFit(p *plot.Plot, f *measure.UnavailFit, xmin, xmax float64, logX bool) (float64, error) {
+	const steps = 100
+	fit := make(plotter.XYs, steps+1)
+	quad := make(plotter.XYs, steps+1)
+	for i := range fit {
+		x := xmax * float64(i) / steps
+		if logX {
+			x = xmin * math.Pow(xmax/xmin, float64(i)/steps)
+		}
+		fit[i] = plotter.XY{X: x, Y: (f.DetectionMS + f.UPerPartitionMS*x) / 1000}
+		if len(f.Quadratic) == 3 {
+			quad[i] = plotter.XY{X: x, Y: (f.Quadratic[0] + f.Quadratic[1]*x + f.Quadratic[2]*x*x) / 1000}
+		}
+	}
+	l, err := plotter.NewLine(fit)
+	if err != nil {
+		return 0, err
+	}
+	l.Color = color.RGBA{R: 200, A: 255}
+	l.Width = vg.Points(1.5)
+	p.Add(l)
+	p.Legend.Add(fmt.Sprintf("fit: %.0f ms + %.3g ms × N (R² %.2f)", f.DetectionMS, f.UPerPartitionMS, f.R2), l)
+	if f.Verdict == measure.VerdictCurved && len(f.Quadratic) == 3 {
+		q, err := plotter.NewLine(quad)
+		if err != nil {
+			return 0, err
+		}
+		q.Color = plotutil.Color(1)
+		q.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		p.Add(q)
+		p.Legend.Add("quadratic", q)
+	}
+	ymax := 0.0
+	for _, xy := range fit {
+		ymax = math.Max(ymax, xy.Y)
+	}
+	return ymax, nil
+}
 
 // unavailSetElectionTime returns plan with its election-time line set to
 // value (with comment), or the line appended when there is none. Every
