@@ -180,48 +180,11 @@ func (c *batchingFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Batchi
 	if opts.Format, err = c.output.Format(); err != nil {
 		return nil, err
 	}
-	lingers, err := measure.ParseLingers(c.lingers)
-	if err != nil {
-		return nil, cmdutil.SpellFlag(err, batchFlagOf)
+	if err := c.sweep(opts); err != nil {
+		return nil, err
 	}
-	sizes, err := measure.ParseBatchSizes(c.sizes)
-	if err != nil {
-		return nil, cmdutil.SpellFlag(err, batchFlagOf)
-	}
-	if c.recordSize < loadgen.EnvelopeLen || c.recordSize > 1<<20 {
-		return nil, cmdutil.UsageErrorf("--record-size: want %d to %d bytes (a record carries a %d B header), got %d", loadgen.EnvelopeLen, 1<<20, loadgen.EnvelopeLen, c.recordSize)
-	}
-	if opts.Cells, err = measure.BatchGrid(lingers, sizes, c.recordSize); err != nil {
-		return nil, cmdutil.SpellFlag(err, batchFlagOf)
-	}
-	if opts.Acks, err = loadgen.ParseAcks(strings.TrimSpace(c.acks)); err != nil {
-		return nil, cmdutil.SpellFlag(err, batchFlagOf)
-	}
-	if opts.RatePerSecond, err = measure.BatchRecordsPerSecond(c.rate, c.recordSize, units.ParseRate); err != nil {
-		return nil, cmdutil.SpellFlag(err, batchFlagOf)
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"latency-objective", c.objective}, {"cell-duration", c.cellDuration}, {"delivery-timeout", c.deliveryTimeout}, {"drain-timeout", c.drainTimeout}, {"timeout", c.timeout}} {
-		if d.v <= 0 {
-			return nil, cmdutil.UsageErrorf("--%s: want a positive duration, got %s", d.name, d.v)
-		}
-	}
-	if c.warmup < 0 {
-		return nil, cmdutil.UsageErrorf("--warmup: must not be negative, got %s", c.warmup)
-	}
-	if c.maxBuffered < 1 {
-		return nil, cmdutil.UsageErrorf("--max-buffered-records: want at least 1, got %d", c.maxBuffered)
-	}
-	if c.partitions < 1 || c.partitions > 1000 {
-		return nil, cmdutil.UsageErrorf("--partitions: want 1 to 1000, got %d", c.partitions)
-	}
-	if c.rf < 0 || c.rf > 32 {
-		return nil, cmdutil.UsageErrorf("--replication-factor: want 1 to 32 (or 0 for the default), got %d", c.rf)
-	}
-	if strings.TrimSpace(c.topic) == "" || strings.ContainsAny(c.topic, " /\\") {
-		return nil, cmdutil.UsageErrorf("--topic: want a topic name prefix, got %q", c.topic)
+	if err := c.checkValues(); err != nil {
+		return nil, err
 	}
 	opts.Conn = kafka.ConnOptions{BootstrapServers: c.bootstrap, CommandConfig: c.commandConfig, Timeout: c.timeout}
 	switch {
@@ -259,6 +222,59 @@ func (c *batchingFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Batchi
 			batchClusterName(opts), len(opts.Cells), c.cellDuration)
 	}
 	return opts, nil
+}
+
+// sweep parses the grid, the acks and the rate into opts.
+func (c *batchingFlags) sweep(opts *BatchingOptions) error {
+	lingers, err := measure.ParseLingers(c.lingers)
+	if err != nil {
+		return cmdutil.SpellFlag(err, batchFlagOf)
+	}
+	sizes, err := measure.ParseBatchSizes(c.sizes)
+	if err != nil {
+		return cmdutil.SpellFlag(err, batchFlagOf)
+	}
+	if c.recordSize < loadgen.EnvelopeLen || c.recordSize > 1<<20 {
+		return cmdutil.UsageErrorf("--record-size: want %d to %d bytes (a record carries a %d B header), got %d", loadgen.EnvelopeLen, 1<<20, loadgen.EnvelopeLen, c.recordSize)
+	}
+	if opts.Cells, err = measure.BatchGrid(lingers, sizes, c.recordSize); err != nil {
+		return cmdutil.SpellFlag(err, batchFlagOf)
+	}
+	if opts.Acks, err = loadgen.ParseAcks(strings.TrimSpace(c.acks)); err != nil {
+		return cmdutil.SpellFlag(err, batchFlagOf)
+	}
+	if opts.RatePerSecond, err = measure.BatchRecordsPerSecond(c.rate, c.recordSize, units.ParseRate); err != nil {
+		return cmdutil.SpellFlag(err, batchFlagOf)
+	}
+	return nil
+}
+
+// checkValues checks the durations, the buffer and the topic's shape.
+func (c *batchingFlags) checkValues() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"latency-objective", c.objective}, {"cell-duration", c.cellDuration}, {"delivery-timeout", c.deliveryTimeout}, {"drain-timeout", c.drainTimeout}, {"timeout", c.timeout}} {
+		if d.v <= 0 {
+			return cmdutil.UsageErrorf("--%s: want a positive duration, got %s", d.name, d.v)
+		}
+	}
+	if c.warmup < 0 {
+		return cmdutil.UsageErrorf("--warmup: must not be negative, got %s", c.warmup)
+	}
+	if c.maxBuffered < 1 {
+		return cmdutil.UsageErrorf("--max-buffered-records: want at least 1, got %d", c.maxBuffered)
+	}
+	if c.partitions < 1 || c.partitions > 1000 {
+		return cmdutil.UsageErrorf("--partitions: want 1 to 1000, got %d", c.partitions)
+	}
+	if c.rf < 0 || c.rf > 32 {
+		return cmdutil.UsageErrorf("--replication-factor: want 1 to 32 (or 0 for the default), got %d", c.rf)
+	}
+	if strings.TrimSpace(c.topic) == "" || strings.ContainsAny(c.topic, " /\\") {
+		return cmdutil.UsageErrorf("--topic: want a topic name prefix, got %q", c.topic)
+	}
+	return nil
 }
 
 // batchCheckOutDir refuses, before anything runs, an output path whose

@@ -220,6 +220,22 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, er
 	default:
 		return nil, cmdutil.UsageErrorf("--acks: want all, 1 or 0, got %q", r.acks)
 	}
+	if err := r.checkValues(cmd); err != nil {
+		return nil, err
+	}
+	if err := r.requirements(opts); err != nil {
+		return nil, err
+	}
+	if r.out != "" {
+		if err := checkOutDir(r.out); err != nil {
+			return nil, err
+		}
+	}
+	return opts, nil
+}
+
+// checkValues checks the measurements' settings and the plan's counts.
+func (r *rawFlags) checkValues(cmd *cobra.Command) error {
 	checks := []struct {
 		ok   bool
 		flag string
@@ -241,21 +257,27 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, er
 	}
 	for _, c := range checks {
 		if !c.ok {
-			return nil, cmdutil.UsageErrorf("--%s: %s", c.flag, c.msg)
+			return cmdutil.UsageErrorf("--%s: %s", c.flag, c.msg)
 		}
 	}
 	if cmd.Flags().Changed("max-handles") && r.maxHandles == 0 {
-		return nil, cmdutil.UsageErrorf("--max-handles: want a positive number, got 0")
+		return cmdutil.UsageErrorf("--max-handles: want a positive number, got 0")
 	}
 	if cmd.Flags().Changed("replication-factor") && r.rf == 0 {
-		return nil, cmdutil.UsageErrorf("--replication-factor: want 1 to 64, got 0")
+		return cmdutil.UsageErrorf("--replication-factor: want 1 to 64, got 0")
 	}
 	if cmd.Flags().Changed("max-brokers") && r.maxBrokers == 0 {
-		return nil, cmdutil.UsageErrorf("--max-brokers: want a positive number, got 0")
+		return cmdutil.UsageErrorf("--max-brokers: want a positive number, got 0")
 	}
+	return nil
+}
+
+// requirements parses the plan's T, L, U and a given u into opts.
+func (r *rawFlags) requirements(opts *Options) error {
+	var err error
 	if r.throughput != "" {
 		if opts.Throughput, err = units.ParseRate(r.throughput); err != nil {
-			return nil, cmdutil.UsageErrorf("--throughput: %w", err)
+			return cmdutil.UsageErrorf("--throughput: %w", err)
 		}
 	}
 	pos := func(flag, text string) (time.Duration, error) {
@@ -269,25 +291,20 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, er
 		return d, nil
 	}
 	if opts.MaxReplicationLatency, err = pos("max-replication-latency", r.maxL); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.MaxUnavailability, err = pos("max-unavailability", r.maxU); err != nil {
-		return nil, err
+		return err
 	}
 	if r.electionTime != "" {
 		if r.electPartitions != 0 {
-			return nil, cmdutil.UsageErrorf("--election-time: only with --election-partitions 0 (u is measured otherwise)")
+			return cmdutil.UsageErrorf("--election-time: only with --election-partitions 0 (u is measured otherwise)")
 		}
 		if opts.ElectionTime, err = pos("election-time", r.electionTime); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if r.out != "" {
-		if err := checkOutDir(r.out); err != nil {
-			return nil, err
-		}
-	}
-	return opts, nil
+	return nil
 }
 
 // commandLine is the command as typed, for the plan's comment: the flags
