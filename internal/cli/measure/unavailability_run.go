@@ -26,20 +26,16 @@ func runUnavailability(ctx context.Context, opts *UnavailabilityOptions) error {
 	}
 	defer a.Cluster.Close()
 	defer a.Admin.Close()
-	runs, runErr := a.Run(ctx)
-	if runs == nil {
+	res, runErr := a.Run(ctx)
+	if res == nil {
 		return unavailErr(runErr)
 	}
-	res := &UnavailabilityResult{Schema: UnavailSchema, Date: runs.Date, Cluster: runs.Cluster, Label: runs.Label,
-		Victim: runs.Victim, Controller: runs.Controller, ReplicationFactor: opts.ReplicationFactor, Repeat: opts.Repeat,
-		Counts: opts.Counts, Method: unavailMethod, Runs: runs.Runs, Partial: runs.Partial}
-	res.finish()
-	if err := report.Render(opts.IO.Out, opts.Format, res, res.doc); err != nil {
+	if err := report.Render(opts.IO.Out, opts.Format, res, func() report.Document { return unavailDoc(res) }); err != nil {
 		return err
 	}
 	errOut := opts.IO.ErrOut
 	if opts.ReportDir != "" {
-		files, err := res.writeReport(opts.ReportDir)
+		files, err := unavailWriteReport(res, opts.ReportDir)
 		if err != nil {
 			return err
 		}
@@ -50,7 +46,7 @@ func runUnavailability(ctx context.Context, opts *UnavailabilityOptions) error {
 		case res.Fit == nil || res.Partial:
 			fmt.Fprintf(errOut, "measure unavailability: %s left as it was (no complete fit)\n", opts.OutPlan)
 		default:
-			if err := res.writePlan(opts.OutPlan); err != nil {
+			if err := unavailWritePlan(res, opts.OutPlan); err != nil {
 				return err
 			}
 			fmt.Fprintf(errOut, "measure unavailability: election-time: %s written to %s\n", res.ElectionTime, opts.OutPlan)

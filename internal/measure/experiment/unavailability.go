@@ -95,22 +95,6 @@ type UnavailabilityPlan struct {
 	Repeat            int
 }
 
-// UnavailabilityRuns is what Run measured.
-type UnavailabilityRuns struct {
-	// Date is when the measurement started (UTC, RFC 3339).
-	Date    string
-	Cluster string
-	Label   string
-	// Victim is the broker killed; Controller the active KRaft controller
-	// before the first kill (-1: unknown).
-	Victim     int32
-	Controller int32
-	// Runs are every kill's figures, by count then repetition.
-	Runs []measure.UnavailRun
-	// Partial is set when the measurement stopped early (error or Ctrl-C).
-	Partial bool
-}
-
 // unavailRun is one measurement's state, for the cleanup.
 type unavailRun struct {
 	*Unavailability
@@ -125,12 +109,13 @@ func (a *Unavailability) progress(format string, args ...any) {
 	}
 }
 
-// Run measures. It returns nil runs with the error when it stopped before
-// any run finished; with runs, the error is the one that stopped it (the
-// runs are then Partial) or the cleanup's.
-func (a *Unavailability) Run(ctx context.Context) (res *UnavailabilityRuns, retErr error) {
+// Run measures and fits. It returns no result with the error when it
+// stopped before any run finished; with runs, the error is the one that
+// stopped it (the result is then Partial) or the cleanup's.
+func (a *Unavailability) Run(ctx context.Context) (res *UnavailabilityResult, retErr error) {
 	u := &unavailRun{Unavailability: a, victim: -1}
-	res = &UnavailabilityRuns{Date: a.Now().UTC().Format(time.RFC3339), Cluster: a.Cluster.Kind(), Label: a.Cluster.Label(), Runs: []measure.UnavailRun{}}
+	res = &UnavailabilityResult{Schema: UnavailSchema, Date: a.Now().UTC().Format(time.RFC3339), Cluster: a.Cluster.Kind(), Label: a.Cluster.Label(),
+		ReplicationFactor: a.ReplicationFactor, Repeat: a.Repeat, Counts: a.Counts, Method: UnavailMethod, Runs: []measure.UnavailRun{}}
 	brokers, err := a.Cluster.Brokers(ctx)
 	if err != nil {
 		return nil, err
@@ -168,11 +153,12 @@ func (a *Unavailability) Run(ctx context.Context) (res *UnavailabilityRuns, retE
 			return nil, runErr
 		}
 	}
+	res.Finish()
 	return res, runErr
 }
 
 // counts runs every count's repetitions, appending to res.Runs.
-func (u *unavailRun) counts(ctx context.Context, brokers []int32, res *UnavailabilityRuns) error {
+func (u *unavailRun) counts(ctx context.Context, brokers []int32, res *UnavailabilityResult) error {
 	runID := strconv.FormatInt(u.Now().Unix(), 36)
 	for _, n := range u.Counts {
 		topic := UnavailTopicName(u.Topic, n, runID)
