@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/measure/experiment"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/units"
 )
@@ -181,48 +180,11 @@ func (c *batchingFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Batchi
 	if opts.Format, err = c.output.Format(); err != nil {
 		return nil, err
 	}
-	lingers, err := measure.ParseLingers(c.lingers)
-	if err != nil {
-		return nil, cmdutil.SpellFlag(err, batchFlagOf)
+	if err := c.sweep(opts); err != nil {
+		return nil, err
 	}
-	sizes, err := measure.ParseBatchSizes(c.sizes)
-	if err != nil {
-		return nil, cmdutil.SpellFlag(err, batchFlagOf)
-	}
-	if c.recordSize < loadgen.EnvelopeLen || c.recordSize > 1<<20 {
-		return nil, cmdutil.UsageErrorf("--record-size: want %d to %d bytes (a record carries a %d B header), got %d", loadgen.EnvelopeLen, 1<<20, loadgen.EnvelopeLen, c.recordSize)
-	}
-	if opts.Cells, err = measure.BatchGrid(lingers, sizes, c.recordSize); err != nil {
-		return nil, cmdutil.SpellFlag(err, batchFlagOf)
-	}
-	if opts.Acks, err = loadgen.ParseAcks(strings.TrimSpace(c.acks)); err != nil {
-		return nil, cmdutil.SpellFlag(err, batchFlagOf)
-	}
-	if opts.RatePerSecond, err = measure.BatchRecordsPerSecond(c.rate, c.recordSize, units.ParseRate); err != nil {
-		return nil, cmdutil.SpellFlag(err, batchFlagOf)
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"latency-objective", c.objective}, {"cell-duration", c.cellDuration}, {"delivery-timeout", c.deliveryTimeout}, {"drain-timeout", c.drainTimeout}} {
-		if d.v <= 0 {
-			return nil, cmdutil.UsageErrorf("--%s: want a positive duration, got %s", d.name, d.v)
-		}
-	}
-	if c.warmup < 0 {
-		return nil, cmdutil.UsageErrorf("--warmup: must not be negative, got %s", c.warmup)
-	}
-	if c.maxBuffered < 1 {
-		return nil, cmdutil.UsageErrorf("--max-buffered-records: want at least 1, got %d", c.maxBuffered)
-	}
-	if c.partitions < 1 || c.partitions > 1000 {
-		return nil, cmdutil.UsageErrorf("--partitions: want 1 to 1000, got %d", c.partitions)
-	}
-	if c.rf < 0 || c.rf > 32 {
-		return nil, cmdutil.UsageErrorf("--replication-factor: want 1 to 32 (or 0 for the default), got %d", c.rf)
-	}
-	if strings.TrimSpace(c.topic) == "" || strings.ContainsAny(c.topic, " /\\") {
-		return nil, cmdutil.UsageErrorf("--topic: want a topic name prefix, got %q", c.topic)
+	if err := c.checkValues(); err != nil {
+		return nil, err
 	}
 	if err := c.target.Validate(); err != nil {
 		return nil, err
@@ -260,6 +222,59 @@ func (c *batchingFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Batchi
 			batchClusterName(opts), len(opts.Cells), c.cellDuration)
 	}
 	return opts, nil
+}
+
+// sweep parses the grid, the acks and the rate into opts.
+func (c *batchingFlags) sweep(opts *BatchingOptions) error {
+	lingers, err := measure.ParseLingers(c.lingers)
+	if err != nil {
+		return cmdutil.SpellFlag(err, batchFlagOf)
+	}
+	sizes, err := measure.ParseBatchSizes(c.sizes)
+	if err != nil {
+		return cmdutil.SpellFlag(err, batchFlagOf)
+	}
+	if c.recordSize < loadgen.EnvelopeLen || c.recordSize > 1<<20 {
+		return cmdutil.UsageErrorf("--record-size: want %d to %d bytes (a record carries a %d B header), got %d", loadgen.EnvelopeLen, 1<<20, loadgen.EnvelopeLen, c.recordSize)
+	}
+	if opts.Cells, err = measure.BatchGrid(lingers, sizes, c.recordSize); err != nil {
+		return cmdutil.SpellFlag(err, batchFlagOf)
+	}
+	if opts.Acks, err = loadgen.ParseAcks(strings.TrimSpace(c.acks)); err != nil {
+		return cmdutil.SpellFlag(err, batchFlagOf)
+	}
+	if opts.RatePerSecond, err = measure.BatchRecordsPerSecond(c.rate, c.recordSize, units.ParseRate); err != nil {
+		return cmdutil.SpellFlag(err, batchFlagOf)
+	}
+	return nil
+}
+
+// checkValues checks the durations, the buffer and the topic's shape.
+func (c *batchingFlags) checkValues() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"latency-objective", c.objective}, {"cell-duration", c.cellDuration}, {"delivery-timeout", c.deliveryTimeout}, {"drain-timeout", c.drainTimeout}} {
+		if d.v <= 0 {
+			return cmdutil.UsageErrorf("--%s: want a positive duration, got %s", d.name, d.v)
+		}
+	}
+	if c.warmup < 0 {
+		return cmdutil.UsageErrorf("--warmup: must not be negative, got %s", c.warmup)
+	}
+	if c.maxBuffered < 1 {
+		return cmdutil.UsageErrorf("--max-buffered-records: want at least 1, got %d", c.maxBuffered)
+	}
+	if c.partitions < 1 || c.partitions > 1000 {
+		return cmdutil.UsageErrorf("--partitions: want 1 to 1000, got %d", c.partitions)
+	}
+	if c.rf < 0 || c.rf > 32 {
+		return cmdutil.UsageErrorf("--replication-factor: want 1 to 32 (or 0 for the default), got %d", c.rf)
+	}
+	if strings.TrimSpace(c.topic) == "" || strings.ContainsAny(c.topic, " /\\") {
+		return cmdutil.UsageErrorf("--topic: want a topic name prefix, got %q", c.topic)
+	}
+	return nil
 }
 
 // batchCheckOutDir refuses, before anything runs, an output path whose
@@ -309,10 +324,10 @@ func batchClusterName(o *BatchingOptions) string {
 	return "the --command-config cluster"
 }
 
-// runBatching runs the sweep, prints the study and writes its files.
+// runBatching resolves the cluster, runs the experiment.Batching action,
+// prints the study and writes its files.
 func runBatching(ctx context.Context, opts *BatchingOptions) error {
 	conn := opts.Conn
-	cluster := batchClusterName(opts)
 	if opts.Lab {
 		l, err := chaoslab.New(opts.LabDir, conn, opts.Version)
 		if err != nil {
@@ -321,72 +336,31 @@ func runBatching(ctx context.Context, opts *BatchingOptions) error {
 		conn = l.Conn().WithSeeds(l.Seeds())
 		l.Close()
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	start := now().UTC()
-	topic := fmt.Sprintf("%s-%s-%s", opts.TopicPrefix, start.Format("20060102-150405"), strconv.FormatUint(rand.Uint64()%(36*36*36*36), 36))
 	stderr := opts.IO.ErrOut
-	fmt.Fprintf(stderr, "measure batching: %d cells of %s on %s, scratch topic %s\n", len(opts.Cells), opts.CellDuration, cluster, topic)
-	run, err := loadgen.StartBatchRun(ctx, conn, opts.Version, loadgen.BatchTopic{Name: topic, Partitions: opts.Partitions, ReplicationFactor: opts.ReplicationFactor})
-	if run == nil {
-		return fmt.Errorf("measure batching: %w", err)
-	}
-	closeRun := func() error {
-		if cerr := run.Close(ctx, opts.Keep); cerr != nil {
-			return fmt.Errorf("measure batching: %w (delete it with kafka-topics --delete)", cerr)
-		}
-		if opts.Keep {
-			fmt.Fprintf(stderr, "measure batching: kept topic %s\n", topic)
-		}
-		return nil
-	}
-	if err != nil {
-		return errors.Join(fmt.Errorf("measure batching: %w", err), closeRun())
-	}
-	t := run.Topic()
-	study := &measure.BatchStudy{
-		Cluster: cluster, Topic: topic, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor,
-		Objective: opts.Objective.String(), ObjectiveMS: float64(opts.Objective) / float64(time.Millisecond),
-		Acks: opts.Acks.String(), RecordSize: opts.RecordSize, Rate: opts.Rate, RatePerSecond: opts.RatePerSecond,
-		CellDuration: opts.CellDuration.String(), Date: start.Format(time.RFC3339),
-	}
-	var runErr error
-	for i, cell := range opts.Cells {
-		spec := loadgen.BatchCellSpec{Index: i, Linger: cell.Linger, MaxBytes: cell.MaxBytes, Acks: opts.Acks,
-			RecordSize: opts.RecordSize, Rate: opts.RatePerSecond, Warmup: opts.Warmup, Duration: opts.CellDuration,
-			DeliveryTimeout: opts.DeliveryTimeout, DrainTimeout: opts.DrainTimeout, MaxBuffered: opts.MaxBuffered, Objective: opts.Objective}
-		if i == 0 {
-			study.Producer = loadgen.BatchProducerSettings(spec)
-		}
-		counts, err := run.RunCell(ctx, spec)
-		if err != nil {
-			runErr = err
-			break
-		}
-		r := measure.NewBatchCellResult(cell, counts, opts.RecordSize)
-		study.Cells = append(study.Cells, r)
-		fmt.Fprintf(stderr, "cell %d/%d linger %s batch %s: %d sent, p50 %.1f ms, p99 %.1f ms, max %.1f ms, violation %.2f%%, loss %.2f%%\n",
-			i+1, len(opts.Cells), r.Linger, r.BatchSize, r.Sent, r.Latency.P50, r.Latency.P99, r.Latency.Max, 100*r.ViolationRate, 100*r.LossRate)
-	}
-	closeErr := closeRun()
-	study.Complete = runErr == nil
-	study.Recommended, study.MeanChoice = measure.BatchRecommend(study.Cells, opts.Objective)
-	if runErr != nil {
+	a := &experiment.Batching{Conn: conn, Cluster: batchClusterName(opts), Version: opts.Version, Now: opts.Now,
+		Cells: opts.Cells, Objective: opts.Objective, Acks: opts.Acks, RecordSize: opts.RecordSize,
+		Rate: opts.Rate, RatePerSecond: opts.RatePerSecond, CellDuration: opts.CellDuration, Warmup: opts.Warmup,
+		DeliveryTimeout: opts.DeliveryTimeout, DrainTimeout: opts.DrainTimeout, MaxBuffered: opts.MaxBuffered,
+		TopicPrefix: opts.TopicPrefix, Partitions: opts.Partitions, ReplicationFactor: opts.ReplicationFactor, Keep: opts.Keep,
+		Progress: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }}
+	study, err := a.Run(ctx)
+	switch {
+	case study == nil:
+		return err
+	case !study.Complete:
 		if len(study.Cells) > 0 {
 			fmt.Fprintf(stderr, "measure batching: stopped after %d of %d cells; the cells measured so far:\n", len(study.Cells), len(opts.Cells))
 			_ = report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return batchDocument(study) })
 		}
-		return errors.Join(fmt.Errorf("measure batching: %w", runErr), closeErr)
+		return err
 	}
-	if err := report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return batchDocument(study) }); err != nil {
-		return errors.Join(err, closeErr)
+	if rerr := report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return batchDocument(study) }); rerr != nil {
+		return errors.Join(rerr, err)
 	}
-	if err := writeBatchFiles(opts, study); err != nil {
-		return errors.Join(err, closeErr)
+	if werr := writeBatchFiles(opts, study); werr != nil {
+		return errors.Join(werr, err)
 	}
-	return closeErr
+	return err
 }
 
 // writeBatchFiles writes --report and --apply-to.

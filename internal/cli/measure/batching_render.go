@@ -28,6 +28,23 @@ func batchDocument(s *measure.BatchStudy) report.Document {
 		Title: fmt.Sprintf("Batching study on %s: %d B records at %s, acks %s, objective %s, %s per cell",
 			s.Cluster, s.RecordSize, rate, s.Acks, s.Objective, s.CellDuration),
 	}
+	cells := batchCellsSection(s)
+	doc.Sections = append(doc.Sections, cells,
+		batchPivot(s, "Loss rate by linger (rows) and batch size (columns)", func(c measure.BatchCellResult) string { return batchPct(c.LossRate) }),
+		batchPivot(s, "p99 end-to-end latency (ms) by linger and batch size", func(c measure.BatchCellResult) string { return batchMS(c.Latency.P99) }),
+		batchPivot(s, "Timely throughput (records/s) by linger and batch size", func(c measure.BatchCellResult) string { return fmt.Sprintf("%.0f", c.Timely) }))
+	choice := batchChoiceSection(s)
+	doc.Sections = append(doc.Sections, choice)
+	doc.Notes = append(doc.Notes, fmt.Sprintf("topic %s: %d partition(s), replication factor %d", s.Topic, s.Partitions, s.ReplicationFactor))
+	doc.Notes = append(doc.Notes, s.Producer...)
+	if !s.Complete {
+		doc.Notes = append(doc.Notes, fmt.Sprintf("interrupted: %d cells measured", len(s.Cells)))
+	}
+	return doc
+}
+
+// batchCellsSection is every cell's figures, with the two picks marked.
+func batchCellsSection(s *measure.BatchStudy) report.Section {
 	pick := map[int]string{}
 	if s.MeanChoice != nil {
 		pick[s.MeanChoice.Cell] = "mean"
@@ -57,10 +74,11 @@ func batchDocument(s *measure.BatchStudy) report.Document {
 		"throughput = records sent / cell duration; timely = throughput x (1 - violation) x (1 - loss)",
 		"rec/batch = mean records per batch the brokers acknowledged (franz-go's produce hook; - with acks 0)",
 	}
-	doc.Sections = append(doc.Sections, cells,
-		batchPivot(s, "Loss rate by linger (rows) and batch size (columns)", func(c measure.BatchCellResult) string { return batchPct(c.LossRate) }),
-		batchPivot(s, "p99 end-to-end latency (ms) by linger and batch size", func(c measure.BatchCellResult) string { return batchMS(c.Latency.P99) }),
-		batchPivot(s, "Timely throughput (records/s) by linger and batch size", func(c measure.BatchCellResult) string { return fmt.Sprintf("%.0f", c.Timely) }))
+	return cells
+}
+
+// batchChoiceSection sets the recommendation beside the mean-latency pick.
+func batchChoiceSection(s *measure.BatchStudy) report.Section {
 	choice := report.Section{
 		Title:  "Recommendation: timely throughput, and what the mean latency would pick",
 		Header: []string{"rule", "linger", "batch", "p50", "p99", "max", "mean", "violation", "loss", "timely rec/s"},
@@ -84,13 +102,7 @@ func batchDocument(s *measure.BatchStudy) report.Document {
 		choice.Notes = append(choice.Notes, fmt.Sprintf("the mean-latency pick delivers %.0f timely records/s fewer (%.1f%%): its mean %.1f ms meets the objective while %s of its records do not",
 			r.Timely-m.Timely, 100*batchRel(r.Timely-m.Timely, r.Timely), m.Latency.Mean, batchPct(m.ViolationRate)))
 	}
-	doc.Sections = append(doc.Sections, choice)
-	doc.Notes = append(doc.Notes, fmt.Sprintf("topic %s: %d partition(s), replication factor %d", s.Topic, s.Partitions, s.ReplicationFactor))
-	doc.Notes = append(doc.Notes, s.Producer...)
-	if !s.Complete {
-		doc.Notes = append(doc.Notes, fmt.Sprintf("interrupted: %d cells measured", len(s.Cells)))
-	}
-	return doc
+	return choice
 }
 
 // batchPivot lays one figure of every cell out as lingers (rows) by batch

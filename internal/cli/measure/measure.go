@@ -27,12 +27,13 @@ import (
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 	"github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/measure/experiment"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/units"
 )
 
 // ScratchPrefix starts the name of every topic measure creates.
-const ScratchPrefix = "kplan-measure-"
+const ScratchPrefix = experiment.ScratchPrefix
 
 // Options are the parsed flags of `kplan measure`.
 type Options struct {
@@ -217,6 +218,22 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, er
 	default:
 		return nil, cmdutil.UsageErrorf("--acks: want all, 1 or 0, got %q", r.acks)
 	}
+	if err := r.checkValues(cmd); err != nil {
+		return nil, err
+	}
+	if err := r.requirements(opts); err != nil {
+		return nil, err
+	}
+	if r.out != "" {
+		if err := checkOutDir(r.out); err != nil {
+			return nil, err
+		}
+	}
+	return opts, nil
+}
+
+// checkValues checks the measurements' settings and the plan's counts.
+func (r *rawFlags) checkValues(cmd *cobra.Command) error {
 	checks := []struct {
 		ok   bool
 		flag string
@@ -238,21 +255,27 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, er
 	}
 	for _, c := range checks {
 		if !c.ok {
-			return nil, cmdutil.UsageErrorf("--%s: %s", c.flag, c.msg)
+			return cmdutil.UsageErrorf("--%s: %s", c.flag, c.msg)
 		}
 	}
 	if cmd.Flags().Changed("max-handles") && r.maxHandles == 0 {
-		return nil, cmdutil.UsageErrorf("--max-handles: want a positive number, got 0")
+		return cmdutil.UsageErrorf("--max-handles: want a positive number, got 0")
 	}
 	if cmd.Flags().Changed("replication-factor") && r.rf == 0 {
-		return nil, cmdutil.UsageErrorf("--replication-factor: want 1 to 64, got 0")
+		return cmdutil.UsageErrorf("--replication-factor: want 1 to 64, got 0")
 	}
 	if cmd.Flags().Changed("max-brokers") && r.maxBrokers == 0 {
-		return nil, cmdutil.UsageErrorf("--max-brokers: want a positive number, got 0")
+		return cmdutil.UsageErrorf("--max-brokers: want a positive number, got 0")
 	}
+	return nil
+}
+
+// requirements parses the plan's T, L, U and a given u into opts.
+func (r *rawFlags) requirements(opts *Options) error {
+	var err error
 	if r.throughput != "" {
 		if opts.Throughput, err = units.ParseRate(r.throughput); err != nil {
-			return nil, cmdutil.UsageErrorf("--throughput: %w", err)
+			return cmdutil.UsageErrorf("--throughput: %w", err)
 		}
 	}
 	pos := func(flag, text string) (time.Duration, error) {
@@ -266,25 +289,20 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, er
 		return d, nil
 	}
 	if opts.MaxReplicationLatency, err = pos("max-replication-latency", r.maxL); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.MaxUnavailability, err = pos("max-unavailability", r.maxU); err != nil {
-		return nil, err
+		return err
 	}
 	if r.electionTime != "" {
 		if r.electPartitions != 0 {
-			return nil, cmdutil.UsageErrorf("--election-time: only with --election-partitions 0 (u is measured otherwise)")
+			return cmdutil.UsageErrorf("--election-time: only with --election-partitions 0 (u is measured otherwise)")
 		}
 		if opts.ElectionTime, err = pos("election-time", r.electionTime); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if r.out != "" {
-		if err := checkOutDir(r.out); err != nil {
-			return nil, err
-		}
-	}
-	return opts, nil
+	return nil
 }
 
 // commandLine is the command as typed, for the plan's comment: the flags
@@ -358,15 +376,15 @@ type Planned struct {
 	Actions []string `json:"actions"`
 }
 
-func planned(opts *Options, label string, topics scratch, rf int) Planned {
-	p := Planned{Cluster: label, Topics: []string{topics.produce, topics.replication}}
+func planned(opts *Options, label string, topics experiment.InputTopics, rf int) Planned {
+	p := Planned{Cluster: label, Topics: []string{topics.Produce, topics.Replication}}
 	p.Actions = []string{
-		fmt.Sprintf("create %s (1 partition, replication factor %d); write to it for %s as fast as one producer can (acks=%s, %d-byte records); read it for %s", topics.produce, rf, opts.Duration, opts.Acks, opts.RecordSize, opts.Duration),
-		fmt.Sprintf("create %s (1 partition, replication factor %d); write %d pairs of %d-byte records at acks=all and acks=1", topics.replication, rf, opts.ReplicationSamples, opts.ReplicationRecordSize),
+		fmt.Sprintf("create %s (1 partition, replication factor %d); write to it for %s as fast as one producer can (acks=%s, %d-byte records); read it for %s", topics.Produce, rf, opts.Duration, opts.Acks, opts.RecordSize, opts.Duration),
+		fmt.Sprintf("create %s (1 partition, replication factor %d); write %d pairs of %d-byte records at acks=all and acks=1", topics.Replication, rf, opts.ReplicationSamples, opts.ReplicationRecordSize),
 	}
 	if opts.ElectionPartitions > 0 {
-		p.Topics = append(p.Topics, topics.election)
-		p.Actions = append(p.Actions, fmt.Sprintf("create %s (%d partitions, replication factor %d); %d times: reorder its replicas and elect the preferred leaders (leadership of these partitions moves; no broker stops)", topics.election, opts.ElectionPartitions, rf, opts.ElectionRounds))
+		p.Topics = append(p.Topics, topics.Election)
+		p.Actions = append(p.Actions, fmt.Sprintf("create %s (%d partitions, replication factor %d); %d times: reorder its replicas and elect the preferred leaders (leadership of these partitions moves; no broker stops)", topics.Election, opts.ElectionPartitions, rf, opts.ElectionRounds))
 	}
 	if opts.Keep {
 		p.Actions = append(p.Actions, "keep the topics (--keep)")
@@ -376,14 +394,7 @@ func planned(opts *Options, label string, topics scratch, rf int) Planned {
 	return p
 }
 
-type scratch struct{ produce, replication, election string }
-
-func scratchTopics(now time.Time) scratch {
-	stamp := now.UTC().Format("20060102-150405")
-	return scratch{ScratchPrefix + stamp + "-tp", ScratchPrefix + stamp + "-lr", ScratchPrefix + stamp + "-u"}
-}
-
-func runMeasure(ctx context.Context, opts *Options) (err error) {
+func runMeasure(ctx context.Context, opts *Options) error {
 	t, err := resolve(opts)
 	if err != nil {
 		return err
@@ -395,54 +406,27 @@ func runMeasure(ctx context.Context, opts *Options) (err error) {
 	if err != nil {
 		return err
 	}
-	isLab := t.state != nil && (opts.Lab || t.state.ClusterID == info.ClusterID)
-	if !isLab {
+	if t.state != nil && !opts.Lab && t.state.ClusterID != info.ClusterID {
 		t.state = nil
 	}
-	if len(info.Brokers) == 0 {
-		return errkind.New(errkind.Runtime, "", "the cluster lists no brokers")
-	}
-	rf := opts.ReplicationFactor
-	if rf == 0 {
-		rf = min(3, len(info.Brokers))
-	}
-	if rf > len(info.Brokers) {
-		return cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", rf, len(info.Brokers))
-	}
-	if rf < 2 && opts.ElectionPartitions > 0 {
-		return cmdutil.UsageErrorf("--election-partitions: leadership cannot move with replication factor 1 (give --election-partitions 0 and --election-time D)")
+	in, err := inputs(opts, t, m, info, progress)
+	if err != nil {
+		return err
 	}
 	handles, err := readHandles(opts, t.state)
 	if err != nil {
 		return err
 	}
-	topics := scratchTopics(opts.Now())
-	if !isLab && !opts.Yes {
-		p := planned(opts, t.label, topics, rf)
+	if t.state == nil && !opts.Yes {
+		p := planned(opts, t.label, in.Topics, in.ReplicationFactor)
 		if err := report.Render(opts.IO.Out, opts.Format, p, func() report.Document { return plannedDoc(p) }); err != nil {
 			return err
 		}
 		return errkind.Refusedf("", "--yes: not given: %s is not the local kplan lab; kplan creates topics and writes there only with --yes (the plan is above)", t.label)
 	}
-	if !opts.Keep {
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			deleted, derr := m.DeleteScratch(cctx)
-			if len(deleted) > 0 {
-				progress("deleted %s", strings.Join(deleted, ", "))
-			}
-			if derr != nil {
-				progress("could not delete every scratch topic: %v (delete %s* by hand)", derr, ScratchPrefix)
-				if err == nil {
-					err = derr
-				}
-			}
-		}()
-	}
-	plan, err := measureAll(ctx, opts, m, info, topics, rf, progress)
-	if err != nil {
-		return err
+	plan, runErr := in.Run(ctx)
+	if plan == nil {
+		return unavailSpell(runErr)
 	}
 	plan.Handles = handles
 	plan.Machine.KafkaVersion = kafkaVersion(t.state, info.VersionGuess)
@@ -453,111 +437,37 @@ func runMeasure(ctx context.Context, opts *Options) (err error) {
 		}
 		progress("wrote %s", opts.Out)
 	}
-	return report.Render(opts.IO.Out, opts.Format, plan, func() report.Document { return planDoc(plan) })
+	if err := report.Render(opts.IO.Out, opts.Format, plan, func() report.Document { return planDoc(plan) }); err != nil {
+		return err
+	}
+	return runErr
 }
 
-// measureAll runs the four measurements and returns the plan without
-// Hmax.
-func measureAll(ctx context.Context, opts *Options, m *loadgen.Measurer, info loadgen.ClusterInfo, topics scratch, rf int, progress func(string, ...any)) (*measure.Plan, error) {
+// inputs checks the replication factor against the cluster and builds the
+// experiment.Inputs action.
+func inputs(opts *Options, t target, m *loadgen.Measurer, info loadgen.ClusterInfo, progress func(string, ...any)) (*experiment.Inputs, error) {
+	if len(info.Brokers) == 0 {
+		return nil, errkind.New(errkind.Runtime, "", "the cluster lists no brokers")
+	}
+	rf := opts.ReplicationFactor
+	if rf == 0 {
+		rf = min(3, len(info.Brokers))
+	}
+	if rf > len(info.Brokers) {
+		return nil, cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", rf, len(info.Brokers))
+	}
+	if rf < 2 && opts.ElectionPartitions > 0 {
+		return nil, cmdutil.UsageErrorf("--election-partitions: leadership cannot move with replication factor 1 (give --election-partitions 0 and --election-time D)")
+	}
 	host, _ := os.Hostname()
-	plan := &measure.Plan{
-		Date:    opts.Now(),
-		Command: strings.Join(opts.Args, " "),
-		Machine: measure.Machine{Host: host, Cores: runtime.NumCPU(), ClusterID: info.ClusterID, Brokers: len(info.Brokers)},
-		Settings: measure.Settings{Acks: opts.Acks.String(), RecordSize: opts.RecordSize, Duration: opts.Duration, Window: opts.Window,
-			Linger: opts.Linger, MaxBuffered: maxBuffered, MaxBufferedBytes: maxBufferedBytes, ReplicationFactor: rf, ReplicationRecordSize: opts.ReplicationRecordSize,
-			ReplicationInterval: opts.ReplicationInterval, ElectionRounds: opts.ElectionRounds},
-		Requirements: measure.Requirements{Throughput: opts.Throughput, Consumers: opts.Consumers, ReplicationFactor: int64(rf),
-			MaxBrokers: opts.MaxBrokers, MaxReplicationLatency: opts.MaxReplicationLatency, MaxUnavailability: opts.MaxUnavailability},
-		ElectionTime: opts.ElectionTime,
-	}
-	if plan.Requirements.MaxBrokers == 0 {
-		plan.Requirements.MaxBrokers = int64(len(info.Brokers))
-	}
-	if plan.Requirements.MaxBrokers < int64(rf) {
-		return nil, cmdutil.UsageErrorf("--max-brokers: %d is fewer than the replication factor %d", plan.Requirements.MaxBrokers, rf)
-	}
-	progress("cluster %s: %d brokers, replication factor %d", info.ClusterID, len(info.Brokers), rf)
-
-	progress("Tp: creating %s", topics.produce)
-	if err := m.CreateScratch(ctx, topics.produce, 1, rf, info.Brokers); err != nil {
-		return nil, err
-	}
-	progress("Tp: one producer, acks=%s, %d-byte records, for %s", opts.Acks, opts.RecordSize, opts.Duration)
-	pw, err := m.MeasureProduce(ctx, loadgen.ProduceSpec{Topic: topics.produce, Acks: opts.Acks, RecordSize: opts.RecordSize,
-		Duration: opts.Duration, Window: opts.Window, Linger: opts.Linger, MaxBufferedRecords: maxBuffered, MaxBufferedBytes: maxBufferedBytes})
-	if err != nil {
-		return nil, err
-	}
-	if plan.Produce, err = measure.ThroughputOf(pw.Bytes, pw.Window, opts.Duration, pw.Records); err != nil {
-		return nil, fmt.Errorf("measuring Tp: %w", err)
-	}
-	progress("Tp = %s", units.FormatRate(plan.Produce.BytesPerSec))
-
-	progress("Tc: one consumer from the start, for %s", opts.Duration)
-	cw, err := m.MeasureConsume(ctx, loadgen.ConsumeSpec{Topic: topics.produce, Duration: opts.Duration, Window: opts.Window})
-	if err != nil {
-		return nil, err
-	}
-	if plan.Consume, err = measure.ThroughputOf(cw.Bytes, cw.Window, opts.Duration, cw.Records); err != nil {
-		return nil, fmt.Errorf("measuring Tc: %w", err)
-	}
-	progress("Tc = %s", units.FormatRate(plan.Consume.BytesPerSec))
-
-	progress("l_r: creating %s; %d pairs at acks=all and acks=1", topics.replication, opts.ReplicationSamples)
-	if err := m.CreateScratch(ctx, topics.replication, 1, rf, info.Brokers); err != nil {
-		return nil, err
-	}
-	pairs, err := m.MeasureReplication(ctx, loadgen.ReplicationSpec{Topic: topics.replication, RecordSize: opts.ReplicationRecordSize,
-		Samples: opts.ReplicationSamples, Interval: opts.ReplicationInterval, Warmup: replicationWarmup})
-	if err != nil {
-		return nil, err
-	}
-	var all, leader []time.Duration
-	for _, p := range pairs {
-		all, leader = append(all, p.All), append(leader, p.Leader)
-	}
-	if plan.Replication, err = measure.ReplicationOf(all, leader); err != nil {
-		return nil, err
-	}
-	progress("l_r = %s", plan.Replication.Latency)
-
-	if opts.ElectionPartitions > 0 {
-		progress("u: creating %s (%d partitions); %d rounds of preferred elections", topics.election, opts.ElectionPartitions, opts.ElectionRounds)
-		if err := m.CreateScratch(ctx, topics.election, opts.ElectionPartitions, rf, info.Brokers); err != nil {
-			return nil, err
-		}
-		rounds, err := m.MeasureElection(ctx, topics.election, opts.ElectionPartitions, opts.ElectionRounds)
-		if err != nil {
-			return nil, err
-		}
-		var writable, elect []time.Duration
-		for _, r := range rounds {
-			writable, elect = append(writable, r.Writable), append(elect, r.Elect)
-		}
-		e, err := measure.ElectionOf(writable, elect, opts.ElectionPartitions)
-		if err != nil {
-			return nil, err
-		}
-		plan.Election = &e
-		progress("u = %s", e.PerPartition)
-	}
-	return plan, nil
+	return &experiment.Inputs{Measurer: m, Info: info, Topics: experiment.NewInputTopics(opts.Now()), ReplicationFactor: rf,
+		Acks: opts.Acks, RecordSize: opts.RecordSize, Duration: opts.Duration, Window: opts.Window, Linger: opts.Linger,
+		ReplicationSamples: opts.ReplicationSamples, ReplicationInterval: opts.ReplicationInterval, ReplicationRecordSize: opts.ReplicationRecordSize,
+		ElectionPartitions: opts.ElectionPartitions, ElectionRounds: opts.ElectionRounds, ElectionTime: opts.ElectionTime,
+		Requirements: measure.Requirements{Throughput: opts.Throughput, Consumers: opts.Consumers, MaxBrokers: opts.MaxBrokers,
+			MaxReplicationLatency: opts.MaxReplicationLatency, MaxUnavailability: opts.MaxUnavailability},
+		Date: opts.Now(), Command: strings.Join(opts.Args, " "), Host: host, Cores: runtime.NumCPU(), Keep: opts.Keep, Progress: progress}, nil
 }
-
-// maxBuffered and maxBufferedBytes bound Tp's producer buffer (buffered
-// plus unacknowledged) in records and bytes; replicationWarmup is the l_r
-// pairs sent before counting. 4 MiB keeps four full batches (1 MiB each)
-// queued behind those in flight, enough to keep one partition's pipeline
-// full, while what is left at the deadline (aborted, not counted) stays
-// well under a window's worth at any rate worth measuring: 10,000 records
-// of 1 kB (10 MB) took longer than the run to acknowledge on a SASL_SSL
-// lab.
-const (
-	maxBuffered       = 10000
-	maxBufferedBytes  = 4 << 20
-	replicationWarmup = 10
-)
 
 // readHandles is Hmax: --max-handles, else the lab brokers' limits.
 func readHandles(opts *Options, lab *localkafka.State) (measure.Handles, error) {

@@ -1,12 +1,10 @@
 package measure
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -163,26 +161,8 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 	if opts.Counts, err = measure.ParsePartitionCounts(counts); err != nil {
 		return unavailSpell(err)
 	}
-	if opts.Repeat < 1 || opts.Repeat > 100 {
-		return cmdutil.UsageErrorf("--repeat: want 1 to 100, got %d", opts.Repeat)
-	}
-	if opts.ReplicationFactor < 2 || opts.ReplicationFactor > 16 {
-		return cmdutil.UsageErrorf("--replication-factor: want 2 to 16, got %d (with 1 a killed leader's partitions have no replica to elect)", opts.ReplicationFactor)
-	}
-	if broker < -1 || broker > 1<<31-1 {
-		return cmdutil.UsageErrorf("--broker: %d is not a broker id", broker)
-	}
-	opts.Broker = int32(broker)
-	if err := unavailTopicPrefix(opts.Topic); err != nil {
+	if err := unavailCheckValues(opts, broker); err != nil {
 		return err
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"failover-timeout", opts.FailoverTimeout}, {"request-timeout", opts.RequestTimeout}} {
-		if d.v <= 0 {
-			return cmdutil.UsageErrorf("--%s: must be positive, got %v", d.name, d.v)
-		}
 	}
 	if opts.Conn.CommandConfig != "" {
 		// Once: every client of the run is built from the resolved options.
@@ -195,16 +175,8 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 			return err
 		}
 	}
-	if opts.ReportDir != "" {
-		if st, err := os.Stat(opts.ReportDir); err == nil && !st.IsDir() {
-			return cmdutil.UsageErrorf("--report: %s is not a directory", opts.ReportDir)
-		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return cmdutil.UsageErrorf("--report: %w", err)
-		} else if err != nil {
-			if st, perr := os.Stat(filepath.Dir(filepath.Clean(opts.ReportDir))); perr == nil && !st.IsDir() {
-				return cmdutil.UsageErrorf("--report: %s is not a directory", filepath.Dir(opts.ReportDir))
-			}
-		}
+	if err := unavailCheckReport(opts.ReportDir); err != nil {
+		return err
 	}
 	if err := clitarget.CheckLabDir(cmd.Flags(), opts.LabDir); err != nil {
 		return err
@@ -231,6 +203,50 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 		}
 	default:
 		return cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server with --killer)", cluster)
+	}
+	return nil
+}
+
+// unavailCheckValues checks the counts' settings and sets opts.Broker.
+func unavailCheckValues(opts *UnavailabilityOptions, broker int) error {
+	if opts.Repeat < 1 || opts.Repeat > 100 {
+		return cmdutil.UsageErrorf("--repeat: want 1 to 100, got %d", opts.Repeat)
+	}
+	if opts.ReplicationFactor < 2 || opts.ReplicationFactor > 16 {
+		return cmdutil.UsageErrorf("--replication-factor: want 2 to 16, got %d (with 1 a killed leader's partitions have no replica to elect)", opts.ReplicationFactor)
+	}
+	if broker < -1 || broker > 1<<31-1 {
+		return cmdutil.UsageErrorf("--broker: %d is not a broker id", broker)
+	}
+	opts.Broker = int32(broker)
+	if err := unavailTopicPrefix(opts.Topic); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"failover-timeout", opts.FailoverTimeout}, {"request-timeout", opts.RequestTimeout}} {
+		if d.v <= 0 {
+			return cmdutil.UsageErrorf("--%s: must be positive, got %v", d.name, d.v)
+		}
+	}
+	return nil
+}
+
+// unavailCheckReport refuses a --report that is a file, or whose parent
+// is one.
+func unavailCheckReport(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return cmdutil.UsageErrorf("--report: %s is not a directory", dir)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return cmdutil.UsageErrorf("--report: %w", err)
+	} else if err != nil {
+		if st, perr := os.Stat(filepath.Dir(filepath.Clean(dir))); perr == nil && !st.IsDir() {
+			return cmdutil.UsageErrorf("--report: %s is not a directory", filepath.Dir(dir))
+		}
 	}
 	return nil
 }
@@ -277,15 +293,4 @@ func unavailSpell(err error) error {
 		return err
 	}
 	return errkind.Wrap(ke.Kind, "", fmt.Errorf("--%s: %w", ke.Field, ke.Err))
-}
-
-// unavailTopicName names the scratch topic of count n.
-func unavailTopicName(prefix string, n int, runID string) string {
-	return prefix + "-" + strconv.Itoa(n) + "-" + runID
-}
-
-// unavailContext is the context cleanup runs on: not cancelled by Ctrl-C,
-// bounded so a dead cluster cannot hold kplan forever.
-func unavailContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 }

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -20,103 +19,19 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/measure/experiment"
 	"github.com/kplan-dev/kplan/internal/report"
 )
 
 // UnavailSchema versions the JSON of `measure unavailability`.
-const UnavailSchema = "kplan.measure-unavailability/v1"
+const UnavailSchema = experiment.UnavailSchema
 
 // UnavailPlot is the plot --report writes.
 const UnavailPlot = "unavailability.png"
 
-// UnavailabilityResult is what `measure unavailability` measured and fitted.
-type UnavailabilityResult struct {
-	Schema string `json:"schema"`
-	// Date is when the measurement started (UTC, RFC 3339).
-	Date    string `json:"date"`
-	Cluster string `json:"cluster"`
-	Label   string `json:"label"`
-	// Victim is the broker killed; Controller the active KRaft controller
-	// before the first kill (-1: unknown).
-	Victim            int32  `json:"victim"`
-	Controller        int32  `json:"controller"`
-	ReplicationFactor int    `json:"replication_factor"`
-	Repeat            int    `json:"repeat"`
-	Counts            []int  `json:"counts"`
-	Method            string `json:"method"`
-	// Runs are every kill's figures, by count then repetition.
-	Runs []measure.UnavailRun `json:"runs"`
-	// Fit is nil when the runs cannot give a line (FitError says why).
-	Fit      *measure.UnavailFit `json:"fit,omitempty"`
-	FitError string              `json:"fit_error,omitempty"`
-	// ElectionTime is the u a plan takes (election-time); ElectionTimeBound
-	// says it is the slope's upper 95% bound rather than the slope.
-	ElectionTime      string `json:"election_time,omitempty"`
-	ElectionTimeBound bool   `json:"election_time_is_bound,omitempty"`
-	// PlanLines are the lines for a `kplan size` plan file.
-	PlanLines []string `json:"plan_lines,omitempty"`
-	// Partial is set when the measurement stopped early (error or Ctrl-C).
-	Partial bool `json:"partial,omitempty"`
-}
-
-// unavailMethod says how the probe works, in every output.
-const unavailMethod = "one franz-go producer, acks=all, idempotence off; one record per partition produced right after the kill and retried every 25ms until acknowledged; a partition is available again at its acknowledgement; unavailability for N = until all N partitions were"
-
-// finish fills the fit, the election time and the plan lines from the runs.
-func (r *UnavailabilityResult) finish() {
-	f, err := measure.FitUnavailability(r.Runs)
-	if err != nil {
-		r.FitError = err.Error()
-		return
-	}
-	r.Fit = f
-	u, bound := f.ElectionTime()
-	r.ElectionTime, r.ElectionTimeBound = unavailFormatDuration(u), bound
-	r.PlanLines = r.planLines()
-}
-
-// unavailFormatDuration spells d for a plan file: whole microseconds as
-// "850us", else milliseconds as "1.25ms".
-func unavailFormatDuration(d time.Duration) string {
-	if d < time.Millisecond {
-		return strconv.FormatInt(int64(d/time.Microsecond), 10) + "us"
-	}
-	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64) + "ms"
-}
-
-// electionComment is the comment beside election-time in a plan.
-func (r *UnavailabilityResult) electionComment() string {
-	if r.ElectionTimeBound {
-		return "u: upper 95% bound of the slope (not significant), kplan measure unavailability " + r.Date[:10]
-	}
-	return "u: slope of the fit, kplan measure unavailability " + r.Date[:10]
-}
-
-// planLines are the plan-file lines with the fit in comments.
-func (r *UnavailabilityResult) planLines() []string {
-	f := r.Fit
-	return []string{
-		fmt.Sprintf("# kplan measure unavailability, %s, %s: broker %d killed, replication factor %d, partitions %s, %d runs each", r.Date, r.Label, r.Victim, r.ReplicationFactor, unavailJoin(r.Counts), r.Repeat),
-		fmt.Sprintf("# detection (intercept) %s; u (slope) %s per partition; R² %.3f; %s", unavailPM(f.DetectionMS, f.DetectionSEMS, "ms"), unavailPM(f.UPerPartitionMS, f.USEMS, "ms"), f.R2, f.Verdict),
-		fmt.Sprintf("election-time: %-14s # %s", r.ElectionTime, r.electionComment()),
-	}
-}
-
-func unavailJoin(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
-// unavailPM spells v ± se.
-func unavailPM(v float64, se *float64, unit string) string {
-	if se == nil {
-		return fmt.Sprintf("%.4g %s", v, unit)
-	}
-	return fmt.Sprintf("%.4g ± %.2g %s", v, *se, unit)
-}
+// UnavailabilityResult is what `measure unavailability` measured and
+// fitted (experiment's).
+type UnavailabilityResult = experiment.UnavailabilityResult
 
 func unavailP(p *float64) string {
 	if p == nil {
@@ -132,16 +47,16 @@ func unavailCI(ci []float64) string {
 	return fmt.Sprintf("[%.4g, %.4g]", ci[0], ci[1])
 }
 
-// doc is the human form.
-func (r *UnavailabilityResult) doc() report.Document {
+// unavailDoc is the human form.
+func unavailDoc(r *UnavailabilityResult) report.Document {
 	runs := report.Section{Title: "Unavailability after each kill (ms from the kill)",
 		Header: []string{"partitions", "run", "all available", "first", "median", "p90", "probe lag"}}
 	for _, u := range r.Runs {
 		runs.Rows = append(runs.Rows, []string{strconv.Itoa(u.Partitions), strconv.Itoa(u.Repeat),
 			fmt.Sprintf("%.0f", u.AllMS), fmt.Sprintf("%.0f", u.FirstMS), fmt.Sprintf("%.0f", u.MedianMS), fmt.Sprintf("%.0f", u.P90MS), fmt.Sprintf("%.0f", u.ProbeLagMS)})
 	}
-	runs.Notes = []string{fmt.Sprintf("%s; broker %d killed (active controller: %s), replication factor %d.", r.Label, r.Victim, unavailController(r.Controller), r.ReplicationFactor),
-		"Probe: " + unavailMethod + "."}
+	runs.Notes = []string{fmt.Sprintf("%s; broker %d killed (active controller: %s), replication factor %d.", r.Label, r.Victim, experiment.UnavailController(r.Controller), r.ReplicationFactor),
+		"Probe: " + experiment.UnavailMethod + "."}
 	d := report.Document{Title: "kplan measure unavailability", Sections: []report.Section{runs}}
 	if r.Partial {
 		d.Notes = append(d.Notes, "PARTIAL: the measurement stopped early; the runs above are those that finished.")
@@ -186,21 +101,14 @@ func (r *UnavailabilityResult) doc() report.Document {
 	return d
 }
 
-func unavailController(id int32) string {
-	if id < 0 {
-		return "unknown"
-	}
-	return "broker " + strconv.Itoa(int(id))
-}
-
-// writeReport writes the plot, result.json and report.md into dir and
+// unavailWriteReport writes the plot, result.json and report.md into dir and
 // returns their names.
-func (r *UnavailabilityResult) writeReport(dir string) ([]string, error) {
+func unavailWriteReport(r *UnavailabilityResult, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--report: %w", err)
 	}
 	var names []string
-	if err := r.WritePlot(filepath.Join(dir, UnavailPlot)); err != nil {
+	if err := unavailWritePlot(r, filepath.Join(dir, UnavailPlot)); err != nil {
 		return names, err
 	}
 	names = append(names, UnavailPlot)
@@ -212,7 +120,7 @@ func (r *UnavailabilityResult) writeReport(dir string) ([]string, error) {
 		return names, err
 	}
 	names = append(names, "result.json")
-	if err := report.WriteMarkdown(&md, r.doc()); err != nil {
+	if err := report.WriteMarkdown(&md, unavailDoc(r)); err != nil {
 		return names, err
 	}
 	fmt.Fprintf(&md, "\n![unavailability against partitions led](%s)\n", UnavailPlot)
@@ -222,17 +130,17 @@ func (r *UnavailabilityResult) writeReport(dir string) ([]string, error) {
 	return append(names, "report.md"), nil
 }
 
-// WritePlot draws every run's unavailability (all partitions) and
+// unavailWritePlot draws every run's unavailability (all partitions) and
 // per-partition median against the partitions led, with the fitted line
 // (and the quadratic when the verdict is curved): on a linear axis, and
 // beside it on a logarithmic one, where the small counts stand apart.
-func (r *UnavailabilityResult) WritePlot(path string) error {
+func unavailWritePlot(r *UnavailabilityResult, path string) error {
 	if len(r.Runs) == 0 {
 		return errors.New("plot: no runs to draw")
 	}
 	var row []*plot.Plot
 	for _, logX := range []bool{false, true} {
-		p, err := r.plotPanel(logX)
+		p, err := unavailPlotPanel(r, logX)
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
@@ -241,8 +149,8 @@ func (r *UnavailabilityResult) WritePlot(path string) error {
 	return report.WriteGridPNG(path, [][]*plot.Plot{row}, 5*vg.Inch)
 }
 
-// plotPanel is one panel of WritePlot.
-func (r *UnavailabilityResult) plotPanel(logX bool) (*plot.Plot, error) {
+// unavailPlotPanel is one panel of unavailWritePlot.
+func unavailPlotPanel(r *UnavailabilityResult, logX bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Unavailability, broker %d killed (RF %d)", r.Victim, r.ReplicationFactor)
 	if r.Fit != nil {
@@ -267,58 +175,15 @@ func (r *UnavailabilityResult) plotPanel(logX bool) (*plot.Plot, error) {
 		xmax = math.Max(xmax, float64(u.Partitions))
 		ymax = math.Max(ymax, u.AllMS/1000)
 	}
-	sAll, err := plotter.NewScatter(all)
-	if err != nil {
+	if err := addUnavailRuns(p, all, med); err != nil {
 		return nil, err
 	}
-	sAll.Color = plotutil.Color(0)
-	sAll.Shape = draw.CircleGlyph{}
-	sAll.Radius = vg.Points(3)
-	sMed, err := plotter.NewScatter(med)
-	if err != nil {
-		return nil, err
-	}
-	sMed.Color = plotutil.Color(2)
-	sMed.Shape = draw.CrossGlyph{}
-	sMed.Radius = vg.Points(3)
-	p.Add(sAll, sMed)
-	p.Legend.Add("all partitions writable", sAll)
-	p.Legend.Add("per-partition median", sMed)
 	if f := r.Fit; f != nil {
-		const steps = 100
-		fit := make(plotter.XYs, steps+1)
-		quad := make(plotter.XYs, steps+1)
-		for i := range fit {
-			x := xmax * float64(i) / steps
-			if logX {
-				x = xmin * math.Pow(xmax/xmin, float64(i)/steps)
-			}
-			fit[i] = plotter.XY{X: x, Y: (f.DetectionMS + f.UPerPartitionMS*x) / 1000}
-			if len(f.Quadratic) == 3 {
-				quad[i] = plotter.XY{X: x, Y: (f.Quadratic[0] + f.Quadratic[1]*x + f.Quadratic[2]*x*x) / 1000}
-			}
-		}
-		l, err := plotter.NewLine(fit)
+		y, err := addUnavailFit(p, f, xmin, xmax, logX)
 		if err != nil {
 			return nil, err
 		}
-		l.Color = color.RGBA{R: 200, A: 255}
-		l.Width = vg.Points(1.5)
-		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("fit: %.0f ms + %.3g ms × N (R² %.2f)", f.DetectionMS, f.UPerPartitionMS, f.R2), l)
-		if f.Verdict == measure.VerdictCurved && len(f.Quadratic) == 3 {
-			q, err := plotter.NewLine(quad)
-			if err != nil {
-				return nil, err
-			}
-			q.Color = plotutil.Color(1)
-			q.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-			p.Add(q)
-			p.Legend.Add("quadratic", q)
-		}
-		for _, xy := range fit {
-			ymax = math.Max(ymax, xy.Y)
-		}
+		ymax = math.Max(ymax, y)
 	}
 	p.Y.Min = 0
 	p.Y.Max = math.Max(ymax*1.45, 0.001) // room for the legend above the points
@@ -334,6 +199,71 @@ func (r *UnavailabilityResult) plotPanel(logX bool) (*plot.Plot, error) {
 
 // electionTimeLine finds a plan's election-time lines.
 var electionTimeLine = regexp.MustCompile(`(?m)^election-time[ \t]*:.*$`)
+
+// addUnavailRuns adds every run's points: all partitions writable, and
+// the per-partition median.
+func addUnavailRuns(p *plot.Plot, all, med plotter.XYs) error {
+	sAll, err := plotter.NewScatter(all)
+	if err != nil {
+		return err
+	}
+	sAll.Color = plotutil.Color(0)
+	sAll.Shape = draw.CircleGlyph{}
+	sAll.Radius = vg.Points(3)
+	sMed, err := plotter.NewScatter(med)
+	if err != nil {
+		return err
+	}
+	sMed.Color = plotutil.Color(2)
+	sMed.Shape = draw.CrossGlyph{}
+	sMed.Radius = vg.Points(3)
+	p.Add(sAll, sMed)
+	p.Legend.Add("all partitions writable", sAll)
+	p.Legend.Add("per-partition median", sMed)
+	return nil
+}
+
+// addUnavailFit adds the fitted line (and the quadratic when the verdict
+// is curved) over [0, xmax], or [xmin, xmax] on a log axis, and returns
+// the line's highest point.
+func addUnavailFit(p *plot.Plot, f *measure.UnavailFit, xmin, xmax float64, logX bool) (float64, error) {
+	const steps = 100
+	fit := make(plotter.XYs, steps+1)
+	quad := make(plotter.XYs, steps+1)
+	for i := range fit {
+		x := xmax * float64(i) / steps
+		if logX {
+			x = xmin * math.Pow(xmax/xmin, float64(i)/steps)
+		}
+		fit[i] = plotter.XY{X: x, Y: (f.DetectionMS + f.UPerPartitionMS*x) / 1000}
+		if len(f.Quadratic) == 3 {
+			quad[i] = plotter.XY{X: x, Y: (f.Quadratic[0] + f.Quadratic[1]*x + f.Quadratic[2]*x*x) / 1000}
+		}
+	}
+	l, err := plotter.NewLine(fit)
+	if err != nil {
+		return 0, err
+	}
+	l.Color = color.RGBA{R: 200, A: 255}
+	l.Width = vg.Points(1.5)
+	p.Add(l)
+	p.Legend.Add(fmt.Sprintf("fit: %.0f ms + %.3g ms × N (R² %.2f)", f.DetectionMS, f.UPerPartitionMS, f.R2), l)
+	if f.Verdict == measure.VerdictCurved && len(f.Quadratic) == 3 {
+		q, err := plotter.NewLine(quad)
+		if err != nil {
+			return 0, err
+		}
+		q.Color = plotutil.Color(1)
+		q.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		p.Add(q)
+		p.Legend.Add("quadratic", q)
+	}
+	ymax := 0.0
+	for _, xy := range fit {
+		ymax = math.Max(ymax, xy.Y)
+	}
+	return ymax, nil
+}
 
 // unavailSetElectionTime returns plan with its election-time line set to
 // value (with comment), or the line appended when there is none. Every
@@ -361,13 +291,13 @@ func unavailSetElectionTime(plan []byte, value, comment string) ([]byte, error) 
 	return append(out, plan[locs[0][1]:]...), nil
 }
 
-// writePlan sets election-time in the plan file at path, atomically.
-func (r *UnavailabilityResult) writePlan(path string) error {
+// unavailWritePlan sets election-time in the plan file at path, atomically.
+func unavailWritePlan(r *UnavailabilityResult, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("--out-plan: %w", err)
 	}
-	out, err := unavailSetElectionTime(data, r.ElectionTime, r.electionComment())
+	out, err := unavailSetElectionTime(data, r.ElectionTime, r.ElectionComment())
 	if err != nil {
 		return fmt.Errorf("--out-plan: %s: %w", path, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/measure/experiment"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/testutil/golden"
 )
@@ -114,38 +115,6 @@ func TestNewCmdUnavailabilityBadInput(t *testing.T) {
 	}
 }
 
-func TestUnavailAssignment(t *testing.T) {
-	got := unavailAssignment(2, []int32{1, 2, 3}, 4, 2)
-	assert.Equal(t, [][]int32{{2, 1}, {2, 3}, {2, 1}, {2, 3}}, got)
-	got = unavailAssignment(1, []int32{1, 2, 3}, 2, 3)
-	assert.Equal(t, [][]int32{{1, 2, 3}, {1, 3, 2}}, got)
-}
-
-func TestUnavailVictim(t *testing.T) {
-	tests := []struct {
-		want, controller int32
-		brokers          []int32
-		out              int32
-		err              string
-	}{
-		{-1, 3, []int32{1, 2, 3}, 2, ""},
-		{-1, 1, []int32{1, 2, 3}, 3, ""},
-		{-1, -1, []int32{1, 2, 3}, 3, ""},
-		{-1, 5, []int32{5}, 5, ""},
-		{2, 2, []int32{1, 2, 3}, 2, ""},
-		{7, 2, []int32{1, 2, 3}, -1, "--broker: 7 is not a broker of the cluster"},
-	}
-	for _, tc := range tests {
-		got, err := unavailVictim(tc.want, tc.brokers, tc.controller)
-		if tc.err != "" {
-			assert.ErrorContains(t, err, tc.err)
-			continue
-		}
-		require.NoError(t, err)
-		assert.Equal(t, tc.out, got)
-	}
-}
-
 func TestUnavailSetElectionTime(t *testing.T) {
 	tests := []struct {
 		name, in, want string
@@ -172,7 +141,7 @@ func TestUnavailFormatDuration(t *testing.T) {
 		time.Microsecond: "1us", 850 * time.Microsecond: "850us", time.Millisecond: "1ms",
 		1250 * time.Microsecond: "1.25ms", 3 * time.Second: "3000ms",
 	} {
-		assert.Equal(t, want, unavailFormatDuration(d))
+		assert.Equal(t, want, experiment.FormatElectionTime(d))
 		back, err := time.ParseDuration(want)
 		require.NoError(t, err)
 		assert.Equal(t, d, back)
@@ -182,7 +151,7 @@ func TestUnavailFormatDuration(t *testing.T) {
 // sampleResult is a result on a known line with a little scatter.
 func sampleResult() *UnavailabilityResult {
 	r := &UnavailabilityResult{Schema: UnavailSchema, Date: "2026-01-02T03:04:05Z", Cluster: "lab", Label: "real (kplan lab)",
-		Victim: 3, Controller: 1, ReplicationFactor: 2, Repeat: 2, Counts: []int{1, 10, 100, 1000}, Method: unavailMethod}
+		Victim: 3, Controller: 1, ReplicationFactor: 2, Repeat: 2, Counts: []int{1, 10, 100, 1000}, Method: experiment.UnavailMethod}
 	noise := []float64{12, -9, 4, -6, -3, 8, 10, -11}
 	i := 0
 	for _, n := range r.Counts {
@@ -192,7 +161,7 @@ func sampleResult() *UnavailabilityResult {
 			i++
 		}
 	}
-	r.finish()
+	r.Finish()
 	return r
 }
 
@@ -202,9 +171,9 @@ func TestUnavailResultRender(t *testing.T) {
 	assert.Equal(t, measure.VerdictLinear, r.Fit.Verdict, r.Fit.Why)
 	assert.False(t, r.ElectionTimeBound)
 	var table, md, js bytes.Buffer
-	require.NoError(t, report.Render(&table, report.Table, r, r.doc))
-	require.NoError(t, report.Render(&md, report.Markdown, r, r.doc))
-	require.NoError(t, report.Render(&js, report.JSON, r, r.doc))
+	require.NoError(t, report.Render(&table, report.Table, r, func() report.Document { return unavailDoc(r) }))
+	require.NoError(t, report.Render(&md, report.Markdown, r, func() report.Document { return unavailDoc(r) }))
+	require.NoError(t, report.Render(&js, report.JSON, r, func() report.Document { return unavailDoc(r) }))
 	golden.Assert(t, "unavailability.txt", table.Bytes())
 	golden.Assert(t, "unavailability.md", md.Bytes())
 	golden.Assert(t, "unavailability.json", js.Bytes())
@@ -214,19 +183,19 @@ func TestUnavailResultRender(t *testing.T) {
 func TestUnavailResultNoFit(t *testing.T) {
 	r := &UnavailabilityResult{Schema: UnavailSchema, Date: "2026-01-02T03:04:05Z", Counts: []int{100}, Repeat: 1,
 		Runs: []measure.UnavailRun{{Partitions: 100, Repeat: 1, AllMS: 3000}}}
-	r.finish()
+	r.Finish()
 	assert.Nil(t, r.Fit)
 	assert.Contains(t, r.FitError, "two distinct partition counts")
 	assert.Empty(t, r.PlanLines)
 	var table bytes.Buffer
-	require.NoError(t, report.WriteTable(&table, r.doc()))
+	require.NoError(t, report.WriteTable(&table, unavailDoc(r)))
 	assert.Contains(t, table.String(), "No fit: ")
 }
 
 func TestUnavailWriteReportAndPlan(t *testing.T) {
 	r := sampleResult()
 	dir := filepath.Join(t.TempDir(), "report")
-	names, err := r.writeReport(dir)
+	names, err := unavailWriteReport(r, dir)
 	require.NoError(t, err)
 	assert.Equal(t, []string{UnavailPlot, "result.json", "report.md"}, names)
 	png, err := os.ReadFile(filepath.Join(dir, UnavailPlot))
@@ -235,7 +204,7 @@ func TestUnavailWriteReportAndPlan(t *testing.T) {
 
 	plan := filepath.Join(t.TempDir(), "plan.yaml")
 	require.NoError(t, os.WriteFile(plan, []byte("throughput: 1MB/s\nelection-time: 25ms # u\n"), 0o600))
-	require.NoError(t, r.writePlan(plan))
+	require.NoError(t, unavailWritePlan(r, plan))
 	got, err := os.ReadFile(plan)
 	require.NoError(t, err)
 	assert.Equal(t, "throughput: 1MB/s\nelection-time: "+r.ElectionTime+strings.Repeat(" ", 14-len(r.ElectionTime))+" # u: slope of the fit, kplan measure unavailability 2026-01-02\n", string(got))
