@@ -17,7 +17,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
-	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/measure"
 	"github.com/kplan-dev/kplan/internal/measure/experiment"
@@ -25,53 +24,32 @@ import (
 	"github.com/kplan-dev/kplan/internal/units"
 )
 
-// BatchingOptions are `kplan measure batching`'s flags, checked.
+// BatchingOptions are `kplan measure batching`'s flags, checked: the
+// flags of the study bind straight into the experiment.Batching action it
+// configures (Conn, Version, Now, the cells, objective, acks, record size,
+// rate, durations, buffer and scratch topic); the rest is the command's
+// own. The action's Cluster and Progress are set when it runs.
 type BatchingOptions struct {
-	IO      *iostreams.IOStreams
-	Version string
-	Now     func() time.Time
+	experiment.Batching
 
+	IO *iostreams.IOStreams
 	// Lab is true for --cluster lab; LabDir its directory ("": default).
 	Lab    bool
 	LabDir string
-	// Conn is --bootstrap-server, --command-config and --timeout.
-	Conn kafka.ConnOptions
 	// Yes allows writing to a cluster that is not the lab.
 	Yes bool
-
-	Cells      []measure.BatchCell
-	Objective  time.Duration
-	Acks       loadgen.Acks
-	RecordSize int
-	// Rate as given, and in records/s (0: unlimited).
-	Rate          string
-	RatePerSecond float64
-	CellDuration  time.Duration
-	// Warmup is produced before each cell's measurement.
-	Warmup time.Duration
-	// DeliveryTimeout and DrainTimeout bound each cell's end.
-	DeliveryTimeout time.Duration
-	DrainTimeout    time.Duration
-	MaxBuffered     int
-
-	TopicPrefix       string
-	Partitions        int
-	ReplicationFactor int
-	Keep              bool
 
 	ReportDir string
 	ApplyTo   string
 	Format    report.Format
 }
 
+// batchingFlags are the flags parsed, not bound, into BatchingOptions.
 type batchingFlags struct {
-	lingers, sizes, rate, acks, cluster, topic, reportDir, applyTo string
-	objective, cellDuration, warmup, deliveryTimeout, drainTimeout time.Duration
+	lingers, sizes, acks, cluster string
 	// target is --bootstrap-server, --command-config, --timeout, --lab-dir.
-	target                                  clitarget.Options
-	recordSize, maxBuffered, partitions, rf int
-	keep, yes                               bool
-	output                                  cmdutil.OutputFlag
+	target clitarget.Options
+	output cmdutil.OutputFlag
 }
 
 // Batching defaults.
@@ -84,6 +62,7 @@ const (
 // in tests.
 func NewCmdBatching(f *cmdutil.Factory, runF func(*BatchingOptions) error) *cobra.Command {
 	var c batchingFlags
+	opts := &BatchingOptions{}
 	cmd := &cobra.Command{
 		Use:   "batching --latency-objective 100ms (--cluster lab | --bootstrap-server HOST:PORT --yes) [flags]",
 		Short: "Sweep producer linger and batch size and pick the highest timely throughput",
@@ -132,8 +111,7 @@ measured. Network conditions come from outside: kplan lab net --clients
   $ kplan measure batching --bootstrap-server k1:9093 --command-config client.properties --yes --apply-to producer.properties`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts, err := c.options(cmd, f)
-			if err != nil {
+			if err := c.options(f, opts); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -145,24 +123,24 @@ measured. Network conditions come from outside: kplan lab net --clients
 	fs := cmd.Flags()
 	fs.StringVar(&c.lingers, "linger", batchDefaultLingers, "lingers to sweep, comma-separated whole milliseconds (linger.ms)")
 	fs.StringVar(&c.sizes, "batch-size", batchDefaultSizes, "batch sizes to sweep, comma-separated: records per batch (10) or bytes with a unit (16KiB)")
-	fs.DurationVar(&c.objective, "latency-objective", 100*time.Millisecond, "end-to-end latency objective of the violation rate and timely throughput")
-	fs.StringVar(&c.rate, "rate", "1000/s", "offered rate: records per second (1000/s), bytes per second (1MB/s) or unlimited")
+	fs.DurationVar(&opts.Objective, "latency-objective", 100*time.Millisecond, "end-to-end latency objective of the violation rate and timely throughput")
+	fs.StringVar(&opts.Rate, "rate", "1000/s", "offered rate: records per second (1000/s), bytes per second (1MB/s) or unlimited")
 	fs.StringVar(&c.acks, "acks", "all", "producer acks: 0, 1 or all (idempotent)")
-	fs.IntVar(&c.recordSize, "record-size", 512, "record value size in bytes (at least 28)")
-	fs.DurationVar(&c.cellDuration, "cell-duration", 3*time.Second, "how long each cell produces")
-	fs.DurationVar(&c.warmup, "warmup", time.Second, "how long each cell produces before it is measured (its records are not counted)")
-	fs.DurationVar(&c.deliveryTimeout, "delivery-timeout", 10*time.Second, "each record's delivery timeout (delivery.timeout.ms); records not acknowledged by then count as lost")
-	fs.DurationVar(&c.drainTimeout, "drain-timeout", 10*time.Second, "longest wait after each cell for the consumer to read its records back")
-	fs.IntVar(&c.maxBuffered, "max-buffered-records", 10000, "producer's cap on buffered plus unacknowledged records (bounds --rate unlimited)")
-	fs.StringVar(&c.topic, "topic", "kplan-batching", "scratch topic name prefix")
-	fs.IntVar(&c.partitions, "partitions", 1, "partitions of the scratch topic")
-	fs.IntVar(&c.rf, "replication-factor", 0, "replication factor of the scratch topic (default: 3, or the brokers if fewer)")
-	fs.BoolVar(&c.keep, "keep", false, "keep the scratch topic")
+	fs.IntVar(&opts.RecordSize, "record-size", 512, "record value size in bytes (at least 28)")
+	fs.DurationVar(&opts.CellDuration, "cell-duration", 3*time.Second, "how long each cell produces")
+	fs.DurationVar(&opts.Warmup, "warmup", time.Second, "how long each cell produces before it is measured (its records are not counted)")
+	fs.DurationVar(&opts.DeliveryTimeout, "delivery-timeout", 10*time.Second, "each record's delivery timeout (delivery.timeout.ms); records not acknowledged by then count as lost")
+	fs.DurationVar(&opts.DrainTimeout, "drain-timeout", 10*time.Second, "longest wait after each cell for the consumer to read its records back")
+	fs.IntVar(&opts.MaxBuffered, "max-buffered-records", 10000, "producer's cap on buffered plus unacknowledged records (bounds --rate unlimited)")
+	fs.StringVar(&opts.TopicPrefix, "topic", "kplan-batching", "scratch topic name prefix")
+	fs.IntVar(&opts.Partitions, "partitions", 1, "partitions of the scratch topic")
+	fs.IntVar(&opts.ReplicationFactor, "replication-factor", 0, "replication factor of the scratch topic (default: 3, or the brokers if fewer)")
+	fs.BoolVar(&opts.Keep, "keep", false, "keep the scratch topic")
 	fs.StringVar(&c.cluster, "cluster", "", "lab: the running kplan lab (else --bootstrap-server)")
 	c.target.AddFlags(fs, clitarget.Conn|clitarget.LabDir, clitarget.Notes{Bootstrap: "needs --yes: the study creates a topic and writes"})
-	fs.BoolVar(&c.yes, "yes", false, "create the scratch topic and write to a cluster that is not the kplan lab")
-	fs.StringVar(&c.reportDir, "report", "", "write result.json, report.md and heatmap.png into this directory")
-	fs.StringVar(&c.applyTo, "apply-to", "", "write the recommended linger.ms, batch.size and acks into this producer properties file")
+	fs.BoolVar(&opts.Yes, "yes", false, "create the scratch topic and write to a cluster that is not the kplan lab")
+	fs.StringVar(&opts.ReportDir, "report", "", "write result.json, report.md and heatmap.png into this directory")
+	fs.StringVar(&opts.ApplyTo, "apply-to", "", "write the recommended linger.ms, batch.size and acks into this producer properties file")
 	cmdutil.AddOutputFlag(cmd, &c.output)
 	return cmd
 }
@@ -170,58 +148,54 @@ measured. Network conditions come from outside: kplan lab net --clients
 // batchFlagOf spells the domain's fields as flags.
 var batchFlagOf = map[string]string{}
 
-func (c *batchingFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*BatchingOptions, error) {
-	opts := &BatchingOptions{IO: f.IOStreams, Version: f.Version, Now: f.Now, LabDir: c.target.LabDir, Yes: c.yes,
-		Objective: c.objective, RecordSize: c.recordSize, Rate: c.rate, CellDuration: c.cellDuration, Warmup: c.warmup,
-		DeliveryTimeout: c.deliveryTimeout, DrainTimeout: c.drainTimeout, MaxBuffered: c.maxBuffered,
-		TopicPrefix: c.topic, Partitions: c.partitions, ReplicationFactor: c.rf, Keep: c.keep,
-		ReportDir: c.reportDir, ApplyTo: c.applyTo}
+func (c *batchingFlags) options(f *cmdutil.Factory, opts *BatchingOptions) error {
+	opts.IO, opts.Version, opts.Now, opts.LabDir = f.IOStreams, f.Version, f.Now, c.target.LabDir
 	var err error
 	if opts.Format, err = c.output.Format(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.sweep(opts); err != nil {
-		return nil, err
+		return err
 	}
-	if err := c.checkValues(); err != nil {
-		return nil, err
+	if err := checkBatchValues(opts); err != nil {
+		return err
 	}
 	if err := c.target.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	switch {
 	case c.cluster != "" && c.cluster != "lab":
-		return nil, cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server)", c.cluster)
+		return cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server)", c.cluster)
 	case c.cluster == "lab" && c.target.BootstrapServers != "":
-		return nil, cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
+		return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
 	case c.cluster == "lab":
 		opts.Lab = true
 	case c.target.LabDir != "":
-		return nil, cmdutil.UsageErrorf("--lab-dir: only with --cluster lab")
+		return cmdutil.UsageErrorf("--lab-dir: only with --cluster lab")
 	case !c.target.Live():
-		return nil, cmdutil.UsageErrorf("--cluster lab or --bootstrap-server: give one (the cluster to measure)")
+		return cmdutil.UsageErrorf("--cluster lab or --bootstrap-server: give one (the cluster to measure)")
 	}
 	// Once: every client of the study is built from the resolved options.
 	if opts.Conn, err = c.target.ConnOptions(); err != nil {
-		return nil, err
+		return err
 	}
 	if c.target.CommandConfig != "" {
 		props, _ := opts.Conn.Properties()
 		if !opts.Lab && c.target.BootstrapServers == "" && props.BootstrapServers == "" {
-			return nil, cmdutil.UsageErrorf("--bootstrap-server: no address given (nor bootstrap.servers in --command-config)")
+			return cmdutil.UsageErrorf("--bootstrap-server: no address given (nor bootstrap.servers in --command-config)")
 		}
 	}
-	if err := batchCheckOutDir("report", c.reportDir, true); err != nil {
-		return nil, err
+	if err := batchCheckOutDir("report", opts.ReportDir, true); err != nil {
+		return err
 	}
-	if err := batchCheckOutDir("apply-to", c.applyTo, false); err != nil {
-		return nil, err
+	if err := batchCheckOutDir("apply-to", opts.ApplyTo, false); err != nil {
+		return err
 	}
-	if !opts.Lab && !c.yes {
-		return nil, errkind.Refusedf("", "--yes: not given: the study creates a scratch topic on %s and writes %d cells x %s to it; kplan does that to a cluster that is not the kplan lab only with --yes",
-			batchClusterName(opts), len(opts.Cells), c.cellDuration)
+	if !opts.Lab && !opts.Yes {
+		return errkind.Refusedf("", "--yes: not given: the study creates a scratch topic on %s and writes %d cells x %s to it; kplan does that to a cluster that is not the kplan lab only with --yes",
+			batchClusterName(opts), len(opts.Cells), opts.CellDuration)
 	}
-	return opts, nil
+	return nil
 }
 
 // sweep parses the grid, the acks and the rate into opts.
@@ -234,45 +208,45 @@ func (c *batchingFlags) sweep(opts *BatchingOptions) error {
 	if err != nil {
 		return cmdutil.SpellFlag(err, batchFlagOf)
 	}
-	if c.recordSize < loadgen.EnvelopeLen || c.recordSize > 1<<20 {
-		return cmdutil.UsageErrorf("--record-size: want %d to %d bytes (a record carries a %d B header), got %d", loadgen.EnvelopeLen, 1<<20, loadgen.EnvelopeLen, c.recordSize)
+	if opts.RecordSize < loadgen.EnvelopeLen || opts.RecordSize > 1<<20 {
+		return cmdutil.UsageErrorf("--record-size: want %d to %d bytes (a record carries a %d B header), got %d", loadgen.EnvelopeLen, 1<<20, loadgen.EnvelopeLen, opts.RecordSize)
 	}
-	if opts.Cells, err = measure.BatchGrid(lingers, sizes, c.recordSize); err != nil {
+	if opts.Cells, err = measure.BatchGrid(lingers, sizes, opts.RecordSize); err != nil {
 		return cmdutil.SpellFlag(err, batchFlagOf)
 	}
 	if opts.Acks, err = loadgen.ParseAcks(strings.TrimSpace(c.acks)); err != nil {
 		return cmdutil.SpellFlag(err, batchFlagOf)
 	}
-	if opts.RatePerSecond, err = measure.BatchRecordsPerSecond(c.rate, c.recordSize, units.ParseRate); err != nil {
+	if opts.RatePerSecond, err = measure.BatchRecordsPerSecond(opts.Rate, opts.RecordSize, units.ParseRate); err != nil {
 		return cmdutil.SpellFlag(err, batchFlagOf)
 	}
 	return nil
 }
 
-// checkValues checks the durations, the buffer and the topic's shape.
-func (c *batchingFlags) checkValues() error {
+// checkBatchValues checks the durations, the buffer and the topic's shape.
+func checkBatchValues(opts *BatchingOptions) error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"latency-objective", c.objective}, {"cell-duration", c.cellDuration}, {"delivery-timeout", c.deliveryTimeout}, {"drain-timeout", c.drainTimeout}} {
+	}{{"latency-objective", opts.Objective}, {"cell-duration", opts.CellDuration}, {"delivery-timeout", opts.DeliveryTimeout}, {"drain-timeout", opts.DrainTimeout}} {
 		if d.v <= 0 {
 			return cmdutil.UsageErrorf("--%s: want a positive duration, got %s", d.name, d.v)
 		}
 	}
-	if c.warmup < 0 {
-		return cmdutil.UsageErrorf("--warmup: must not be negative, got %s", c.warmup)
+	if opts.Warmup < 0 {
+		return cmdutil.UsageErrorf("--warmup: must not be negative, got %s", opts.Warmup)
 	}
-	if c.maxBuffered < 1 {
-		return cmdutil.UsageErrorf("--max-buffered-records: want at least 1, got %d", c.maxBuffered)
+	if opts.MaxBuffered < 1 {
+		return cmdutil.UsageErrorf("--max-buffered-records: want at least 1, got %d", opts.MaxBuffered)
 	}
-	if c.partitions < 1 || c.partitions > 1000 {
-		return cmdutil.UsageErrorf("--partitions: want 1 to 1000, got %d", c.partitions)
+	if opts.Partitions < 1 || opts.Partitions > 1000 {
+		return cmdutil.UsageErrorf("--partitions: want 1 to 1000, got %d", opts.Partitions)
 	}
-	if c.rf < 0 || c.rf > 32 {
-		return cmdutil.UsageErrorf("--replication-factor: want 1 to 32 (or 0 for the default), got %d", c.rf)
+	if opts.ReplicationFactor < 0 || opts.ReplicationFactor > 32 {
+		return cmdutil.UsageErrorf("--replication-factor: want 1 to 32 (or 0 for the default), got %d", opts.ReplicationFactor)
 	}
-	if strings.TrimSpace(c.topic) == "" || strings.ContainsAny(c.topic, " /\\") {
-		return cmdutil.UsageErrorf("--topic: want a topic name prefix, got %q", c.topic)
+	if strings.TrimSpace(opts.TopicPrefix) == "" || strings.ContainsAny(opts.TopicPrefix, " /\\") {
+		return cmdutil.UsageErrorf("--topic: want a topic name prefix, got %q", opts.TopicPrefix)
 	}
 	return nil
 }
@@ -337,12 +311,9 @@ func runBatching(ctx context.Context, opts *BatchingOptions) error {
 		l.Close()
 	}
 	stderr := opts.IO.ErrOut
-	a := &experiment.Batching{Conn: conn, Cluster: batchClusterName(opts), Version: opts.Version, Now: opts.Now,
-		Cells: opts.Cells, Objective: opts.Objective, Acks: opts.Acks, RecordSize: opts.RecordSize,
-		Rate: opts.Rate, RatePerSecond: opts.RatePerSecond, CellDuration: opts.CellDuration, Warmup: opts.Warmup,
-		DeliveryTimeout: opts.DeliveryTimeout, DrainTimeout: opts.DrainTimeout, MaxBuffered: opts.MaxBuffered,
-		TopicPrefix: opts.TopicPrefix, Partitions: opts.Partitions, ReplicationFactor: opts.ReplicationFactor, Keep: opts.Keep,
-		Progress: func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }}
+	a := opts.Batching // a copy: the options stay as parsed
+	a.Conn, a.Cluster = conn, batchClusterName(opts)
+	a.Progress = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	study, err := a.Run(ctx)
 	switch {
 	case study == nil:

@@ -35,8 +35,17 @@ import (
 // ScratchPrefix starts the name of every topic measure creates.
 const ScratchPrefix = experiment.ScratchPrefix
 
-// Options are the parsed flags of `kplan measure`.
+// Options are the parsed flags of `kplan measure`: the flags of the
+// measurement bind straight into the experiment.Inputs action it
+// configures (acks, record sizes, durations, the l_r and u settings, the
+// plan's requirements, Keep); the rest is the command's own. The
+// action's ReplicationFactor is 0 here for min(3, brokers) and its
+// Requirements.MaxBrokers 0 for the cluster's brokers; its Measurer,
+// Info, Topics, Date, Command, Host, Cores and Progress are set when it
+// runs.
 type Options struct {
+	experiment.Inputs
+
 	IO  *iostreams.IOStreams
 	Now func() time.Time
 	// Version is kplan's, for the client id.
@@ -50,51 +59,19 @@ type Options struct {
 	Out    string
 	Format report.Format
 	Yes    bool
-	Keep   bool
-
-	Acks       loadgen.Acks
-	RecordSize int
-	Duration   time.Duration
-	Window     time.Duration
-	Linger     time.Duration
-
-	ReplicationSamples    int
-	ReplicationInterval   time.Duration
-	ReplicationRecordSize int
-
-	ElectionPartitions int
-	ElectionRounds     int
-	ElectionTime       time.Duration
 
 	MaxHandles int64
-	// ReplicationFactor is 0 for min(3, brokers); MaxBrokers 0 for the
-	// cluster's brokers.
-	ReplicationFactor     int
-	Throughput            int64
-	Consumers             int64
-	MaxBrokers            int64
-	MaxReplicationLatency time.Duration
-	MaxUnavailability     time.Duration
 }
 
+// rawFlags are the flags parsed, not bound, into Options.
 type rawFlags struct {
-	target                       clitarget.Options
-	cluster                      string
-	out                          string
-	output                       cmdutil.OutputFlag
-	yes, keep                    bool
-	acks                         string
-	recordSize                   int
-	duration, window, linger     time.Duration
-	lrSamples, lrRecordSize      int
-	lrInterval                   time.Duration
-	electPartitions, electRounds int
-	electionTime                 string
-	maxHandles                   int64
-	rf                           int
-	throughput                   string
-	consumers, maxBrokers        int64
-	maxL, maxU                   string
+	target       clitarget.Options
+	cluster      string
+	output       cmdutil.OutputFlag
+	acks         string
+	electionTime string
+	throughput   string
+	maxL, maxU   string
 }
 
 // NewCmdMeasure returns `kplan measure` and its subcommands.
@@ -106,6 +83,7 @@ func NewCmdMeasure(f *cmdutil.Factory) *cobra.Command {
 // tests.
 func newCmdMeasure(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	var r rawFlags
+	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "measure (--bootstrap-server HOST:PORT | --cluster lab) [--out plans/NAME.yaml] [flags]",
 		Short: "Measure the sizing model's inputs on a live cluster",
@@ -137,8 +115,7 @@ unavailability fits u from broker kills and is the better number.`,
   $ kplan measure --bootstrap-server kafka-1:9093 --command-config client.properties --max-handles 30000 --out plans/prod.yaml --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := r.options(cmd, f)
-			if err != nil {
+			if err := r.options(cmd, f, opts); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -150,26 +127,26 @@ unavailability fits u from broker kills and is the better number.`,
 	fs := cmd.Flags()
 	r.target.AddFlags(fs, clitarget.Conn|clitarget.LabDir, clitarget.Notes{})
 	fs.StringVar(&r.cluster, "cluster", "", "lab: measure the running kplan lab (its addresses and, when secured, its client.properties)")
-	fs.StringVar(&r.out, "out", "", "write the plan file (YAML) here, atomically")
+	fs.StringVar(&opts.Out, "out", "", "write the plan file (YAML) here, atomically")
 	cmdutil.AddOutputFlag(cmd, &r.output)
-	fs.BoolVar(&r.yes, "yes", false, "create scratch topics and write on a cluster that is not the local kplan lab")
-	fs.BoolVar(&r.keep, "keep", false, "keep the scratch topics (default: deleted at the end)")
+	fs.BoolVar(&opts.Yes, "yes", false, "create scratch topics and write on a cluster that is not the local kplan lab")
+	fs.BoolVar(&opts.Keep, "keep", false, "keep the scratch topics (default: deleted at the end)")
 	fs.StringVar(&r.acks, "acks", "all", "Tp's producer acks: all (idempotent), 1 or 0")
-	fs.IntVar(&r.recordSize, "record-size", 1024, "Tp's and Tc's record size in bytes")
-	fs.DurationVar(&r.duration, "duration", 10*time.Second, "how long Tp's producer and Tc's consumer run each")
-	fs.DurationVar(&r.window, "window", time.Second, "window of Tp's and Tc's rate samples")
-	fs.DurationVar(&r.linger, "linger", 10*time.Millisecond, "Tp's producer linger (franz-go's default)")
-	fs.IntVar(&r.lrSamples, "replication-samples", 200, "l_r: pairs of records (one at acks=all, one at acks=1)")
-	fs.DurationVar(&r.lrInterval, "replication-interval", 10*time.Millisecond, "l_r: pause between pairs")
-	fs.IntVar(&r.lrRecordSize, "replication-record-size", 100, "l_r: record size in bytes")
-	fs.IntVar(&r.electPartitions, "election-partitions", 100, "u: partitions whose leadership moves in each round (0: do not measure u)")
-	fs.IntVar(&r.electRounds, "election-rounds", 3, "u: rounds of leadership moves")
+	fs.IntVar(&opts.RecordSize, "record-size", 1024, "Tp's and Tc's record size in bytes")
+	fs.DurationVar(&opts.Duration, "duration", 10*time.Second, "how long Tp's producer and Tc's consumer run each")
+	fs.DurationVar(&opts.Window, "window", time.Second, "window of Tp's and Tc's rate samples")
+	fs.DurationVar(&opts.Linger, "linger", 10*time.Millisecond, "Tp's producer linger (franz-go's default)")
+	fs.IntVar(&opts.ReplicationSamples, "replication-samples", 200, "l_r: pairs of records (one at acks=all, one at acks=1)")
+	fs.DurationVar(&opts.ReplicationInterval, "replication-interval", 10*time.Millisecond, "l_r: pause between pairs")
+	fs.IntVar(&opts.ReplicationRecordSize, "replication-record-size", 100, "l_r: record size in bytes")
+	fs.IntVar(&opts.ElectionPartitions, "election-partitions", 100, "u: partitions whose leadership moves in each round (0: do not measure u)")
+	fs.IntVar(&opts.ElectionRounds, "election-rounds", 3, "u: rounds of leadership moves")
 	fs.StringVar(&r.electionTime, "election-time", "", "u to write when --election-partitions 0, e.g. 25ms")
-	fs.Int64Var(&r.maxHandles, "max-handles", 0, "Hmax: partition replicas per broker (required on a cluster that is not the local lab, whose limits kplan cannot read)")
-	fs.IntVar(&r.rf, "replication-factor", 0, "the scratch topics' replication factor and the plan's r (default min(3, brokers))")
+	fs.Int64Var(&opts.MaxHandles, "max-handles", 0, "Hmax: partition replicas per broker (required on a cluster that is not the local lab, whose limits kplan cannot read)")
+	fs.IntVar(&opts.ReplicationFactor, "replication-factor", 0, "the scratch topics' replication factor and the plan's r (default min(3, brokers))")
 	fs.StringVar(&r.throughput, "throughput", "", "the plan's T, e.g. 50MB/s (default: none, give it to kplan size)")
-	fs.Int64Var(&r.consumers, "consumers", 1, "the plan's c: consumers in the consumer group")
-	fs.Int64Var(&r.maxBrokers, "max-brokers", 0, "the plan's B (default: the cluster's brokers)")
+	fs.Int64Var(&opts.Requirements.Consumers, "consumers", 1, "the plan's c: consumers in the consumer group")
+	fs.Int64Var(&opts.Requirements.MaxBrokers, "max-brokers", 0, "the plan's B (default: the cluster's brokers)")
 	fs.StringVar(&r.maxL, "max-replication-latency", "200ms", "the plan's L: replication latency threshold")
 	fs.StringVar(&r.maxU, "max-unavailability", "2s", "the plan's U: unavailability threshold")
 	cmd.AddCommand(NewCmdUnavailability(f, nil), NewCmdBatching(f, nil))
@@ -179,34 +156,30 @@ unavailability fits u from broker kills and is the better number.`,
 // MaxRecordSize bounds --record-size and --replication-record-size.
 const MaxRecordSize = 1 << 20
 
-func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error) {
-	opts := &Options{IO: f.IOStreams, Now: f.Now, Version: f.Version, Yes: r.yes, Keep: r.keep, Out: r.out, LabDir: r.target.LabDir,
-		RecordSize: r.recordSize, Duration: r.duration, Window: r.window, Linger: r.linger,
-		ReplicationSamples: r.lrSamples, ReplicationInterval: r.lrInterval, ReplicationRecordSize: r.lrRecordSize,
-		ElectionPartitions: r.electPartitions, ElectionRounds: r.electRounds, MaxHandles: r.maxHandles,
-		ReplicationFactor: r.rf, Consumers: r.consumers, MaxBrokers: r.maxBrokers, Args: commandLine(cmd)}
+func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory, opts *Options) error {
+	opts.IO, opts.Now, opts.Version, opts.LabDir, opts.Args = f.IOStreams, f.Now, f.Version, r.target.LabDir, commandLine(cmd)
 	var err error
 	if opts.Format, err = r.output.Format(); err != nil {
-		return nil, err
+		return err
 	}
 	switch r.cluster {
 	case "":
 		if !r.target.Live() {
-			return nil, cmdutil.UsageErrorf("--bootstrap-server: required (or --cluster lab)")
+			return cmdutil.UsageErrorf("--bootstrap-server: required (or --cluster lab)")
 		}
 	case "lab":
 		opts.Lab = true
 		if r.target.BootstrapServers != "" {
-			return nil, cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
+			return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
 		}
 	default:
-		return nil, cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server)", r.cluster)
+		return cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server)", r.cluster)
 	}
 	if err := r.target.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.Conn, err = r.target.ConnOptions(); err != nil { // read once
-		return nil, err
+		return err
 	}
 	switch r.acks {
 	case "all", "-1":
@@ -216,55 +189,55 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, er
 	case "0":
 		opts.Acks = loadgen.AcksNone
 	default:
-		return nil, cmdutil.UsageErrorf("--acks: want all, 1 or 0, got %q", r.acks)
+		return cmdutil.UsageErrorf("--acks: want all, 1 or 0, got %q", r.acks)
 	}
-	if err := r.checkValues(cmd); err != nil {
-		return nil, err
+	if err := checkValues(cmd, opts); err != nil {
+		return err
 	}
 	if err := r.requirements(opts); err != nil {
-		return nil, err
+		return err
 	}
-	if r.out != "" {
-		if err := checkOutDir(r.out); err != nil {
-			return nil, err
+	if opts.Out != "" {
+		if err := checkOutDir(opts.Out); err != nil {
+			return err
 		}
 	}
-	return opts, nil
+	return nil
 }
 
 // checkValues checks the measurements' settings and the plan's counts.
-func (r *rawFlags) checkValues(cmd *cobra.Command) error {
+func checkValues(cmd *cobra.Command, opts *Options) error {
 	checks := []struct {
 		ok   bool
 		flag string
 		msg  string
 	}{
-		{r.recordSize >= 1 && r.recordSize <= MaxRecordSize, "record-size", fmt.Sprintf("want 1 to %d bytes, got %d", MaxRecordSize, r.recordSize)},
-		{r.lrRecordSize >= 1 && r.lrRecordSize <= MaxRecordSize, "replication-record-size", fmt.Sprintf("want 1 to %d bytes, got %d", MaxRecordSize, r.lrRecordSize)},
-		{r.window >= time.Millisecond, "window", fmt.Sprintf("want at least 1ms, got %s", r.window)},
-		{r.duration >= measure.MinWindows*r.window && r.duration <= 24*time.Hour, "duration", fmt.Sprintf("want at least %d --window (%s: %d of warm-up, %d counted) and at most 24h, got %s", measure.MinWindows, r.window, measure.WarmupWindows, measure.CountedWindows, r.duration)},
-		{r.linger >= 0, "linger", fmt.Sprintf("must not be negative, got %s", r.linger)},
-		{r.lrSamples >= 1 && r.lrSamples <= 1_000_000, "replication-samples", fmt.Sprintf("want 1 to 1000000, got %d", r.lrSamples)},
-		{r.lrInterval >= 0, "replication-interval", fmt.Sprintf("must not be negative, got %s", r.lrInterval)},
-		{r.electPartitions >= 0 && r.electPartitions <= 10_000, "election-partitions", fmt.Sprintf("want 0 (do not measure) to 10000, got %d", r.electPartitions)},
-		{r.electRounds >= 1 && r.electRounds <= 1000, "election-rounds", fmt.Sprintf("want 1 to 1000, got %d", r.electRounds)},
-		{r.maxHandles >= 0, "max-handles", fmt.Sprintf("want a positive number, got %d", r.maxHandles)},
-		{r.rf >= 0 && r.rf <= 64, "replication-factor", fmt.Sprintf("want 1 to 64, got %d", r.rf)},
-		{r.consumers >= 1, "consumers", fmt.Sprintf("want at least 1, got %d", r.consumers)},
-		{r.maxBrokers >= 0, "max-brokers", fmt.Sprintf("want a positive number, got %d", r.maxBrokers)},
+		{opts.RecordSize >= 1 && opts.RecordSize <= MaxRecordSize, "record-size", fmt.Sprintf("want 1 to %d bytes, got %d", MaxRecordSize, opts.RecordSize)},
+		{opts.ReplicationRecordSize >= 1 && opts.ReplicationRecordSize <= MaxRecordSize, "replication-record-size", fmt.Sprintf("want 1 to %d bytes, got %d", MaxRecordSize, opts.ReplicationRecordSize)},
+		{opts.Window >= time.Millisecond, "window", fmt.Sprintf("want at least 1ms, got %s", opts.Window)},
+		{opts.Duration >= measure.MinWindows*opts.Window && opts.Duration <= 24*time.Hour, "duration", fmt.Sprintf("want at least %d --window (%s: %d of warm-up, %d counted) and at most 24h, got %s", measure.MinWindows, opts.Window, measure.WarmupWindows, measure.CountedWindows, opts.Duration)},
+		{opts.Linger >= 0, "linger", fmt.Sprintf("must not be negative, got %s", opts.Linger)},
+		{opts.ReplicationSamples >= 1 && opts.ReplicationSamples <= 1_000_000, "replication-samples", fmt.Sprintf("want 1 to 1000000, got %d", opts.ReplicationSamples)},
+		{opts.ReplicationInterval >= 0, "replication-interval", fmt.Sprintf("must not be negative, got %s", opts.ReplicationInterval)},
+		{opts.ElectionPartitions >= 0 && opts.ElectionPartitions <= 10_000, "election-partitions", fmt.Sprintf("want 0 (do not measure) to 10000, got %d", opts.ElectionPartitions)},
+		{opts.ElectionRounds >= 1 && opts.ElectionRounds <= 1000, "election-rounds", fmt.Sprintf("want 1 to 1000, got %d", opts.ElectionRounds)},
+		{opts.MaxHandles >= 0, "max-handles", fmt.Sprintf("want a positive number, got %d", opts.MaxHandles)},
+		{opts.ReplicationFactor >= 0 && opts.ReplicationFactor <= 64, "replication-factor", fmt.Sprintf("want 1 to 64, got %d", opts.ReplicationFactor)},
+		{opts.Requirements.Consumers >= 1, "consumers", fmt.Sprintf("want at least 1, got %d", opts.Requirements.Consumers)},
+		{opts.Requirements.MaxBrokers >= 0, "max-brokers", fmt.Sprintf("want a positive number, got %d", opts.Requirements.MaxBrokers)},
 	}
 	for _, c := range checks {
 		if !c.ok {
 			return cmdutil.UsageErrorf("--%s: %s", c.flag, c.msg)
 		}
 	}
-	if cmd.Flags().Changed("max-handles") && r.maxHandles == 0 {
+	if cmd.Flags().Changed("max-handles") && opts.MaxHandles == 0 {
 		return cmdutil.UsageErrorf("--max-handles: want a positive number, got 0")
 	}
-	if cmd.Flags().Changed("replication-factor") && r.rf == 0 {
+	if cmd.Flags().Changed("replication-factor") && opts.ReplicationFactor == 0 {
 		return cmdutil.UsageErrorf("--replication-factor: want 1 to 64, got 0")
 	}
-	if cmd.Flags().Changed("max-brokers") && r.maxBrokers == 0 {
+	if cmd.Flags().Changed("max-brokers") && opts.Requirements.MaxBrokers == 0 {
 		return cmdutil.UsageErrorf("--max-brokers: want a positive number, got 0")
 	}
 	return nil
@@ -274,7 +247,7 @@ func (r *rawFlags) checkValues(cmd *cobra.Command) error {
 func (r *rawFlags) requirements(opts *Options) error {
 	var err error
 	if r.throughput != "" {
-		if opts.Throughput, err = units.ParseRate(r.throughput); err != nil {
+		if opts.Requirements.Throughput, err = units.ParseRate(r.throughput); err != nil {
 			return cmdutil.UsageErrorf("--throughput: %w", err)
 		}
 	}
@@ -288,14 +261,14 @@ func (r *rawFlags) requirements(opts *Options) error {
 		}
 		return d, nil
 	}
-	if opts.MaxReplicationLatency, err = pos("max-replication-latency", r.maxL); err != nil {
+	if opts.Requirements.MaxReplicationLatency, err = pos("max-replication-latency", r.maxL); err != nil {
 		return err
 	}
-	if opts.MaxUnavailability, err = pos("max-unavailability", r.maxU); err != nil {
+	if opts.Requirements.MaxUnavailability, err = pos("max-unavailability", r.maxU); err != nil {
 		return err
 	}
 	if r.electionTime != "" {
-		if r.electPartitions != 0 {
+		if opts.ElectionPartitions != 0 {
 			return cmdutil.UsageErrorf("--election-time: only with --election-partitions 0 (u is measured otherwise)")
 		}
 		if opts.ElectionTime, err = pos("election-time", r.electionTime); err != nil {
@@ -460,13 +433,10 @@ func inputs(opts *Options, t target, m *loadgen.Measurer, info loadgen.ClusterIn
 		return nil, cmdutil.UsageErrorf("--election-partitions: leadership cannot move with replication factor 1 (give --election-partitions 0 and --election-time D)")
 	}
 	host, _ := os.Hostname()
-	return &experiment.Inputs{Measurer: m, Info: info, Topics: experiment.NewInputTopics(opts.Now()), ReplicationFactor: rf,
-		Acks: opts.Acks, RecordSize: opts.RecordSize, Duration: opts.Duration, Window: opts.Window, Linger: opts.Linger,
-		ReplicationSamples: opts.ReplicationSamples, ReplicationInterval: opts.ReplicationInterval, ReplicationRecordSize: opts.ReplicationRecordSize,
-		ElectionPartitions: opts.ElectionPartitions, ElectionRounds: opts.ElectionRounds, ElectionTime: opts.ElectionTime,
-		Requirements: measure.Requirements{Throughput: opts.Throughput, Consumers: opts.Consumers, MaxBrokers: opts.MaxBrokers,
-			MaxReplicationLatency: opts.MaxReplicationLatency, MaxUnavailability: opts.MaxUnavailability},
-		Date: opts.Now(), Command: strings.Join(opts.Args, " "), Host: host, Cores: runtime.NumCPU(), Keep: opts.Keep, Progress: progress}, nil
+	in := opts.Inputs // a copy: the options stay as parsed
+	in.Measurer, in.Info, in.Topics, in.ReplicationFactor = m, info, experiment.NewInputTopics(opts.Now()), rf
+	in.Date, in.Command, in.Host, in.Cores, in.Progress = opts.Now(), strings.Join(opts.Args, " "), host, runtime.NumCPU(), progress
+	return &in, nil
 }
 
 // readHandles is Hmax: --max-handles, else the lab brokers' limits.

@@ -20,6 +20,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/kafka/kafkatest"
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	mm "github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/measure/experiment"
 )
 
 func parse(t *testing.T, args ...string) (*Options, error) {
@@ -42,9 +43,9 @@ func TestNewCmdMeasureOptions(t *testing.T) {
 	assert.Equal(t, 1024, o.RecordSize)
 	assert.Equal(t, 10*time.Second, o.Duration)
 	assert.Equal(t, 100, o.ElectionPartitions)
-	assert.Equal(t, 200*time.Millisecond, o.MaxReplicationLatency)
-	assert.Equal(t, 2*time.Second, o.MaxUnavailability)
-	assert.Equal(t, int64(1), o.Consumers)
+	assert.Equal(t, 200*time.Millisecond, o.Requirements.MaxReplicationLatency)
+	assert.Equal(t, 2*time.Second, o.Requirements.MaxUnavailability)
+	assert.Equal(t, int64(1), o.Requirements.Consumers)
 	assert.False(t, o.Lab)
 	assert.Equal(t, []string{"kplan", "measure", "--bootstrap-server", "k:9092"}, o.Args)
 
@@ -56,7 +57,7 @@ func TestNewCmdMeasureOptions(t *testing.T) {
 	assert.Equal(t, loadgen.AcksLeader, o.Acks)
 	assert.Equal(t, 512, o.RecordSize)
 	assert.Equal(t, 25*time.Millisecond, o.ElectionTime)
-	assert.Equal(t, int64(50_000_000), o.Throughput)
+	assert.Equal(t, int64(50_000_000), o.Requirements.Throughput)
 	assert.Equal(t, int64(30000), o.MaxHandles)
 
 	o, err = parse(t, "--bootstrap-server", "k:9092", "--acks", "0")
@@ -119,9 +120,10 @@ func kfakeOpts(t *testing.T, c fake, out string) (*Options, *bytes.Buffer, *byte
 	f := cmdutil.NewTestFactory()
 	o := &Options{IO: ios, Now: f.Now, Version: "test", Args: []string{"kplan", "measure", "--test"},
 		Conn: kafka.ConnOptions{BootstrapServers: strings.Join(c.addrs, ","), Timeout: 5 * time.Second},
-		Out:  out, Format: "json", Acks: loadgen.AcksAll, RecordSize: 100, Duration: time.Second, Window: 250 * time.Millisecond,
-		ReplicationSamples: 5, ReplicationRecordSize: 10, ElectionPartitions: 4, ElectionRounds: 2,
-		MaxHandles: 1000, Consumers: 2, MaxReplicationLatency: 200 * time.Millisecond, MaxUnavailability: 2 * time.Second}
+		Out:  out, Format: "json", MaxHandles: 1000,
+		Inputs: experiment.Inputs{Acks: loadgen.AcksAll, RecordSize: 100, Duration: time.Second, Window: 250 * time.Millisecond,
+			ReplicationSamples: 5, ReplicationRecordSize: 10, ElectionPartitions: 4, ElectionRounds: 2,
+			Requirements: mm.Requirements{Consumers: 2, MaxReplicationLatency: 200 * time.Millisecond, MaxUnavailability: 2 * time.Second}}}
 	return o, stdout, stderr
 }
 

@@ -14,8 +14,8 @@ import (
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
-	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/measure/experiment"
 	"github.com/kplan-dev/kplan/internal/report"
 )
 
@@ -23,41 +23,22 @@ import (
 // linear model is checked over.
 const DefaultUnavailCounts = "1,10,100,1000"
 
-// UnavailabilityOptions are `kplan measure unavailability`'s parsed flags.
+// UnavailabilityOptions are `kplan measure unavailability`'s parsed
+// flags: the flags of the measurement bind straight into the
+// experiment.Unavailability action it configures (Counts, Repeat,
+// ReplicationFactor, Broker, Topic, Keep, Yes, AllowUnavailable, the
+// timeouts, Conn's --command-config and bootstrap servers, Version and
+// Now); the rest is the command's own. The action's cluster, admin client
+// and callbacks are set when it runs.
 type UnavailabilityOptions struct {
-	IO      *iostreams.IOStreams
-	Version string
-	Now     func() time.Time
+	experiment.Unavailability
 
-	// Cluster is "lab" or "remote" (--bootstrap-server with a killer).
-	Cluster string
-	LabDir  string
-	// Conn has --command-config and, for a remote cluster, the bootstrap
-	// servers.
-	Conn kafka.ConnOptions
+	IO *iostreams.IOStreams
+	// ClusterKind is "lab" or "remote" (--bootstrap-server with a killer).
+	ClusterKind string
+	LabDir      string
 	// Killer builds a remote cluster's killer; nil on the lab.
 	Killer *UnavailKiller
-
-	// Counts are the partition counts, ascending; Repeat the kills per
-	// count.
-	Counts            []int
-	Repeat            int
-	ReplicationFactor int
-	// Broker is the broker to kill; -1 chooses one that is not the active
-	// controller.
-	Broker int32
-	// Topic prefixes the scratch topics' names.
-	Topic string
-	// Keep keeps the scratch topics.
-	Keep bool
-	// Yes allows the kills on a cluster that is not the lab.
-	Yes bool
-	// AllowUnavailable kills even when another topic would lose its last
-	// in-sync replica.
-	AllowUnavailable bool
-	// FailoverTimeout bounds the wait, after each kill, for every
-	// partition to accept a write; RequestTimeout each probe request.
-	FailoverTimeout, RequestTimeout time.Duration
 
 	ReportDir string
 	OutPlan   string
@@ -186,7 +167,7 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 	case remote && cmd.Flags().Changed("cluster"):
 		return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster (the lab knows its own addresses)")
 	case remote:
-		opts.Cluster = "remote"
+		opts.ClusterKind = "remote"
 		if opts.Conn.BootstrapServers = strings.TrimSpace(kf.bootstrap); opts.Conn.BootstrapServers == "" {
 			return cmdutil.UsageErrorf("--bootstrap-server: no address given")
 		}
@@ -197,7 +178,7 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 			return err
 		}
 	case cluster == "lab":
-		opts.Cluster = "lab"
+		opts.ClusterKind = "lab"
 		if err := kf.noneGiven(cmd); err != nil {
 			return err
 		}

@@ -73,11 +73,9 @@ func unavailErr(err error) error {
 // unavailOpen connects to the cluster, builds the admin client and the
 // action over them.
 func unavailOpen(ctx context.Context, o *UnavailabilityOptions) (*experiment.Unavailability, error) {
-	a := &experiment.Unavailability{Version: o.Version, Now: o.Now, Counts: o.Counts, Repeat: o.Repeat, ReplicationFactor: o.ReplicationFactor,
-		Broker: o.Broker, Topic: o.Topic, Keep: o.Keep, Yes: o.Yes, AllowUnavailable: o.AllowUnavailable,
-		FailoverTimeout: o.FailoverTimeout, RequestTimeout: o.RequestTimeout,
-		Progress: func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) }}
-	if o.Cluster == "lab" {
+	a := o.Unavailability // a copy: the options stay as parsed
+	a.Progress = func(format string, args ...any) { fmt.Fprintf(o.IO.ErrOut, format+"\n", args...) }
+	if o.ClusterKind == "lab" {
 		c, err := chaoslab.New(o.LabDir, o.Conn, o.Version)
 		if err != nil {
 			return nil, cmdutil.Usage(fmt.Errorf("--cluster lab: %w", err))
@@ -108,7 +106,7 @@ func unavailOpen(ctx context.Context, o *UnavailabilityOptions) (*experiment.Una
 		return nil, err
 	}
 	a.Admin = admin
-	return a, nil
+	return &a, nil
 }
 
 // writeUnavailPlan prints what a remote run will do.

@@ -36,7 +36,7 @@ func parseUnavail(t *testing.T, args ...string) (*UnavailabilityOptions, error) 
 func TestNewCmdUnavailabilityOptions(t *testing.T) {
 	o, err := parseUnavail(t)
 	require.NoError(t, err)
-	assert.Equal(t, "lab", o.Cluster)
+	assert.Equal(t, "lab", o.ClusterKind)
 	assert.Equal(t, []int{1, 10, 100, 1000}, o.Counts)
 	assert.Equal(t, 3, o.Repeat)
 	assert.Equal(t, 2, o.ReplicationFactor)
@@ -54,7 +54,7 @@ func TestNewCmdUnavailabilityOptions(t *testing.T) {
 
 	o, err = parseUnavail(t, "--bootstrap-server", "k:9092", "--killer", "exec", "--kill-cmd", "kill {id}", "--restore-cmd", "start {id}", "--yes")
 	require.NoError(t, err)
-	assert.Equal(t, "remote", o.Cluster)
+	assert.Equal(t, "remote", o.ClusterKind)
 	assert.Equal(t, "k:9092", o.Conn.BootstrapServers)
 	require.NotNil(t, o.Killer)
 	assert.Equal(t, "exec", o.Killer.Kind)
