@@ -40,6 +40,15 @@ func (b *batchSizes) reset() {
 	b.mu.Unlock()
 }
 
+// total is the records of every batch recorded.
+func (b *batchSizes) total() int {
+	n := 0
+	for _, x := range b.get() {
+		n += x
+	}
+	return n
+}
+
 func (b *batchSizes) get() []int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -67,7 +76,9 @@ func TestBatchRecordsMapping(t *testing.T) {
 			defer cancel()
 			cl.Produce(ctx, &kgo.Record{Value: make([]byte, tc.size)}, nil)
 			require.NoError(t, cl.Flush(ctx))
-			for hook.records.Load() < 1 && ctx.Err() == nil {
+			// Both hooks run after the promise, one after the other: wait
+			// for both before resetting them.
+			for (hook.records.Load() < 1 || sizes.total() < 1) && ctx.Err() == nil {
 				time.Sleep(5 * time.Millisecond)
 			}
 			hook.batches.Store(0)
@@ -80,8 +91,9 @@ func TestBatchRecordsMapping(t *testing.T) {
 				cl.Produce(context.Background(), &kgo.Record{Value: v}, nil)
 			}
 			require.NoError(t, cl.Flush(ctx))
-			// The hook runs after the promises Flush waits for.
-			for hook.records.Load() < int64(batches*tc.records) && ctx.Err() == nil {
+			// The hooks run after the promises Flush waits for, one after
+			// the other: wait until both saw every record.
+			for (hook.records.Load() < int64(batches*tc.records) || sizes.total() < batches*tc.records) && ctx.Err() == nil {
 				time.Sleep(5 * time.Millisecond)
 			}
 			// How many batches the records make depends on when franz-go's
