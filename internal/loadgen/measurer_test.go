@@ -110,8 +110,8 @@ func TestMeasureProduceCountsOnlyTheRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := ProduceSpec{Topic: "kplan-measure-t-run", Acks: tc.acks, RecordSize: 1000, Duration: 300 * time.Millisecond,
-				Window: 100 * time.Millisecond, MaxBufferedRecords: 100_000, MaxBufferedBytes: tc.bytes}
+			s := ProduceSpec{Topic: "kplan-measure-t-run", Acks: tc.acks, RecordSize: 1000, Duration: time.Second,
+				Window: 250 * time.Millisecond, MaxBufferedRecords: 100_000, MaxBufferedBytes: tc.bytes}
 			w, err := m.MeasureProduce(ctx, s)
 			require.NoError(t, err)
 			assert.Positive(t, w.Records)
