@@ -1,7 +1,9 @@
-// Package errkind gives errors a kind (usage, negative result, refused,
-// runtime) and the field they are about, through types that errors.As finds.
-// Domain packages return these; internal/app maps a kind to an exit code and
-// internal/cli spells a field as its flag. Nothing here matches message text.
+// Package errkind is kplan's one error system: it gives errors a kind
+// (usage, negative result, refused, runtime) and the field they are about,
+// through types that errors.As finds. Domain packages and commands return
+// these; cmdutil.ExitCode maps a kind to an exit code (Silent errors exit
+// without a message) and cmdutil.Spell spells a field as its flag. Nothing
+// here matches message text.
 package errkind
 
 import (
@@ -56,6 +58,16 @@ type Fielded interface {
 	ErrorField() string
 }
 
+// Spellable is implemented by Fielded errors whose text is "field:
+// message" (or the message alone without a field): ErrorMessage returns the
+// message alone, so that the CLI can print the flag (or the file line) that
+// set the field in the field's place. An error whose text puts its field
+// elsewhere (a file position first, say) does not implement it.
+type Spellable interface {
+	Fielded
+	ErrorMessage() string
+}
+
 // Error is an error of a kind, optionally about one field.
 type Error struct {
 	Kind  Kind
@@ -65,14 +77,18 @@ type Error struct {
 
 // Error prints "field: message", or the message alone without a field.
 func (e *Error) Error() string {
-	msg := "<nil>"
-	if e.Err != nil {
-		msg = e.Err.Error()
-	}
 	if e.Field == "" {
-		return msg
+		return e.ErrorMessage()
 	}
-	return e.Field + ": " + msg
+	return e.Field + ": " + e.ErrorMessage()
+}
+
+// ErrorMessage prints the message without the field.
+func (e *Error) ErrorMessage() string {
+	if e.Err == nil {
+		return "<nil>"
+	}
+	return e.Err.Error()
 }
 
 // Unwrap returns the wrapped error.
@@ -97,6 +113,16 @@ func Wrap(kind Kind, field string, err error) error {
 	}
 	return &Error{Kind: kind, Field: field, Err: err}
 }
+
+// ErrSilent is the error of a silent exit: the command already printed its
+// result (an infeasible sizing, audit findings, a plan still in progress),
+// so kplan prints nothing more and only exits with its kind's code.
+var ErrSilent = errors.New("silent exit")
+
+// Silent returns an error of kind that prints nothing: the command printed
+// its own output and only the exit code is left to say.
+// errors.Is(err, ErrSilent) tells it apart.
+func Silent(kind Kind) error { return &Error{Kind: kind, Err: ErrSilent} }
 
 // Usagef is New(Usage, field, ...).
 func Usagef(field, format string, a ...any) error { return New(Usage, field, format, a...) }
