@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 )
 
@@ -66,7 +67,7 @@ func execute(ctx context.Context, f *cmdutil.Factory, root *cobra.Command, stopP
 	if err == nil {
 		return cmdutil.ExitOK
 	}
-	if !errors.Is(err, cmdutil.ErrSilent) {
+	if !errors.Is(err, errkind.ErrSilent) {
 		fmt.Fprintf(f.IOStreams.ErrOut, "kplan: %s\n", oneLine(err.Error()))
 	}
 	return cmdutil.ExitCode(err)
@@ -103,7 +104,7 @@ happens when a leader broker dies.
 	root.SetOut(f.IOStreams.Out)
 	root.SetErr(f.IOStreams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return cmdutil.Usage(err)
+		return errkind.Wrap(errkind.Usage, "", err)
 	})
 	root.SetVersionTemplate("kplan {{.Version}}\n")
 	stopProfile := addProfileFlag(root)

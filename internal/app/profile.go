@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
 // addProfileFlag adds the hidden --cpu-profile FILE flag: a Go CPU profile of
@@ -26,7 +26,7 @@ func addProfileFlag(root *cobra.Command) func() error {
 		}
 		out, err := os.Create(path)
 		if err != nil {
-			return cmdutil.Usage(fmt.Errorf("--cpu-profile: %w", err))
+			return errkind.Wrap(errkind.Usage, "", fmt.Errorf("--cpu-profile: %w", err))
 		}
 		if err := pprof.StartCPUProfile(out); err != nil {
 			_ = out.Close()

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
 // groupAnnotation marks a command that only groups subcommands; the usage
@@ -42,7 +42,7 @@ func typeUsageErrors(c *cobra.Command) {
 		c.Annotations[groupAnnotation] = "true"
 	case c.Args != nil:
 		validate := c.Args
-		c.Args = func(c *cobra.Command, args []string) error { return cmdutil.Usage(validate(c, args)) }
+		c.Args = func(c *cobra.Command, args []string) error { return errkind.Wrap(errkind.Usage, "", validate(c, args)) }
 	}
 	for _, sub := range c.Commands() {
 		typeUsageErrors(sub)
@@ -59,7 +59,7 @@ func unknownSubcommand(c *cobra.Command, args []string) error {
 	if s := c.SuggestionsFor(args[0]); len(s) > 0 && !c.DisableSuggestions {
 		hint = "; did you mean " + strings.Join(s, " or ") + "?"
 	}
-	return cmdutil.UsageErrorf("unknown command %q for %q%s", args[0], c.CommandPath(), hint)
+	return errkind.Usagef("", "unknown command %q for %q%s", args[0], c.CommandPath(), hint)
 }
 
 // checkFlagsFirst makes c check its required flags and flag groups in its
@@ -68,10 +68,10 @@ func checkFlagsFirst(c *cobra.Command) {
 	preE, pre := c.PreRunE, c.PreRun
 	c.PreRunE = func(c *cobra.Command, args []string) error {
 		if err := c.ValidateRequiredFlags(); err != nil {
-			return cmdutil.Usage(err)
+			return errkind.Wrap(errkind.Usage, "", err)
 		}
 		if err := c.ValidateFlagGroups(); err != nil {
-			return cmdutil.Usage(err)
+			return errkind.Wrap(errkind.Usage, "", err)
 		}
 		switch {
 		case preE != nil:
@@ -87,7 +87,7 @@ func checkFlagsFirst(c *cobra.Command) {
 // a command (group commands no longer fail cobra's own lookup).
 func helpTopic(c *cobra.Command, args []string) error {
 	if _, rest, err := c.Root().Find(args); err != nil || len(rest) > 0 {
-		return cmdutil.UsageErrorf("unknown help topic %q", strings.Join(args, " "))
+		return errkind.Usagef("", "unknown help topic %q", strings.Join(args, " "))
 	}
 	return nil
 }

@@ -1,11 +1,9 @@
-// Package cmdutil holds what every kplan command shares: exit codes and the
-// errors that carry them, the command factory, and the output flag.
+// Package cmdutil holds what every kplan command shares: the exit codes and
+// the mapping of errkind kinds onto them, the hook that spells an error's
+// field as its flag, the command factory, and the output flag.
 package cmdutil
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
@@ -33,60 +31,40 @@ const ExitCodesHelp = `Exit codes:
   3  negative result: infeasible sizing, or findings at or above --fail-on
   4  refused for safety (a destructive action without --yes, or a pre-check failed)`
 
-// ExitError is an error that carries the exit code kplan should return.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit code %d", e.Code)
-	}
-	return e.Err.Error()
-}
-
-func (e *ExitError) Unwrap() error { return e.Err }
-
-// UsageErrorf returns an error that exits with ExitUsage. Name the flag,
-// file, line or field in the message.
-func UsageErrorf(format string, a ...any) error {
-	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, a...)}
-}
-
-// Usage wraps err so that it exits with ExitUsage; nil stays nil.
-func Usage(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &ExitError{Code: ExitUsage, Err: err}
-}
-
-// RefusedErrorf returns an error that exits with ExitRefused.
-func RefusedErrorf(format string, a ...any) error {
-	return &ExitError{Code: ExitRefused, Err: fmt.Errorf(format, a...)}
-}
-
-// ErrSilent exits with the code it carries without printing anything more:
-// the command already printed its result (e.g. an infeasible sizing).
-var ErrSilent = errors.New("silent exit")
-
-// SilentExit returns an error that makes kplan exit with code after the
-// command has printed its own output.
-func SilentExit(code int) error {
-	return &ExitError{Code: code, Err: ErrSilent}
-}
-
-// ExitCode maps an error to kplan's exit code.
+// ExitCode maps an error to kplan's exit code: nil is ExitOK, any other
+// error exits with the code of its kind (errkind.KindOf: the outermost
+// errkind.Kinded in its chain, else errkind.Runtime). A silent error
+// (errkind.Silent) exits with its kind's code too; internal/app prints no
+// message for it.
 func ExitCode(err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		return ee.Code
-	}
 	return KindExit(errkind.KindOf(err))
+}
+
+// UsageErrorf returns an errkind.Usage error about no field.
+//
+// Deprecated: use errkind.Usagef; kept until internal/cli/chaos and
+// internal/cli/measure move.
+func UsageErrorf(format string, a ...any) error {
+	return errkind.Usagef("", format, a...)
+}
+
+// Usage gives err the kind errkind.Usage; nil stays nil.
+//
+// Deprecated: use errkind.Wrap(errkind.Usage, "", err); kept until
+// internal/cli/chaos and internal/cli/measure move.
+func Usage(err error) error {
+	return errkind.Wrap(errkind.Usage, "", err)
+}
+
+// RefusedErrorf returns an errkind.Refused error about no field.
+//
+// Deprecated: use errkind.Refusedf; kept until internal/cli/chaos and
+// internal/cli/measure move.
+func RefusedErrorf(format string, a ...any) error {
+	return errkind.Refusedf("", format, a...)
 }
 
 // KindExit maps an error kind to its exit code.

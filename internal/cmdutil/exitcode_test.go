@@ -18,19 +18,57 @@ func TestExitCode(t *testing.T) {
 	}{
 		{"nil", nil, ExitOK},
 		{"plain", errors.New("boom"), ExitRuntime},
-		{"usage", UsageErrorf("--flag: bad"), ExitUsage},
-		{"wrapped usage", fmt.Errorf("ctx: %w", UsageErrorf("bad")), ExitUsage},
-		{"usage nil", Usage(nil), ExitOK},
-		{"refused", RefusedErrorf("no"), ExitRefused},
-		{"silent findings", SilentExit(ExitFindings), ExitFindings},
+		{"runtime", errkind.New(errkind.Runtime, "", "boom"), ExitRuntime},
+		{"usage", errkind.Usagef("", "--flag: bad"), ExitUsage},
+		{"usage with a field", errkind.Usagef("brokers", "bad"), ExitUsage},
+		{"negative", errkind.New(errkind.Negative, "", "infeasible"), ExitFindings},
+		{"refused", errkind.Refusedf("", "no"), ExitRefused},
+		{"wrapped usage", fmt.Errorf("ctx: %w", errkind.Usagef("", "bad")), ExitUsage},
+		{"wrapped refused", fmt.Errorf("ctx: %w", errkind.Refusedf("yes", "no")), ExitRefused},
+		{"Wrap usage", errkind.Wrap(errkind.Usage, "", errors.New("bad")), ExitUsage},
+		{"Wrap nil", errkind.Wrap(errkind.Usage, "", nil), ExitOK},
+		{"outermost kind wins", errkind.Wrap(errkind.Refused, "", errkind.Usagef("x", "bad")), ExitRefused},
+		{"joined", errors.Join(errors.New("a"), errkind.Usagef("rate", "bad")), ExitUsage},
+		{"spelled keeps its kind", SpellFlag(errkind.Refusedf("yes", "needed"), nil), ExitRefused},
+		{"silent runtime", errkind.Silent(errkind.Runtime), ExitRuntime},
+		{"silent usage", errkind.Silent(errkind.Usage), ExitUsage},
+		{"silent findings", errkind.Silent(errkind.Negative), ExitFindings},
+		{"silent refused", errkind.Silent(errkind.Refused), ExitRefused},
+		{"wrapped silent", fmt.Errorf("ctx: %w", errkind.Silent(errkind.Negative)), ExitFindings},
+		// The deprecated wrappers left for cli/chaos and cli/measure.
+		{"UsageErrorf", UsageErrorf("--flag: bad"), ExitUsage},
+		{"Usage", Usage(errors.New("bad")), ExitUsage},
+		{"Usage nil", Usage(nil), ExitOK},
+		{"RefusedErrorf", RefusedErrorf("no"), ExitRefused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, ExitCode(tt.err))
 		})
 	}
-	assert.ErrorIs(t, SilentExit(3), ErrSilent)
-	assert.Equal(t, "--flag: bad", UsageErrorf("--flag: %s", "bad").Error())
+}
+
+// Every kind has its own code, and the help lists each of them.
+func TestKindExit(t *testing.T) {
+	want := map[errkind.Kind]int{errkind.Runtime: ExitRuntime, errkind.Usage: ExitUsage, errkind.Negative: ExitFindings, errkind.Refused: ExitRefused}
+	for k, code := range want {
+		assert.Equal(t, code, KindExit(k), k.String())
+		assert.Contains(t, ExitCodesHelp, fmt.Sprintf("\n  %d  ", code), k.String())
+	}
+	assert.Equal(t, ExitRuntime, KindExit(errkind.Kind(99)), "an unknown kind is a runtime error")
+}
+
+// The deprecated wrappers print what they are given, field-less.
+func TestDeprecatedWrappers(t *testing.T) {
+	assert.EqualError(t, UsageErrorf("--flag: %s", "bad"), "--flag: bad")
+	assert.EqualError(t, RefusedErrorf("no %s", "--yes"), "no --yes")
+	inner := errors.New("inner")
+	assert.ErrorIs(t, Usage(inner), inner)
+	assert.EqualError(t, Usage(inner), "inner")
+	for _, err := range []error{UsageErrorf("x"), Usage(inner), RefusedErrorf("x")} {
+		assert.Empty(t, errkind.FieldOf(err))
+	}
+	assert.NotErrorIs(t, UsageErrorf("x"), errkind.ErrSilent)
 }
 
 func TestOutputFlag(t *testing.T) {
@@ -43,31 +81,4 @@ func TestOutputFlag(t *testing.T) {
 	_, err = o.Format()
 	assert.Equal(t, ExitUsage, ExitCode(err))
 	assert.Contains(t, err.Error(), "--output")
-}
-
-func TestSpellFlag(t *testing.T) {
-	tests := []struct {
-		name  string
-		err   error
-		flags map[string]string
-		want  string
-		code  int
-	}{
-		{"usage field", errkind.Usagef("brokers", "want 1 to 64, got %d", 0), nil, "--brokers: want 1 to 64, got 0", ExitUsage},
-		{"renamed", errkind.Usagef("dir", "not empty"), map[string]string{"dir": "lab-dir"}, "--lab-dir: not empty", ExitUsage},
-		{"runtime field", errkind.Wrap(errkind.Runtime, "broker-cpu", errors.New("write cpu.max: invalid argument")), nil, "--broker-cpu: write cpu.max: invalid argument", ExitRuntime},
-		{"no field", errkind.Usagef("", "no broker-9"), nil, "no broker-9", ExitUsage},
-		{"wrapped keeps its context", fmt.Errorf("starting: %w", errkind.Usagef("brokers", "bad")), nil, "starting: brokers: bad", ExitUsage},
-		{"plain", errors.New("boom"), nil, "boom", ExitRuntime},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := SpellFlag(tt.err, tt.flags)
-			assert.EqualError(t, got, tt.want)
-			assert.Equal(t, tt.code, ExitCode(got))
-			assert.ErrorIs(t, got, tt.err)
-			assert.Equal(t, errkind.FieldOf(tt.err), errkind.FieldOf(got), "the field stays the domain's")
-		})
-	}
-	assert.NoError(t, SpellFlag(nil, nil))
 }

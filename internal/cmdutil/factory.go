@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/report"
 )
@@ -42,12 +43,12 @@ func AddOutputFlag(cmd *cobra.Command, o *OutputFlag) {
 	})
 }
 
-// Format validates and returns the chosen format (an ExitUsage error names
-// the flag).
+// Format validates and returns the chosen format (an errkind.Usage error
+// names the flag).
 func (o *OutputFlag) Format() (report.Format, error) {
 	f, err := report.ParseFormat(o.raw)
 	if err != nil {
-		return "", UsageErrorf("--output: %w", err)
+		return "", errkind.Usagef("", "--output: %w", err)
 	}
 	return f, nil
 }

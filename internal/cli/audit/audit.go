@@ -151,14 +151,14 @@ them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
 			case "replicas":
 				opts.By = audit.ByReplicas
 			default:
-				return cmdutil.UsageErrorf("--by: want leaders or replicas, got %q", by)
+				return errkind.Usagef("", "--by: want leaders or replicas, got %q", by)
 			}
 			switch failOn {
 			case "", "never":
 			case "info", "warning", "error":
 				opts.FailOn = audit.Severity(failOn)
 			default:
-				return cmdutil.UsageErrorf("--fail-on: want info, warning or error, got %q", failOn)
+				return errkind.Usagef("", "--fail-on: want info, warning or error, got %q", failOn)
 			}
 			for _, w := range whatIf {
 				if w == "all" {
@@ -167,18 +167,18 @@ them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
 				}
 				id, err := strconv.ParseInt(strings.TrimPrefix(w, "broker-"), 10, 32)
 				if err != nil || id < 0 {
-					return cmdutil.UsageErrorf("--what-if: %q is not broker-N or all", w)
+					return errkind.Usagef("", "--what-if: %q is not broker-N or all", w)
 				}
 				opts.WhatIf = append(opts.WhatIf, int32(id))
 			}
 			if cmd.Flags().Changed("min-insync") && opts.MinInsync < 1 {
-				return cmdutil.UsageErrorf("--min-insync: want 1 or more, got %d", opts.MinInsync)
+				return errkind.Usagef("", "--min-insync: want 1 or more, got %d", opts.MinInsync)
 			}
 			if opts.FailoverThreshold < 0 {
-				return cmdutil.UsageErrorf("--failover-threshold: want 0 or more leaders, got %d", opts.FailoverThreshold)
+				return errkind.Usagef("", "--failover-threshold: want 0 or more leaders, got %d", opts.FailoverThreshold)
 			}
 			if opts.MaxOverlaps < 0 {
-				return cmdutil.UsageErrorf("--max-overlaps: want 0 (all) or more, got %d", opts.MaxOverlaps)
+				return errkind.Usagef("", "--max-overlaps: want 0 (all) or more, got %d", opts.MaxOverlaps)
 			}
 			if err := opts.Source.Validate(); err != nil {
 				return err
@@ -186,19 +186,19 @@ them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
 			opts.Rates = audit.EqualRates()
 			switch {
 			case rates != "" && ratesFile != "":
-				return cmdutil.UsageErrorf("--rates and --rates-file: give one, not both")
+				return errkind.Usagef("", "--rates and --rates-file: give one, not both")
 			case rates != "":
 				if opts.Rates, err = audit.ParseRates(rates); err != nil {
-					return cmdutil.UsageErrorf("--rates: %w", err)
+					return errkind.Usagef("", "--rates: %w", err)
 				}
 				opts.RatesGiven, opts.RatesFlag = true, "--rates"
 			case ratesFile != "":
 				data, err := os.ReadFile(ratesFile)
 				if err != nil {
-					return cmdutil.UsageErrorf("--rates-file: %w", err)
+					return errkind.Usagef("", "--rates-file: %w", err)
 				}
 				if opts.Rates, err = audit.ParseRatesFile(data, ratesFile); err != nil {
-					return cmdutil.UsageErrorf("--rates-file: %w", err)
+					return errkind.Usagef("", "--rates-file: %w", err)
 				}
 				opts.RatesGiven, opts.RatesFlag = true, "--rates-file"
 			}
@@ -207,7 +207,7 @@ them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
 					if errkind.FieldOf(err) == workload.FieldKeys {
 						return cmdutil.SpellFlag(err, nil)
 					}
-					return cmdutil.UsageErrorf("--keys: %w", err)
+					return errkind.Usagef("", "--keys: %w", err)
 				}
 				opts.KeysGiven = true
 			}
@@ -240,12 +240,12 @@ func runAudit(ctx context.Context, opts *Options) error {
 	}
 	for _, t := range slices.Sorted(maps.Keys(opts.Rates.ByTopic)) {
 		if !hasTopic(c, t) {
-			return cmdutil.UsageErrorf("%s: no topic %q in this layout", opts.RatesFlag, t)
+			return errkind.Usagef("", "%s: no topic %q in this layout", opts.RatesFlag, t)
 		}
 	}
 	for _, t := range slices.Sorted(maps.Keys(opts.Keys.ByTopic)) {
 		if !hasTopic(c, t) {
-			return cmdutil.UsageErrorf("--keys: no topic %q in this layout", t)
+			return errkind.Usagef("", "--keys: no topic %q in this layout", t)
 		}
 	}
 	if opts.SaveSnapshot != "" {
@@ -254,7 +254,7 @@ func runAudit(ctx context.Context, opts *Options) error {
 			return err
 		}
 		if err := report.WriteFileAtomic(opts.SaveSnapshot, b.Bytes()); err != nil {
-			return cmdutil.UsageErrorf("--save-snapshot: %w", err)
+			return errkind.Usagef("", "--save-snapshot: %w", err)
 		}
 	}
 	r := audit.RunWith(c, audit.Options{By: opts.By, ListOverlaps: opts.MaxOverlaps})
@@ -271,7 +271,7 @@ func runAudit(ctx context.Context, opts *Options) error {
 	if opts.WhatIfAll || len(opts.WhatIf) > 0 {
 		for _, id := range opts.WhatIf {
 			if _, ok := c.Broker(id); !ok {
-				return cmdutil.UsageErrorf("--what-if: no broker-%d in this layout", id)
+				return errkind.Usagef("", "--what-if: no broker-%d in this layout", id)
 			}
 		}
 		lost := opts.WhatIf
@@ -292,7 +292,7 @@ func runAudit(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if opts.FailOn != "" && r.AtLeast(opts.FailOn) {
-		return cmdutil.SilentExit(cmdutil.ExitFindings)
+		return errkind.Silent(errkind.Negative)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -92,14 +93,14 @@ a table or in the -o format; without --out stdout is the layout itself.`,
 				return err
 			}
 			if cmd.Flags().Changed("output") && opts.Out == "" {
-				return cmdutil.UsageErrorf("--output: the summary is printed only with --out; without it stdout is the layout")
+				return errkind.Usagef("", "--output: the summary is printed only with --out; without it stdout is the layout")
 			}
 			if firstID < 0 || firstID > 1<<31-1 {
-				return cmdutil.UsageErrorf("--first-id: %d is out of range", firstID)
+				return errkind.Usagef("", "--first-id: %d is out of range", firstID)
 			}
 			opts.Layout.FirstID = int32(firstID)
 			if err := opts.Layout.Validate(); err != nil {
-				return cmdutil.UsageErrorf("--%w", err)
+				return errkind.Usagef("", "--%w", err)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -127,7 +128,7 @@ a table or in the -o format; without --out stdout is the layout itself.`,
 func runLayout(opts *Options) error {
 	c, err := topology.Generate(opts.Layout, rand.New(rand.NewPCG(opts.Seed, 0x6b706c616e))) //nolint:gosec // synthetic data, not security
 	if err != nil {
-		return cmdutil.Usage(err)
+		return errkind.Wrap(errkind.Usage, "", err)
 	}
 	if opts.Out == "" {
 		return topology.WriteLayout(opts.IO.Out, c)
@@ -137,7 +138,7 @@ func runLayout(opts *Options) error {
 		return err
 	}
 	if err := report.WriteFileAtomic(opts.Out, b.Bytes()); err != nil {
-		return cmdutil.UsageErrorf("--out: %w", err)
+		return errkind.Usagef("", "--out: %w", err)
 	}
 	racks := map[string]bool{}
 	for _, br := range c.Brokers {

@@ -117,7 +117,7 @@ stays, claiming nothing running.`,
 			if bandwidth != "" {
 				bps, err := units.ParseRate(bandwidth)
 				if err != nil {
-					return cmdutil.UsageErrorf("--broker-bandwidth: %w", err)
+					return errkind.Usagef("", "--broker-bandwidth: %w", err)
 				}
 				opts.Config.BandwidthBps = bps
 			}
@@ -125,7 +125,7 @@ stays, claiming nothing running.`,
 				return flagErr(err)
 			}
 			if opts.Timeout <= 0 {
-				return cmdutil.UsageErrorf("--timeout: want a positive duration, got %s", opts.Timeout)
+				return errkind.Usagef("", "--timeout: want a positive duration, got %s", opts.Timeout)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -312,7 +312,7 @@ the failover put it until ` + "`kplan lab elect-preferred`" + `.`,
 				return err
 			}
 			if opts.Timeout <= 0 {
-				return cmdutil.UsageErrorf("--timeout: want a positive duration, got %s", opts.Timeout)
+				return errkind.Usagef("", "--timeout: want a positive duration, got %s", opts.Timeout)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -426,7 +426,7 @@ for post-mortems, and the next ` + "`kplan lab up`" + ` there clears them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Grace < 0 {
-				return cmdutil.UsageErrorf("--grace: want 0 or more, got %s", opts.Grace)
+				return errkind.Usagef("", "--grace: want 0 or more, got %s", opts.Grace)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)

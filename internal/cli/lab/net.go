@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 	"github.com/kplan-dev/kplan/internal/units"
@@ -88,12 +89,12 @@ rule lives in the lab's own iptables chain KPLAN-<hash>.`,
 func (o *NetOptions) parse(cmd *cobra.Command, broker int32, clients bool, delay, jitter, loss, rate string) error {
 	fs := cmd.Flags()
 	if fs.Changed("broker") && clients {
-		return cmdutil.UsageErrorf("--broker and --clients: give one path")
+		return errkind.Usagef("", "--broker and --clients: give one path")
 	}
 	switch {
 	case fs.Changed("broker"):
 		if broker < 1 {
-			return cmdutil.UsageErrorf("--broker: want a broker id (1 or more), got %d", broker)
+			return errkind.Usagef("", "--broker: want a broker id (1 or more), got %d", broker)
 		}
 		o.Path, o.HasPath = localkafka.BrokerPath(broker), true
 	case clients:
@@ -102,35 +103,35 @@ func (o *NetOptions) parse(cmd *cobra.Command, broker int32, clients bool, delay
 	var err error
 	if delay != "" {
 		if o.Cond.Delay, err = units.ParseDuration(delay); err != nil {
-			return cmdutil.UsageErrorf("--delay: %w", err)
+			return errkind.Usagef("", "--delay: %w", err)
 		}
 	}
 	if jitter != "" {
 		if o.Cond.Jitter, err = units.ParseDuration(jitter); err != nil {
-			return cmdutil.UsageErrorf("--jitter: %w", err)
+			return errkind.Usagef("", "--jitter: %w", err)
 		}
 	}
 	if loss != "" {
 		if o.Cond.Loss, err = localkafka.ParseLoss(loss); err != nil {
-			return cmdutil.UsageErrorf("--loss: %w", err)
+			return errkind.Usagef("", "--loss: %w", err)
 		}
 	}
 	if rate != "" {
 		if o.Cond.Rate, err = units.ParseRate(rate); err != nil {
-			return cmdutil.UsageErrorf("--rate: %w", err)
+			return errkind.Usagef("", "--rate: %w", err)
 		}
 	}
 	if o.Timeout <= 0 {
-		return cmdutil.UsageErrorf("--timeout: want a positive duration, got %s", o.Timeout)
+		return errkind.Usagef("", "--timeout: want a positive duration, got %s", o.Timeout)
 	}
 	if o.Clear {
 		if !o.Cond.Zero() {
-			return cmdutil.UsageErrorf("--clear: takes no --delay, --jitter, --loss or --rate")
+			return errkind.Usagef("", "--clear: takes no --delay, --jitter, --loss or --rate")
 		}
 		return nil
 	}
 	if !o.HasPath {
-		return cmdutil.UsageErrorf("--broker: give a path, --broker N or --clients (or --clear)")
+		return errkind.Usagef("", "--broker: give a path, --broker N or --clients (or --clear)")
 	}
 	if err := o.Cond.Validate(); err != nil {
 		return flagErr(err)

@@ -115,7 +115,7 @@ delete them (exit 1).`,
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --cancel --yes`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return cmdutil.UsageErrorf("reassign apply: want one plan file, got %d arguments", len(args))
+				return errkind.Usagef("", "reassign apply: want one plan file, got %d arguments", len(args))
 			}
 			return nil
 		},
@@ -126,10 +126,10 @@ delete them (exit 1).`,
 			}
 			opts.Plan = args[0]
 			if opts.BootstrapServers == "" && opts.CommandConfig == "" {
-				return cmdutil.UsageErrorf("--bootstrap-server: required (or --command-config with bootstrap.servers)")
+				return errkind.Usagef("", "--bootstrap-server: required (or --command-config with bootstrap.servers)")
 			}
 			if verify && cancel {
-				return cmdutil.UsageErrorf("--verify and --cancel: give one")
+				return errkind.Usagef("", "--verify and --cancel: give one")
 			}
 			opts.Mode = apply.ModeExecute
 			switch {
@@ -143,14 +143,14 @@ delete them (exit 1).`,
 				opts.Throttle = 0
 			default:
 				if opts.Throttle, err = units.ParseRate(throttle); err != nil {
-					return cmdutil.UsageErrorf("--throttle: %w", err)
+					return errkind.Usagef("", "--throttle: %w", err)
 				}
 			}
 			if err := opts.Validate(); err != nil {
 				return err
 			}
 			if opts.WaitTimeout < 0 {
-				return cmdutil.UsageErrorf("--wait-timeout: must not be negative, got %v", opts.WaitTimeout)
+				return errkind.Usagef("", "--wait-timeout: must not be negative, got %v", opts.WaitTimeout)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -209,7 +209,7 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 		ka := kafka.NewAdmin(conn, o.f.Version)
 		defer ka.Close()
 		if _, err := ka.Client(); err != nil {
-			return cmdutil.Usage(err)
+			return errkind.Wrap(errkind.Usage, "", err)
 		}
 		adm = ka
 	}
@@ -266,13 +266,13 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 			e.Needed, o.BootstrapServers)
 	}
 	if !res.Election.OK() {
-		return cmdutil.SilentExit(cmdutil.ExitRuntime)
+		return errkind.Silent(errkind.Runtime)
 	}
 	switch res.Outcome {
 	case apply.StillInProgress:
-		return cmdutil.SilentExit(cmdutil.ExitFindings)
+		return errkind.Silent(errkind.Negative)
 	case apply.Diverged:
-		return cmdutil.SilentExit(cmdutil.ExitRuntime)
+		return errkind.Silent(errkind.Runtime)
 	}
 	return nil
 }
@@ -344,7 +344,7 @@ func joinIDs(xs []int32) string {
 func (o *ApplyOptions) loadPlan() ([]topology.Partition, error) {
 	f, err := os.Open(o.Plan)
 	if err != nil {
-		return nil, cmdutil.UsageErrorf("plan: %w", err)
+		return nil, errkind.Usagef("", "plan: %w", err)
 	}
 	defer f.Close() //nolint:errcheck // read-only
 	plan, err := apply.ParsePlan(f, o.Plan)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/reassign/apply"
 	"github.com/kplan-dev/kplan/internal/reassign/apply/applytest"
@@ -39,7 +40,7 @@ func runFake(t *testing.T, adm *applytest.Admin, plan string, mod func(*ApplyOpt
 	}
 	err := runApply(context.Background(), o)
 	msg := ""
-	if err != nil && !errors.Is(err, cmdutil.ErrSilent) {
+	if err != nil && !errors.Is(err, errkind.ErrSilent) {
 		msg = err.Error()
 	}
 	return cmdutil.ExitCode(err), out.String(), errOut.String(), strings.ReplaceAll(msg, path, "PLAN")

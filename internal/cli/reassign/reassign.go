@@ -148,7 +148,7 @@ reassign apply sets no throttle for it.`,
 			}
 			if brokers != "" {
 				if opts.Brokers, err = ParseBrokers(brokers); err != nil {
-					return cmdutil.UsageErrorf("--brokers: %w", err)
+					return errkind.Usagef("", "--brokers: %w", err)
 				}
 			}
 			opts.SeedSet = cmd.Flags().Changed("seed")
@@ -191,29 +191,29 @@ func (o *Options) validate() error {
 	default:
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return cmdutil.UsageErrorf("--failover-moves: must be a count of moves or auto, got %q", v)
+			return errkind.Usagef("", "--failover-moves: must be a count of moves or auto, got %q", v)
 		}
 		o.FailoverMoves = n
 	}
 	switch {
 	case o.FailoverMoves != 0 && o.ReorderOnly:
-		return cmdutil.UsageErrorf("--failover-moves: moves replicas: it cannot go with --reorder-only")
+		return errkind.Usagef("", "--failover-moves: moves replicas: it cannot go with --reorder-only")
 	case o.Waves < 0:
-		return cmdutil.UsageErrorf("--waves: must be positive, got %d", o.Waves)
+		return errkind.Usagef("", "--waves: must be positive, got %d", o.Waves)
 	case o.MaxMovesPerWave < 0:
-		return cmdutil.UsageErrorf("--max-moves-per-wave: must be positive, got %d", o.MaxMovesPerWave)
+		return errkind.Usagef("", "--max-moves-per-wave: must be positive, got %d", o.MaxMovesPerWave)
 	case (o.Waves > 0 || o.MaxMovesPerWave > 0) && o.Out == "":
-		return cmdutil.UsageErrorf("--waves/--max-moves-per-wave: need --out FILE to name the wave files")
+		return errkind.Usagef("", "--waves/--max-moves-per-wave: need --out FILE to name the wave files")
 	case o.ReplicationFactor < 0:
-		return cmdutil.UsageErrorf("--replication-factor: must be at least 1, got %d", o.ReplicationFactor)
+		return errkind.Usagef("", "--replication-factor: must be at least 1, got %d", o.ReplicationFactor)
 	case o.Tolerance < 0 || o.Tolerance >= 1 || o.Tolerance != o.Tolerance:
-		return cmdutil.UsageErrorf("--tolerance: must be at least 0 and below 1, got %g", o.Tolerance)
+		return errkind.Usagef("", "--tolerance: must be at least 0 and below 1, got %g", o.Tolerance)
 	case o.MaxMoves < 0:
-		return cmdutil.UsageErrorf("--max-moves: must be positive, got %d", o.MaxMoves)
+		return errkind.Usagef("", "--max-moves: must be positive, got %d", o.MaxMoves)
 	case o.CellSize < 0:
-		return cmdutil.UsageErrorf("--cell-size: must be positive, got %d", o.CellSize)
+		return errkind.Usagef("", "--cell-size: must be positive, got %d", o.CellSize)
 	case o.CellSize > 0 && !o.FixOverlaps:
-		return cmdutil.UsageErrorf("--cell-size: only applies with --fix-overlaps")
+		return errkind.Usagef("", "--cell-size: only applies with --fix-overlaps")
 	}
 	files := map[string]string{}
 	for flag, path := range map[string]string{"--out": o.Out, "--rollback": o.Rollback, "--election-out": o.ElectionOut} {
@@ -223,7 +223,7 @@ func (o *Options) validate() error {
 		abs, _ := filepath.Abs(path)
 		if other, ok := files[abs]; ok {
 			a, b := min(flag, other), max(flag, other)
-			return cmdutil.UsageErrorf("%s and %s: both name %s", a, b, path)
+			return errkind.Usagef("", "%s and %s: both name %s", a, b, path)
 		}
 		files[abs] = flag
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
-	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/sizing"
 	"github.com/kplan-dev/kplan/internal/units"
 )
@@ -130,19 +130,19 @@ func loadPlan(cmd *cobra.Command, in *inputs, allowed map[string]bool) error {
 	}
 	data, err := os.ReadFile(in.plan)
 	if err != nil {
-		return cmdutil.UsageErrorf("--plan: %w", err)
+		return errkind.Usagef("", "--plan: %w", err)
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		return cmdutil.UsageErrorf("%s: %s", in.plan, strings.TrimPrefix(err.Error(), "yaml: "))
+		return errkind.Usagef("", "%s: %s", in.plan, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if len(doc.Content) == 0 {
-		return cmdutil.UsageErrorf("%s: empty plan", in.plan)
+		return errkind.Usagef("", "%s: empty plan", in.plan)
 	}
 	m := doc.Content[0]
 	if m.Kind != yaml.MappingNode {
-		return cmdutil.UsageErrorf("%s:%d: a plan is a mapping of flag names to values", in.plan, m.Line)
+		return errkind.Usagef("", "%s:%d: a plan is a mapping of flag names to values", in.plan, m.Line)
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -150,21 +150,21 @@ func loadPlan(cmd *cobra.Command, in *inputs, allowed map[string]bool) error {
 		key := k.Value
 		loc := fmt.Sprintf("%s:%d", in.plan, k.Line)
 		if seen[key] {
-			return cmdutil.UsageErrorf("%s: duplicate key %q", loc, key)
+			return errkind.Usagef("", "%s: duplicate key %q", loc, key)
 		}
 		seen[key] = true
 		f := cmd.Flags().Lookup(key)
 		if f == nil || !allowed[key] {
-			return cmdutil.UsageErrorf("%s: unknown key %q%s", loc, key, suggest(key, allowed))
+			return errkind.Usagef("", "%s: unknown key %q%s", loc, key, suggest(key, allowed))
 		}
 		if v.Kind != yaml.ScalarNode {
-			return cmdutil.UsageErrorf("%s: %s: want a single value", loc, key)
+			return errkind.Usagef("", "%s: %s: want a single value", loc, key)
 		}
 		if f.Changed {
 			continue // flags override the file
 		}
 		if err := f.Value.Set(v.Value); err != nil {
-			return cmdutil.UsageErrorf("%s: %s: %w", loc, key, err)
+			return errkind.Usagef("", "%s: %s: %w", loc, key, err)
 		}
 		in.origin[key] = fmt.Sprintf("%s:%d: %s", in.plan, k.Line, key)
 	}
@@ -215,11 +215,11 @@ func (in *inputs) build(compat string) (sizing.Input, error) {
 			if s.optional {
 				continue
 			}
-			return out, cmdutil.UsageErrorf("--%s is required (%s), as a flag or a --plan key", s.flag, s.usage)
+			return out, errkind.Usagef("", "--%s is required (%s), as a flag or a --plan key", s.flag, s.usage)
 		}
 		v, err := s.parseValue(text)
 		if err != nil {
-			return out, cmdutil.UsageErrorf("%s: %w", in.where(s.flag), err)
+			return out, errkind.Usagef("", "%s: %w", in.where(s.flag), err)
 		}
 		s.set(&out, v)
 	}
@@ -227,9 +227,9 @@ func (in *inputs) build(compat string) (sizing.Input, error) {
 	if err := out.Validate(); err != nil {
 		var fe *sizing.FieldError
 		if errors.As(err, &fe) {
-			return out, cmdutil.UsageErrorf("%s: %s", in.where(fe.Field), fe.Msg)
+			return out, errkind.Usagef("", "%s: %s", in.where(fe.Field), fe.Msg)
 		}
-		return out, cmdutil.Usage(err)
+		return out, errkind.Wrap(errkind.Usage, "", err)
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/sizing"
@@ -87,26 +88,26 @@ func (c *commonFlags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options,
 	}
 	var ok bool
 	if opts.Strategies, ok = strategyNames[c.strategy]; !ok {
-		return nil, cmdutil.UsageErrorf("%s: unknown strategy %q (want %s)", c.in.where("strategy"), c.strategy, strategyUsage)
+		return nil, errkind.Usagef("", "%s: unknown strategy %q (want %s)", c.in.where("strategy"), c.strategy, strategyUsage)
 	}
 	switch c.compat {
 	case "", "paper":
 		c.compat = ""
 	case string(sizing.CompatKafkaHDD):
 	default:
-		return nil, cmdutil.UsageErrorf("%s: unknown compat %q (want kafka-hdd)", c.in.where("compat"), c.compat)
+		return nil, errkind.Usagef("", "%s: unknown compat %q (want kafka-hdd)", c.in.where("compat"), c.compat)
 	}
 	switch sizing.Metadata(c.metadata) {
 	case sizing.KRaft, sizing.ZooKeeper:
 		opts.Metadata = sizing.Metadata(c.metadata)
 	default:
-		return nil, cmdutil.UsageErrorf("%s: unknown metadata system %q (want kraft or zookeeper)", c.in.where("metadata"), c.metadata)
+		return nil, errkind.Usagef("", "%s: unknown metadata system %q (want kraft or zookeeper)", c.in.where("metadata"), c.metadata)
 	}
 	if c.draws < 1 || c.draws > 10_000_000 {
-		return nil, cmdutil.UsageErrorf("%s: want 1 to 10000000 draws, got %d", c.in.where("draws"), c.draws)
+		return nil, errkind.Usagef("", "%s: want 1 to 10000000 draws, got %d", c.in.where("draws"), c.draws)
 	}
 	if c.cores < 0 {
-		return nil, cmdutil.UsageErrorf("%s: must not be negative", c.in.where("cores-per-broker"))
+		return nil, errkind.Usagef("", "%s: must not be negative", c.in.where("cores-per-broker"))
 	}
 	if opts.Input, err = c.in.build(c.compat); err != nil {
 		return nil, err
@@ -225,7 +226,7 @@ func runSize(_ context.Context, opts *Options) error {
 		// ms-cnfl is a baseline: its draws violating constraints is the point,
 		// not a sizing failure.
 		if !r.Feasible && r.Strategy != sizing.StrategyMSCNFL {
-			return cmdutil.SilentExit(cmdutil.ExitFindings)
+			return errkind.Silent(errkind.Negative)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/sizing"
 )
@@ -66,11 +67,11 @@ distribution) to each point.`,
 			}
 			key, rng, ok := strings.Cut(vary, "=")
 			if vary == "" {
-				return cmdutil.UsageErrorf("--vary is required, e.g. --vary consumers=200:600:50")
+				return errkind.Usagef("", "--vary is required, e.g. --vary consumers=200:600:50")
 			}
 			spec, known := specFor(key)
 			if !ok || !known {
-				return cmdutil.UsageErrorf("--vary: want INPUT=START:END:STEP with INPUT one of the sizing flags (e.g. consumers), got %q", vary)
+				return errkind.Usagef("", "--vary: want INPUT=START:END:STEP with INPUT one of the sizing flags (e.g. consumers), got %q", vary)
 			}
 			// The varied input needs no value of its own.
 			if *c.in.raw[key] == "" {
@@ -82,10 +83,10 @@ distribution) to each point.`,
 			}
 			values, err := sweepValues(spec, rng)
 			if err != nil {
-				return cmdutil.UsageErrorf("--vary: %w", err)
+				return errkind.Usagef("", "--vary: %w", err)
 			}
 			if constraints && opts.Format != report.JSON && opts.Format != report.YAML {
-				return cmdutil.UsageErrorf("--constraints: adds the checks to JSON and YAML only (use -o json or -o yaml)")
+				return errkind.Usagef("", "--constraints: adds the checks to JSON and YAML only (use -o json or -o yaml)")
 			}
 			so := &SweepOptions{Options: opts, Vary: key, Values: values, Set: spec.set, CSV: isCSV, Plot: plot, Constraints: constraints}
 			if runF != nil {
@@ -153,7 +154,7 @@ func runSweep(_ context.Context, opts *SweepOptions) error {
 	so := sizing.SweepOptions{Strategies: opts.Strategies, Draws: opts.Draws, Seed: opts.Seed, Constraints: opts.Constraints}
 	pts, err := sizing.Sweep(opts.Input, opts.Set, opts.Values, so)
 	if err != nil {
-		return cmdutil.UsageErrorf("--vary %s: %w", opts.Vary, err)
+		return errkind.Usagef("", "--vary %s: %w", opts.Vary, err)
 	}
 	out := SweepOutput{Schema: "kplan.size.sweep/v2", Vary: opts.Vary, Strategies: opts.Strategies, Inputs: inputsJSON(opts.Input), Points: pts}
 	if slices.Contains(opts.Strategies, sizing.StrategyMSCNFL) {
@@ -162,7 +163,7 @@ func runSweep(_ context.Context, opts *SweepOptions) error {
 	spec, _ := specFor(opts.Vary)
 	if opts.Plot != "" {
 		if err := report.WritePanelsPNG(opts.Plot, sweepPanels(out, spec), 3); err != nil {
-			return cmdutil.UsageErrorf("--plot: %w", err)
+			return errkind.Usagef("", "--plot: %w", err)
 		}
 	}
 	if opts.CSV {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -40,12 +41,12 @@ func (o *Options) Validate() error {
 	live := o.Live()
 	switch {
 	case o.From != "" && live:
-		return cmdutil.UsageErrorf("--from and --bootstrap-server/--command-config: give one source, not both")
+		return errkind.Usagef("", "--from and --bootstrap-server/--command-config: give one source, not both")
 	case o.From == "" && !live:
-		return cmdutil.UsageErrorf("no layout: give --from FILE or --bootstrap-server HOST:PORT")
+		return errkind.Usagef("", "no layout: give --from FILE or --bootstrap-server HOST:PORT")
 	}
 	if _, err := regexp.Compile(o.Topics); err != nil {
-		return cmdutil.UsageErrorf("--topics: %w", err)
+		return errkind.Usagef("", "--topics: %w", err)
 	}
 	return o.Options.Validate()
 }
@@ -64,7 +65,7 @@ func (o *Options) Load(ctx context.Context, f *cmdutil.Factory) (*topology.Clust
 		defer adm.Close()
 		if _, err := adm.Client(); err != nil {
 			// A bad --command-config or --bootstrap-server: the user's input.
-			return nil, cmdutil.Usage(err)
+			return nil, errkind.Wrap(errkind.Usage, "", err)
 		}
 		c, err := adm.Snapshot(ctx, filter)
 		if err != nil {
@@ -80,7 +81,7 @@ func (o *Options) Load(ctx context.Context, f *cmdutil.Factory) (*topology.Clust
 	if o.From != "-" {
 		file, err := os.Open(o.From)
 		if err != nil {
-			return nil, cmdutil.UsageErrorf("--from: %w", err)
+			return nil, errkind.Usagef("", "--from: %w", err)
 		}
 		defer file.Close() //nolint:errcheck // read-only
 		r, name = file, o.From

@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
 )
 
@@ -71,7 +71,7 @@ func LabDirVar(fs *pflag.FlagSet, p *string, note string) {
 // CheckBootstrap refuses a --bootstrap-server given with no address.
 func CheckBootstrap(fs *pflag.FlagSet, v string) error {
 	if fs.Changed(FlagBootstrap) && strings.Trim(v, " ,") == "" {
-		return cmdutil.UsageErrorf("--%s: no address given", FlagBootstrap)
+		return errkind.Usagef("", "--%s: no address given", FlagBootstrap)
 	}
 	return nil
 }
@@ -79,7 +79,7 @@ func CheckBootstrap(fs *pflag.FlagSet, v string) error {
 // CheckTimeout refuses a --timeout that is not positive.
 func CheckTimeout(d time.Duration) error {
 	if d <= 0 {
-		return cmdutil.UsageErrorf("--%s: want a positive duration, got %s", FlagTimeout, d)
+		return errkind.Usagef("", "--%s: want a positive duration, got %s", FlagTimeout, d)
 	}
 	return nil
 }
@@ -87,7 +87,7 @@ func CheckTimeout(d time.Duration) error {
 // CheckLabDir refuses a --lab-dir given empty.
 func CheckLabDir(fs *pflag.FlagSet, v string) error {
 	if fs.Changed(FlagLabDir) && v == "" {
-		return cmdutil.UsageErrorf("--%s: empty", FlagLabDir)
+		return errkind.Usagef("", "--%s: empty", FlagLabDir)
 	}
 	return nil
 }
@@ -98,7 +98,7 @@ func CheckLabDir(fs *pflag.FlagSet, v string) error {
 func Resolve(conn kafka.ConnOptions) (kafka.ConnOptions, error) {
 	r, err := conn.Resolve()
 	if err != nil {
-		return conn, cmdutil.Usage(err)
+		return conn, errkind.Wrap(errkind.Usage, "", err)
 	}
 	return r, nil
 }
