@@ -126,6 +126,10 @@ func (e *TargetError) ErrorKind() errkind.Kind { return errkind.Usage }
 // ErrorField returns the option the fault comes from, or "".
 func (e *TargetError) ErrorField() string { return e.Field }
 
+// ErrorMessage returns the message without the field, for the command line
+// to put the flag in its place (errkind.Spellable).
+func (e *TargetError) ErrorMessage() string { return e.Msg }
+
 func targetErr(field, format string, a ...any) error {
 	return &TargetError{Field: field, Msg: fmt.Sprintf(format, a...)}
 }

@@ -57,10 +57,6 @@ func addDirFlag(cmd *cobra.Command, dir *string) {
 	cmd.Flags().StringVar(dir, "dir", localkafka.DefaultDir(), "lab directory (state, configs, logs, data); $KPLAN_LAB_DIR sets the default")
 }
 
-// flagErr spells a localkafka error's field as the flag it came from:
-// localkafka's field names are the flags' names.
-func flagErr(err error) error { return cmdutil.SpellFlag(err, nil) }
-
 // UpOptions are the parsed flags of `kplan lab up`.
 type UpOptions struct {
 	IO *iostreams.IOStreams
@@ -122,7 +118,8 @@ stays, claiming nothing running.`,
 				opts.Config.BandwidthBps = bps
 			}
 			if err := opts.Config.Validate(); err != nil {
-				return flagErr(err)
+				// localkafka's fields are the flags' names.
+				return cmdutil.SpellFlag(err, nil)
 			}
 			if opts.Timeout <= 0 {
 				return errkind.Usagef("", "--timeout: want a positive duration, got %s", opts.Timeout)
@@ -177,7 +174,7 @@ func runUp(ctx context.Context, opts *UpOptions) error {
 		return upInterrupted(signalled, ue)
 	}
 	if err != nil {
-		return flagErr(err)
+		return cmdutil.SpellFlag(err, nil)
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "lab up: %d brokers ready in %.1fs (dir %s)\n", len(s.Brokers()), opts.Now().Sub(start).Seconds(), s.Dir)
 	if sec := s.Security; sec != nil {

@@ -134,7 +134,7 @@ func (o *NetOptions) parse(cmd *cobra.Command, broker int32, clients bool, delay
 		return errkind.Usagef("", "--broker: give a path, --broker N or --clients (or --clear)")
 	}
 	if err := o.Cond.Validate(); err != nil {
-		return flagErr(err)
+		return cmdutil.SpellFlag(err, nil)
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ func runNet(ctx context.Context, opts *NetOptions) error {
 		err = s.SetNetCondition(ctx, opts.Path, opts.Cond)
 	}
 	if err != nil {
-		return flagErr(err)
+		return cmdutil.SpellFlag(err, nil)
 	}
 	nc := s.NetConditions()
 	if nc == nil {

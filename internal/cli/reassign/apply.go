@@ -351,23 +351,23 @@ func (o *ApplyOptions) loadPlan() ([]topology.Partition, error) {
 	return plan, o.spell(err)
 }
 
-// spell names a domain error's field as the command line does: the plan
-// file, or a flag. The workflow's errors are fresh values, so the field is
-// renamed in place, keeping any wrapping around it.
+// spell names a domain error's field as the command line does (where),
+// and says how to follow a plan still in progress.
 func (o *ApplyOptions) spell(err error) error {
-	var e *errkind.Error
-	if errors.As(err, &e) && e.Field != "" {
-		switch e.Field {
-		case "plan":
-			e.Field = "plan " + o.Plan
-		default:
-			e.Field = "--" + e.Field
-		}
-	}
+	err = cmdutil.Spell(err, o.where)
 	if errors.Is(err, apply.ErrNotDone) {
 		err = fmt.Errorf("%w; follow it with --verify or stop it with --cancel", err)
 	}
 	return err
+}
+
+// where spells a field of the workflow's errors: "plan" is the plan file,
+// any other field its flag.
+func (o *ApplyOptions) where(field string) string {
+	if field == "plan" {
+		return "plan " + o.Plan
+	}
+	return "--" + field
 }
 
 // progress prints the workflow's steps on stderr, so stdout stays the

@@ -265,35 +265,15 @@ func ParseBrokers(s string) ([]topology.Broker, error) {
 	return out, nil
 }
 
-// flagError is a planner error as the command line tells it: the flag the
-// fault comes from, or the input file when the layout itself is at fault.
-// Its kind (usage) comes from the wrapped error.
-type flagError struct {
-	where string
-	err   *reassign.TargetError
-}
-
-func (e *flagError) Error() string {
-	if e.where == "" {
-		return e.err.Msg
-	}
-	return e.where + ": " + e.err.Msg
-}
-
-func (e *flagError) Unwrap() error { return e.err }
-
-// targetError spells a *reassign.TargetError's field as its flag (a fault
-// of the layout names the file it came from); other errors pass unchanged.
+// targetError spells a *reassign.TargetError's field as its flag; a fault
+// of the layout itself names the file it came from. Other errors pass
+// unchanged.
 func targetError(err error, from string) error {
 	var te *reassign.TargetError
-	if !errors.As(err, &te) {
-		return err
+	if errors.As(err, &te) && te.Field == "" && from != "" {
+		return fmt.Errorf("%s: %w", from, err)
 	}
-	where := from
-	if te.Field != "" {
-		where = "--" + te.Field
-	}
-	return &flagError{where: where, err: te}
+	return cmdutil.SpellFlag(err, nil)
 }
 
 // result is the JSON of `kplan reassign -o json`: the summary and the

@@ -3,7 +3,6 @@ package size
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
+	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/sizing"
 	"github.com/kplan-dev/kplan/internal/units"
@@ -225,11 +225,9 @@ func (in *inputs) build(compat string) (sizing.Input, error) {
 	}
 	out.Compat = sizing.Compat(compat)
 	if err := out.Validate(); err != nil {
-		var fe *sizing.FieldError
-		if errors.As(err, &fe) {
-			return out, errkind.Usagef("", "%s: %s", in.where(fe.Field), fe.Msg)
-		}
-		return out, errkind.Wrap(errkind.Usage, "", err)
+		// A *sizing.FieldError: its field spelled as the flag or the
+		// plan's file:line: key that set it.
+		return out, errkind.Wrap(errkind.Usage, "", cmdutil.Spell(err, in.where))
 	}
 	return out, nil
 }
