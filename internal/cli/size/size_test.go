@@ -125,6 +125,7 @@ func TestBadInput(t *testing.T) {
 	dup := write("dup.yaml", "consumers: 1\nconsumers: 2\n")
 	protoBody, err := os.ReadFile(plansDir + "raptis-prototype.yaml")
 	require.NoError(t, err)
+	rfAboveB := write("rf.yaml", strings.Replace(string(protoBody), "replication-factor: 3 ", "replication-factor: 17", 1))
 	badStrategy := write("strategy.yaml", "# a plan naming a strategy\nstrategy: bromid\n"+string(protoBody))
 	proto := plansDir + "raptis-prototype.yaml"
 	tests := []struct {
@@ -150,6 +151,8 @@ func TestBadInput(t *testing.T) {
 		{"plan bad value", []string{"--plan", badValue}, badValue + ":5: partition-produce-rate: "},
 		{"plan not a map", []string{"--plan", notMap}, notMap + ":1: "},
 		{"plan duplicate", []string{"--plan", dup}, dup + `:2: duplicate key "consumers"`},
+		// The domain's field error, spelled as the plan's line that set it.
+		{"plan r above B", []string{"--plan", rfAboveB}, "kplan: " + rfAboveB + ":9: replication-factor: replication factor 17 exceeds --max-brokers 16\n"},
 		{"unknown flag", []string{"--consumer", "3"}, "unknown flag"},
 		{"sweep without vary", []string{"sweep", "--plan", proto}, "--vary is required"},
 		{"sweep bad input", []string{"sweep", "--plan", proto, "--vary", "colour=1:2:1"}, "--vary: "},
