@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -81,8 +82,26 @@ func (r *Report) AddFailover(c *topology.Cluster, o FailoverOptions) error {
 		rates = EqualRates()
 	}
 	em := newElectModel(c)
-	for _, d := range []Domain{DomainBroker, DomainRack} {
-		w, err := worstFailover(em, d, rates)
+	m := o.MinInsync
+	if m <= 0 {
+		m = DefaultMinInsync
+	}
+	// The two domains and the pair loss only read the election model: they
+	// run side by side, and their figures are put together in a fixed order.
+	domains := []Domain{DomainBroker, DomainRack}
+	worst := make([]*WorstFailover, len(domains))
+	errs := make([]error, len(domains))
+	var pair *PairLoss
+	var wg sync.WaitGroup
+	for i, d := range domains {
+		wg.Go(func() { worst[i], errs[i] = worstFailover(em, d, rates) })
+	}
+	if em.maxRF() >= 3 {
+		wg.Go(func() { pair = em.worstPair(m) })
+	}
+	wg.Wait()
+	for i, d := range domains {
+		w, err := worst[i], errs[i]
 		if err != nil {
 			return err
 		}
@@ -105,11 +124,7 @@ func (r *Report) AddFailover(c *topology.Cluster, o FailoverOptions) error {
 		}
 	}
 	if em.maxRF() >= 3 {
-		m := o.MinInsync
-		if m <= 0 {
-			m = DefaultMinInsync
-		}
-		if s.Pair = em.worstPair(m); s.Pair != nil && s.Pair.UnderMinISR > s.Pair.AlreadyUnder {
+		if s.Pair = pair; s.Pair != nil && s.Pair.UnderMinISR > s.Pair.AlreadyUnder {
 			p := s.Pair
 			why := fmt.Sprintf("no placement avoids them all (RF - 2 < min ISR: some pair always holds two replicas; the least any placement leaves is %d): only a higher replication factor or a lower min.insync.replicas does", p.LeastAnyPlacement)
 			if p.Avoidable > 0 {
