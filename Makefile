@@ -28,7 +28,7 @@ export KPLAN_KAFKA_JARS := $(KAFKA_JARS)
 export KPLAN_KUBE_APISERVER := $(K8S_DIR)/kube-apiserver
 export KPLAN_CHAOS_MESH := $(CHAOS_MESH_DIR)
 
-.PHONY: all build test unit integration acceptance acceptance-doc lint vet fmt kafka k8s etcd iptables tools demo bench fuzz soak clean
+.PHONY: all build test unit integration acceptance acceptance-doc lint vet fmt kafka k8s etcd iptables tools demo bench fuzz soak clean golden
 
 all: build
 
@@ -244,6 +244,11 @@ soak: build kafka
 	  --warmup 1s --phase-duration $(SOAK_PHASE) -o json > $(SOAK_DIR)/soak.json; \
 	jq -e '[.runs[].partitioners[] | .lost + .duplicates] | add == 0' $(SOAK_DIR)/soak.json > /dev/null || \
 	  { echo "soak: acknowledged records lost or duplicated (see $(SOAK_DIR)/soak.json)" >&2; exit 1; }
+
+## golden: rewrite every golden file from what the code prints today
+## (internal/testutil/golden; review the diff before committing it).
+golden:
+	KPLAN_UPDATE_GOLDEN=1 go test -count=1 ./...
 
 fuzz:
 	@for dir in $(FUZZ_PKGS); do \

@@ -2,7 +2,9 @@ package audit
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -131,11 +133,6 @@ func newElectModel(c *topology.Cluster) *electModel {
 			m.live++
 		}
 	}
-	size := 0
-	for i := range c.Partitions {
-		size += len(c.Partitions[i].Replicas)
-	}
-	m.rep, m.elig = make([]int32, 0, size), make([]bool, 0, size)
 	for i := range c.Partitions {
 		p := &c.Partitions[i]
 		if i == 0 || p.Topic != c.Partitions[i-1].Topic {
@@ -145,20 +142,44 @@ func newElectModel(c *topology.Cluster) *electModel {
 		if lj, ok := ix.Pos(p.Leader); ok && p.Leader != topology.NoLeader && !m.down[lj] {
 			m.lpos[i] = int32(lj)
 		}
-		for _, r := range p.Replicas {
-			j, ok := ix.Pos(r)
-			if !ok {
-				m.rep, m.elig = append(m.rep, -1), append(m.elig, false)
-				continue
-			}
-			m.rep = append(m.rep, int32(j))
-			// Without an ISR list every replica is in sync.
-			m.elig = append(m.elig, !m.down[j] && (p.ISR == nil || slices.Contains(p.ISR, r)) && (len(p.Offline) == 0 || !slices.Contains(p.Offline, r)))
-		}
-		m.off[i+1] = int32(len(m.rep))
+		m.off[i+1] = m.off[i] + int32(len(p.Replicas))
 	}
+	m.rep, m.elig = make([]int32, m.off[len(c.Partitions)]), make([]bool, m.off[len(c.Partitions)])
+	// Each partition fills its own slots: ranges of partitions run side by
+	// side.
+	workers := max(1, min(fillWorkers, len(c.Partitions)/fillChunk))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { m.fill(w*len(c.Partitions)/workers, (w+1)*len(c.Partitions)/workers) })
+	}
+	wg.Wait()
 	m.topicStart = append(m.topicStart, int32(len(c.Partitions)))
 	return m
+}
+
+// fillWorkers and fillChunk bound newElectModel's goroutines: at most
+// fillWorkers, each over at least fillChunk partitions. Tests lower them.
+var (
+	fillWorkers = runtime.GOMAXPROCS(0)
+	fillChunk   = 1 << 16
+)
+
+// fill sets the replica positions and electability of partitions [from, to).
+func (m *electModel) fill(from, to int) {
+	for i := from; i < to; i++ {
+		p := &m.c.Partitions[i]
+		x := m.off[i]
+		for k, r := range p.Replicas {
+			j, ok := m.ix.Pos(r)
+			if !ok {
+				m.rep[int(x)+k] = -1
+				continue
+			}
+			m.rep[int(x)+k] = int32(j)
+			// Without an ISR list every replica is in sync.
+			m.elig[int(x)+k] = !m.down[j] && (p.ISR == nil || slices.Contains(p.ISR, r)) && (len(p.Offline) == 0 || !slices.Contains(p.Offline, r))
+		}
+	}
 }
 
 // failover holds the dense arrays of one domain's evaluation.
@@ -353,9 +374,14 @@ func (f *failover) figure(u int, gain, byBase []int) LossFigure {
 // plus the lost brokers skipped in that order, not every broker, and a
 // topic a sort of its leader brokers.
 func (f *failover) topics() []TopicFailover {
+	return f.topicsOn(runtime.GOMAXPROCS(0))
+}
+
+// topicsOn is topics on up to workers goroutines, each over its own range of
+// topics with its own scratch; the result is sorted, so it is the same at
+// any number of workers (TestFailoverTopicsWorkersAgree).
+func (f *failover) topicsOn(workers int) []TopicFailover {
 	n := f.ix.Len()
-	t := &topicScratch{base: make([]int, n), gain: make([]int, n), lostIn: make([]int, len(f.units))}
-	holds := make([]bool, n)
 	// rank orders broker positions by id, for ties.
 	rank := make([]uint32, n)
 	byID := make([]int, n)
@@ -366,10 +392,35 @@ func (f *failover) topics() []TopicFailover {
 	for r, j := range byID {
 		rank[j] = uint32(r)
 	}
-	t.byRank = byID
+	topics := len(f.m.topicStart) - 1
+	workers = max(1, min(workers, topics/64))
+	parts := make([][]TopicFailover, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			parts[w] = f.topicRange(w*topics/workers, (w+1)*topics/workers, rank, byID)
+		})
+	}
+	wg.Wait()
+	out := slices.Concat(parts...)
+	slices.SortFunc(out, func(a, b TopicFailover) int {
+		if c := cmp.Compare(b.Excess, a.Excess); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Topic, b.Topic)
+	})
+	return out
+}
+
+// topicRange returns the worst loss of each topic index in [from, to) that
+// has one, in topic order.
+func (f *failover) topicRange(from, to int, rank []uint32, byID []int) []TopicFailover {
+	n := f.ix.Len()
+	t := &topicScratch{base: make([]int, n), gain: make([]int, n), lostIn: make([]int, len(f.units)), byRank: byID}
+	holds := make([]bool, n)
 	var out []TopicFailover
 	m := f.m
-	for ti := 0; ti+1 < len(m.topicStart); ti++ {
+	for ti := from; ti < to; ti++ {
 		i, end := int(m.topicStart[ti]), int(m.topicStart[ti+1])
 		t.touched, t.led, t.order = t.touched[:0], t.led[:0], t.order[:0]
 		online := 0
@@ -400,12 +451,6 @@ func (f *failover) topics() []TopicFailover {
 			t.base[j], holds[j] = 0, false
 		}
 	}
-	slices.SortFunc(out, func(a, b TopicFailover) int {
-		if c := cmp.Compare(b.Excess, a.Excess); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Topic, b.Topic)
-	})
 	return out
 }
 

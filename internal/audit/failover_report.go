@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -21,10 +22,35 @@ type FailoverOptions struct {
 	RatesGiven bool
 	// Threshold is the excess above which the worst loss is a warning.
 	Threshold int
-	// MinInsync is min.insync.replicas for the pair loss (0: Kafka's
-	// default, DefaultMinInsync).
+	// MinInsync is min.insync.replicas for the pair loss, for every topic
+	// (0: each topic's MinInsyncByTopic, else Kafka's default,
+	// DefaultMinInsync).
 	MinInsync int
+	// MinInsyncByTopic is each topic's min.insync.replicas as a live
+	// cluster reports it (its own config, else the broker's default); nil
+	// when not read. MinInsync, when set, overrides it.
+	MinInsyncByTopic map[string]int
 }
+
+// minInsyncs is what the pair loss judges each topic against, and where
+// that came from: "flag", "cluster" or "default".
+func (o FailoverOptions) minInsyncs() (MinInsyncs, string) {
+	switch {
+	case o.MinInsync > 0:
+		return MinInsyncs{Default: o.MinInsync}, MinInsyncFromFlag
+	case o.MinInsyncByTopic != nil:
+		return MinInsyncs{Default: DefaultMinInsync, ByTopic: o.MinInsyncByTopic}, MinInsyncFromCluster
+	default:
+		return MinInsyncs{Default: DefaultMinInsync}, MinInsyncFromDefault
+	}
+}
+
+// Where a pair loss's min.insync.replicas came from (PairLoss.From).
+const (
+	MinInsyncFromFlag    = "flag"
+	MinInsyncFromCluster = "cluster"
+	MinInsyncFromDefault = "default"
+)
 
 // FailoverSection is the report's failover section: the worst broker loss
 // and, with two racks or more, the worst rack loss.
@@ -81,8 +107,27 @@ func (r *Report) AddFailover(c *topology.Cluster, o FailoverOptions) error {
 		rates = EqualRates()
 	}
 	em := newElectModel(c)
-	for _, d := range []Domain{DomainBroker, DomainRack} {
-		w, err := worstFailover(em, d, rates)
+	mi, from := o.minInsyncs()
+	// The two domains and the pair loss only read the election model: they
+	// run side by side, and their figures are put together in a fixed order.
+	domains := []Domain{DomainBroker, DomainRack}
+	worst := make([]*WorstFailover, len(domains))
+	errs := make([]error, len(domains))
+	var pair *PairLoss
+	var wg sync.WaitGroup
+	for i, d := range domains {
+		wg.Go(func() { worst[i], errs[i] = worstFailover(em, d, rates) })
+	}
+	if em.maxRF() >= 3 {
+		wg.Go(func() {
+			if pair = em.worstPair(mi); pair != nil {
+				pair.From = from
+			}
+		})
+	}
+	wg.Wait()
+	for i, d := range domains {
+		w, err := worst[i], errs[i]
 		if err != nil {
 			return err
 		}
@@ -105,19 +150,15 @@ func (r *Report) AddFailover(c *topology.Cluster, o FailoverOptions) error {
 		}
 	}
 	if em.maxRF() >= 3 {
-		m := o.MinInsync
-		if m <= 0 {
-			m = DefaultMinInsync
-		}
-		if s.Pair = em.worstPair(m); s.Pair != nil && s.Pair.UnderMinISR > s.Pair.AlreadyUnder {
+		if s.Pair = pair; s.Pair != nil && s.Pair.UnderMinISR > s.Pair.AlreadyUnder {
 			p := s.Pair
 			why := fmt.Sprintf("no placement avoids them all (RF - 2 < min ISR: some pair always holds two replicas; the least any placement leaves is %d): only a higher replication factor or a lower min.insync.replicas does", p.LeastAnyPlacement)
 			if p.Avoidable > 0 {
 				why = fmt.Sprintf("%d of them only because their ISR is short already", p.Avoidable)
 			}
 			r.Findings = append(r.Findings, Finding{Rule: "pair-under-min-isr", Severity: Info, Subject: fmt.Sprintf("brokers %d,%d", p.Lost[0], p.Lost[1]),
-				Message: fmt.Sprintf("losing brokers %d and %d together would leave %d partitions with fewer in-sync replicas than min.insync.replicas %d (e.g. %s): acks=all writes to them fail; %s",
-					p.Lost[0], p.Lost[1], p.UnderMinISR, m, p.Examples[0], why)})
+				Message: fmt.Sprintf("losing brokers %d and %d together would leave %d partitions with fewer in-sync replicas than %s (e.g. %s): acks=all writes to them fail; %s",
+					p.Lost[0], p.Lost[1], p.UnderMinISR, p.MinInsyncText(), p.Examples[0], why)})
 		}
 	}
 	r.Failover = s

@@ -168,3 +168,24 @@ func TestAddFailoverEqualsItsParts(t *testing.T) {
 		}
 	}
 }
+
+// TestFailoverTopicsWorkersAgree: each topic's worst loss computed on
+// several goroutines equals the one-goroutine result.
+func TestFailoverTopicsWorkersAgree(t *testing.T) {
+	c, err := topology.Generate(topology.GenOptions{Brokers: 30, Racks: 3, Topics: 700, Partitions: 9000, ReplicationFactor: 3, Skew: 1, Scatter: 0.3, Uneven: 0.2},
+		rand.New(rand.NewPCG(7, 8)))
+	require.NoError(t, err)
+	em := newElectModel(c)
+	// The model built on several goroutines is the same.
+	defer func(w, n int) { fillWorkers, fillChunk = w, n }(fillWorkers, fillChunk)
+	fillWorkers, fillChunk = 3, 100
+	require.Equal(t, em, newElectModel(c))
+	for _, d := range []Domain{DomainBroker, DomainRack} {
+		f := newFailover(em, d)
+		one := f.topicsOn(1)
+		require.NotEmpty(t, one, "domain %s: the scattered layout has topics above their optimum", d)
+		for _, w := range []int{2, 3, 5} {
+			require.Equal(t, one, f.topicsOn(w), "domain %s, %d workers", d, w)
+		}
+	}
+}

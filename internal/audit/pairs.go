@@ -2,6 +2,7 @@ package audit
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -17,8 +18,14 @@ const DefaultMinInsync = 1
 // the pair leaving the most partitions with fewer in-sync replicas than
 // the minimum (acks=all producers then fail on them).
 type PairLoss struct {
-	// MinInsync is the min.insync.replicas judged against.
+	// MinInsync is the min.insync.replicas judged against: every topic's,
+	// or, when From is "cluster", the default of topics the cluster gave
+	// none for (each topic's own is in Unavoidable and the counts).
 	MinInsync int `json:"min_insync"`
+	// From says where the minimum came from: "flag" (--min-insync),
+	// "cluster" (each topic's config on a live cluster) or "default"
+	// (Kafka's default, 1).
+	From string `json:"min_insync_from,omitempty"`
 	// Lost is the worst pair (lowest ids on ties); Pairs counts the pairs
 	// of live brokers evaluated.
 	Lost  [2]int32 `json:"lost"`
@@ -43,6 +50,16 @@ type PairLoss struct {
 	// Examples names the first partitions left under min ISR (at most
 	// maxPairExamples, in partition order).
 	Examples []string `json:"examples"`
+}
+
+// MinInsyncText names what the pair loss was judged against:
+// "min.insync.replicas 2", or, for a live cluster's topic configs,
+// "each topic's min.insync.replicas (read from the cluster; 1 where unset)".
+func (pl *PairLoss) MinInsyncText() string {
+	if pl.From == MinInsyncFromCluster {
+		return fmt.Sprintf("each topic's min.insync.replicas (read from the cluster; %d where unset)", pl.MinInsync)
+	}
+	return fmt.Sprintf("min.insync.replicas %d", pl.MinInsync)
 }
 
 // UnavoidableMinISR counts the partitions under min ISR after the worst
@@ -70,10 +87,42 @@ var maxDensePairs = 4096
 // in O(partitions x RF^2), give every pair's count in O(1), and only pairs
 // sharing a partition differ from the sum of their brokers' counts.
 func WorstPairLoss(c *topology.Cluster, minInsync int) *PairLoss {
-	return newElectModel(c).worstPair(minInsync)
+	return newElectModel(c).worstPair(MinInsyncs{Default: minInsync})
 }
 
-func (em *electModel) worstPair(minInsync int) *PairLoss {
+// MinInsyncs is the min.insync.replicas each topic is judged against:
+// ByTopic's value for the topics it names (a live cluster's topic configs),
+// Default for the others.
+type MinInsyncs struct {
+	Default int
+	ByTopic map[string]int
+}
+
+// perTopic returns each topic's minimum, in the model's topic order.
+func (mi MinInsyncs) perTopic(em *electModel) []int {
+	out := make([]int, len(em.topicStart)-1)
+	for ti := range out {
+		out[ti] = mi.Default
+		if v, ok := mi.ByTopic[em.c.Partitions[em.topicStart[ti]].Topic]; ok && v > 0 {
+			out[ti] = v
+		}
+	}
+	return out
+}
+
+// eachPartition calls fn with every partition's index and its topic's
+// minimum, in partition order.
+func (em *electModel) eachPartition(mins []int, fn func(i, minInsync int)) {
+	for ti, m := range mins {
+		for i := em.topicStart[ti]; i < em.topicStart[ti+1]; i++ {
+			fn(int(i), m)
+		}
+	}
+}
+
+func (em *electModel) worstPair(mi MinInsyncs) *PairLoss {
+	minInsync := mi.Default
+	mins := mi.perTopic(em)
 	ix, live := em.ix, em.live
 	n := ix.Len()
 	up := make([]bool, n)
@@ -106,7 +155,7 @@ func (em *electModel) worstPair(minInsync int) *PairLoss {
 			sparse[uint64(a)<<32|uint64(b)] += d
 		}
 	}
-	for i := range em.lpos {
+	em.eachPartition(mins, func(i, minInsync int) {
 		isr = em.liveISR(i, isr[:0])
 		switch s := len(isr) - minInsync; {
 		case s < 0:
@@ -129,7 +178,7 @@ func (em *electModel) worstPair(minInsync int) *PairLoss {
 				}
 			}
 		}
-	}
+	})
 	if already == 0 && !tallied {
 		// No partition within one loss of the minimum: no pair takes any
 		// under; the first pair stands for all.
@@ -143,7 +192,7 @@ func (em *electModel) worstPair(minInsync int) *PairLoss {
 				break
 			}
 		}
-		pl.LeastAnyPlacement = em.leastAnyPlacement(minInsync)
+		pl.LeastAnyPlacement = em.leastAnyPlacement(mins)
 		return pl
 	}
 	best, ba, bb := -1, -1, -1
@@ -200,7 +249,7 @@ func (em *electModel) worstPair(minInsync int) *PairLoss {
 	}
 	pl := &PairLoss{MinInsync: minInsync, Lost: [2]int32{ix.ID(ba), ix.ID(bb)}, Pairs: live * (live - 1) / 2, AlreadyUnder: already,
 		Unavoidable: []UnavoidableMinISR{}, Examples: []string{}}
-	pl.describe(em, ba, bb)
+	pl.describe(em, mins, ba, bb)
 	return pl
 }
 
@@ -216,11 +265,11 @@ func (em *electModel) liveISR(i int, out []int) []int {
 
 // describe fills the worst pair's figures by one pass over the partitions,
 // and the least any placement could leave under min ISR.
-func (pl *PairLoss) describe(em *electModel, a, b int) {
-	m := pl.MinInsync
-	unavoidable := map[int]int{} // by RF
+func (pl *PairLoss) describe(em *electModel, mins []int, a, b int) {
+	type key struct{ rf, m int }
+	unavoidable := map[key]int{}
 	var isr []int
-	for i := range em.lpos {
+	em.eachPartition(mins, func(i, m int) {
 		r := int(em.off[i+1] - em.off[i])
 		isr = em.liveISR(i, isr[:0])
 		left := 0
@@ -230,25 +279,27 @@ func (pl *PairLoss) describe(em *electModel, a, b int) {
 			}
 		}
 		if left >= m {
-			continue
+			return
 		}
 		pl.UnderMinISR++
 		if left == 0 {
 			pl.Offline++
 		}
 		if r-2 < m {
-			unavoidable[r]++
+			unavoidable[key{r, m}]++
 		} else {
 			pl.Avoidable++
 		}
 		if len(pl.Examples) < maxPairExamples {
 			pl.Examples = append(pl.Examples, em.c.Partitions[i].Key().String())
 		}
+	})
+	for _, k := range slices.SortedFunc(maps.Keys(unavoidable), func(x, y key) int {
+		return cmp.Or(cmp.Compare(x.rf, y.rf), cmp.Compare(x.m, y.m))
+	}) {
+		pl.Unavoidable = append(pl.Unavoidable, UnavoidableMinISR{RF: k.rf, MinInsync: k.m, Partitions: unavoidable[k]})
 	}
-	for _, r := range slices.Sorted(maps.Keys(unavoidable)) {
-		pl.Unavoidable = append(pl.Unavoidable, UnavoidableMinISR{RF: r, MinInsync: m, Partitions: unavoidable[r]})
-	}
-	pl.LeastAnyPlacement = em.leastAnyPlacement(m)
+	pl.LeastAnyPlacement = em.leastAnyPlacement(mins)
 }
 
 // leastAnyPlacement is the least number of partitions the worst pair of
@@ -257,14 +308,14 @@ func (pl *PairLoss) describe(em *electModel, a, b int) {
 // the worst is never below it. A partition of RF r is under after the
 // pair when m > r (always), m == r (the pair holds one of its replicas) or
 // m == r - 1 (the pair holds two).
-func (em *electModel) leastAnyPlacement(m int) int {
+func (em *electModel) leastAnyPlacement(mins []int) int {
 	live := em.live
 	pairs := float64(live) * float64(live-1) / 2
 	if pairs == 0 {
 		return 0
 	}
 	var hit float64 // partitions x pairs leaving them under
-	for i := range em.lpos {
+	em.eachPartition(mins, func(i, m int) {
 		r := int(em.off[i+1] - em.off[i])
 		switch {
 		case m > r:
@@ -275,7 +326,7 @@ func (em *electModel) leastAnyPlacement(m int) int {
 		case m == r-1:
 			hit += float64(r) * float64(r-1) / 2
 		}
-	}
+	})
 	// A tolerance keeps an exact integer mean from rounding up.
 	return int(math.Ceil(hit/pairs - 1e-9))
 }

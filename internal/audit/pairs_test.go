@@ -13,7 +13,7 @@ import (
 
 // brutePairs counts, for every pair of live brokers, the partitions left
 // with fewer live in-sync replicas than m once both are lost.
-func brutePairs(c *topology.Cluster, m int) (best int, lost [2]int32, offline int, pairs int) {
+func brutePairs(c *topology.Cluster, minOf func(topic string) int) (best int, lost [2]int32, offline int, pairs int) {
 	best = -1
 	var live []int32
 	for _, b := range c.Brokers {
@@ -36,7 +36,7 @@ func brutePairs(c *topology.Cluster, m int) (best int, lost [2]int32, offline in
 						left++
 					}
 				}
-				if left < m {
+				if left < minOf(p.Topic) {
 					under++
 				}
 				if left == 0 {
@@ -74,8 +74,24 @@ func TestWorstPairLossEqualsBruteForce(t *testing.T) {
 		}
 		m := 1 + rng.IntN(3)
 		maxDensePairs = []int{4096, 0}[seed%2]
-		got := WorstPairLoss(c, m)
-		best, lost, offline, pairs := brutePairs(c, m)
+		// Every topic at m, or (a live cluster's configs) each topic at
+		// its own, some left to the default m.
+		mi := MinInsyncs{Default: m}
+		if seed%4 >= 2 {
+			mi.ByTopic = map[string]int{}
+			for _, p := range c.Partitions {
+				if _, ok := mi.ByTopic[p.Topic]; !ok && rng.IntN(4) > 0 {
+					mi.ByTopic[p.Topic] = 1 + rng.IntN(3)
+				}
+			}
+		}
+		got := newElectModel(c).worstPair(mi)
+		best, lost, offline, pairs := brutePairs(c, func(topic string) int {
+			if v, ok := mi.ByTopic[topic]; ok {
+				return v
+			}
+			return m
+		})
 		if best < 0 {
 			assert.Nil(t, got, "seed %d: fewer than three brokers up", seed)
 			continue
@@ -88,6 +104,7 @@ func TestWorstPairLossEqualsBruteForce(t *testing.T) {
 		n := got.Avoidable
 		for _, u := range got.Unavoidable {
 			assert.Less(t, u.RF-2, u.MinInsync)
+			assert.Positive(t, u.Partitions)
 			n += u.Partitions
 		}
 		assert.Equal(t, got.UnderMinISR, n, "seed %d: every partition under min ISR is classified", seed)

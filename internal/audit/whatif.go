@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -208,13 +210,39 @@ func whatIfLoss(c *topology.Cluster, by By, lost []int32, interLimit int) []What
 			}
 		}
 	}
-	s := m.newScratch()
-	var out []WhatIf
+	var idx []int
 	for _, b := range lost {
 		if bi, ok := m.ix.Pos(b); ok {
-			out = append(out, m.lose(bi, s))
+			idx = append(idx, bi)
 		}
 	}
+	if len(idx) == 0 {
+		return nil
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if len(idx) < 8 {
+		workers = 1
+	}
+	return m.loseAll(idx, workers)
+}
+
+// loseAll simulates the loss of each broker position in idx on up to
+// workers goroutines. Losses share only the read-only model: each worker has
+// its own scratch and fills its own slots, so the result is the same at any
+// number of workers (TestWhatIfLossWorkersAgree).
+func (m *lossModel) loseAll(idx []int, workers int) []WhatIf {
+	out := make([]WhatIf, len(idx))
+	workers = max(1, min(workers, len(idx)))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			s := m.newScratch()
+			for i := w; i < len(idx); i += workers {
+				out[i] = m.lose(idx[i], s)
+			}
+		})
+	}
+	wg.Wait()
 	return out
 }
 

@@ -185,3 +185,23 @@ func TestWhatIfSkipsMissingBrokers(t *testing.T) {
 	assert.Equal(t, []Election{{Topic: "t", Partition: 0, NewLeader: 2}}, ws[0].Elections, "3 is down: 2 is the first live in-sync replica")
 	assert.Equal(t, 1, ws[0].LiveBrokers)
 }
+
+// TestWhatIfLossWorkersAgree: the losses run on several goroutines give the
+// same what-ifs, in the same order, as one goroutine.
+func TestWhatIfLossWorkersAgree(t *testing.T) {
+	c, err := topology.Generate(topology.GenOptions{Brokers: 40, Racks: 3, Topics: 60, Partitions: 3000, ReplicationFactor: 3, Scatter: 0.3, Uneven: 0.2},
+		rand.New(rand.NewPCG(5, 6)))
+	require.NoError(t, err)
+	for _, by := range []By{ByLeaders, ByReplicas} {
+		m := newLossModel(c, by, maxInterWords)
+		idx := make([]int, m.ix.Len())
+		for i := range idx {
+			idx[i] = i
+		}
+		one := m.loseAll(idx, 1)
+		require.Len(t, one, 40)
+		for _, workers := range []int{2, 3, 7, 64} {
+			require.Equal(t, one, m.loseAll(idx, workers), "by %v, %d workers", by, workers)
+		}
+	}
+}

@@ -57,3 +57,21 @@ func MinInsync(ctx context.Context, cl *kgo.Client, topics []string, broker int3
 	}
 	return out, def, nil
 }
+
+// MinInsync reads the effective min.insync.replicas of each of topics (the
+// topic's own, else the broker's default), as the package function
+// MinInsync does with the Admin's client. Topics the cluster does not know
+// are left out.
+func (a *Admin) MinInsync(ctx context.Context, topics []string) (map[string]int, error) {
+	cl, err := a.Client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
+	out, _, err := MinInsync(ctx, cl, topics, -1)
+	if err != nil {
+		return nil, a.classify(err)
+	}
+	return out, nil
+}

@@ -75,14 +75,16 @@ func Render(w io.Writer, f Format, v any, doc func() Document) error {
 
 // WriteJSON writes v as indented JSON with a trailing newline. Map keys are
 // sorted by encoding/json, so output is stable.
+//
+// The value is encoded compact first and indented on the way out
+// (writeIndented): the same bytes as an Encoder with SetIndent("", "  "),
+// without its second in-memory copy.
 func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := encodeCompact(v)
+	if err != nil {
 		return fmt.Errorf("encoding json: %w", err)
 	}
-	return nil
+	return writeIndented(w, b)
 }
 
 // WriteYAML writes v as YAML with the same field names as its JSON form

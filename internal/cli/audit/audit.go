@@ -125,8 +125,9 @@ default for keyless records) at --rates, every topic weighing 1 without
 them. An excess above --failover-threshold (default 1 leader) is a warning.
 With a replication factor of 3 or more it also names the worst pair of
 brokers lost together: the partitions it leaves with fewer in-sync replicas
-than min.insync.replicas (--min-insync; default Kafka's, 1: a live
-cluster's topic configs are not read), and whether a placement could avoid
+than min.insync.replicas (--min-insync for every topic; by default each
+topic's own as a live cluster reports it, Kafka's default 1 for a layout
+file), and whether a placement could avoid
 them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
 		Example: `  $ kplan audit --from testdata/layouts/thesis-fig3.3.json
   $ kplan audit --from testdata/layouts/kafkakit-optimize-input.json -o json
@@ -227,7 +228,7 @@ them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
 	cmd.Flags().BoolVar(&opts.Saturated, "saturated", false, "predict sqf-shared with producers writing as fast as they can (queues full: the combined flow is balanced); default: rate-capped, as node")
 	cmd.Flags().IntVar(&opts.MaxOverlaps, "max-overlaps", audit.MaxOverlaps, "list at most this many overlapping pairs of max groups (0: all); overlap_count always counts them all")
 	cmd.Flags().IntVar(&opts.FailoverThreshold, "failover-threshold", audit.DefaultFailoverThreshold, "warn when the busiest survivor of the worst broker or rack loss leads more than this many partitions above the optimum, ceil(online partitions / survivors)")
-	cmd.Flags().IntVar(&opts.MinInsync, "min-insync", 0, "min.insync.replicas every topic is judged against for the worst pair of broker losses (default: Kafka's default, 1; a live cluster's topic configs are not read)")
+	cmd.Flags().IntVar(&opts.MinInsync, "min-insync", 0, "min.insync.replicas every topic is judged against for the worst pair of broker losses (default: each topic's own, read from a live cluster; Kafka's default, 1, for --from)")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
 	cmdutil.AddOutputFlag(cmd, &out)
 	return cmd
@@ -285,7 +286,16 @@ func runAudit(ctx context.Context, opts *Options) error {
 			}
 		}
 	}
-	if err := r.AddFailover(c, audit.FailoverOptions{Rates: opts.Rates, RatesGiven: opts.RatesGiven, Threshold: opts.FailoverThreshold, MinInsync: opts.MinInsync}); err != nil {
+	fo := audit.FailoverOptions{Rates: opts.Rates, RatesGiven: opts.RatesGiven, Threshold: opts.FailoverThreshold, MinInsync: opts.MinInsync}
+	if opts.MinInsync == 0 && opts.Source.From == "" && maxRF(c) >= 3 {
+		// The pair loss judges each topic by its own min.insync.replicas. A
+		// user allowed to describe topics but not their configs still gets
+		// the audit, judged by Kafka's default, and a line saying so.
+		if fo.MinInsyncByTopic, err = opts.Source.MinInsync(ctx, opts.f, topicNames(c)); err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "warning: reading min.insync.replicas: %v; the worst pair of broker losses is judged by Kafka's default, %d (--min-insync sets it)\n", err, audit.DefaultMinInsync)
+		}
+	}
+	if err := r.AddFailover(c, fo); err != nil {
 		return err
 	}
 	if err := report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) }); err != nil {
@@ -295,6 +305,26 @@ func runAudit(ctx context.Context, opts *Options) error {
 		return errkind.Silent(errkind.Negative)
 	}
 	return nil
+}
+
+// maxRF is the largest replication factor in c.
+func maxRF(c *topology.Cluster) int {
+	rf := 0
+	for i := range c.Partitions {
+		rf = max(rf, len(c.Partitions[i].Replicas))
+	}
+	return rf
+}
+
+// topicNames lists c's topics in order.
+func topicNames(c *topology.Cluster) []string {
+	var out []string
+	for i := range c.Partitions {
+		if t := c.Partitions[i].Topic; len(out) == 0 || out[len(out)-1] != t {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func hasTopic(c *topology.Cluster, name string) bool {
@@ -535,7 +565,7 @@ func failoverSections(r audit.Report) []report.Section {
 
 // pairSection is the worst pair of broker losses for min ISR.
 func pairSection(p *audit.PairLoss) report.Section {
-	sec := report.Section{Title: fmt.Sprintf("Failover: the worst pair of broker losses, min.insync.replicas %d", p.MinInsync),
+	sec := report.Section{Title: "Failover: the worst pair of broker losses, " + p.MinInsyncText(),
 		Header: []string{"LOST", "UNDER MIN ISR", "OFFLINE", "ALREADY UNDER", "UNAVOIDABLE", "AVOIDABLE", "LEAST ANY PLACEMENT"}}
 	unavoidable := 0
 	for _, u := range p.Unavoidable {
@@ -546,7 +576,7 @@ func pairSection(p *audit.PairLoss) report.Section {
 	sec.Notes = []string{fmt.Sprintf("of %d pairs of live brokers, the one leaving the most partitions with fewer in-sync replicas than min.insync.replicas (acks=all writes to them fail)", p.Pairs)}
 	if p.UnderMinISR == 0 {
 		sec.Rows[0][0] = "none"
-		sec.Notes[0] = fmt.Sprintf("none of the %d pairs of live brokers leaves a partition with fewer in-sync replicas than min.insync.replicas %d (--min-insync)", p.Pairs, p.MinInsync)
+		sec.Notes[0] = fmt.Sprintf("none of the %d pairs of live brokers leaves a partition with fewer in-sync replicas than %s (--min-insync)", p.Pairs, p.MinInsyncText())
 	}
 	for _, u := range p.Unavoidable {
 		sec.Notes = append(sec.Notes, fmt.Sprintf("%d %s unavoidable with RF %d and min ISR %d: some pair of brokers always holds two of their replicas, whatever the placement",

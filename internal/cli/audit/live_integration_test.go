@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
@@ -20,18 +21,25 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
 
+// labClient is the shared lab, a client of it and a context bounded by
+// timeout, all closed when the test ends.
+func labClient(t *testing.T, timeout time.Duration) (*labtest.Lab, *kgo.Client, context.Context) {
+	lab := labtest.Shared(t)
+	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return lab, cl, ctx
+}
+
 // TestWhatIfMatchesARealKill audits a real 3-broker cluster, predicts the
 // loss of broker 2, kills it, and compares the leader Kafka elected for
 // each partition with the what-if's elections, partition by partition;
 // then audits the cluster with broker 2 down, live and from a saved
 // snapshot, where rf-above-brokers must fire for the RF 3 partitions.
 func TestWhatIfMatchesARealKill(t *testing.T) {
-	lab := labtest.Shared(t)
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
-	require.NoError(t, err)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	lab, cl, ctx := labClient(t, 2*time.Minute)
 	// Broker 2 leads whatif-0, whatif-3 and whatif-rf1-0; the first two
 	// elect their next replicas, 3 and 1, the last goes offline.
 	require.NoError(t, kafka.CreateTopic(ctx, cl, "whatif", [][]int32{{2, 3, 1}, {1, 2, 3}, {3, 1, 2}, {2, 1, 3}}, nil))
@@ -135,12 +143,7 @@ func TestWhatIfMatchesARealKill(t *testing.T) {
 // and checks that auditing the file gives the same report: brokers with
 // their racks, leaders and ISR survive the round trip.
 func TestLiveSnapshotAuditsTheSame(t *testing.T) {
-	lab := labtest.Shared(t)
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
-	require.NoError(t, err)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	lab, cl, ctx := labClient(t, time.Minute)
 	require.NoError(t, kafka.CreateTopic(ctx, cl, "snap", [][]int32{{1, 2}, {2, 3}, {3, 1}, {1, 3}}, nil))
 	require.Eventually(t, func() bool {
 		c, err := kafka.Snapshot(ctx, cl, func(s string) bool { return s == "snap" })
@@ -165,4 +168,59 @@ func TestLiveSnapshotAuditsTheSame(t *testing.T) {
 	code, offline, errOut := run("", "audit", "--from", snap, "-o", "json")
 	require.Equal(t, 0, code, errOut)
 	assert.JSONEq(t, live, offline)
+}
+
+// TestLiveAuditReadsMinInsync: on a real cluster the worst pair of broker
+// losses judges each topic by its own min.insync.replicas, read from the
+// cluster: with 3 brokers and RF 3, any pair leaves one replica, under the
+// minimum of a topic at 2 and not of a topic at Kafka's default, 1.
+// --min-insync overrides the cluster for every topic.
+func TestLiveAuditReadsMinInsync(t *testing.T) {
+	lab, cl, ctx := labClient(t, 2*time.Minute)
+	two := "2"
+	require.NoError(t, kafka.CreateTopic(ctx, cl, "misr-two", [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}, map[string]*string{"min.insync.replicas": &two}))
+	require.NoError(t, kafka.CreateTopic(ctx, cl, "misr-one", [][]int32{{1, 2, 3}, {2, 3, 1}}, nil))
+	defer func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer dcancel()
+		_, err := kafka.DeleteTopicsAndWait(dctx, cl, "misr-two", "misr-one")
+		assert.NoError(t, err)
+	}()
+
+	type pair struct {
+		MinInsync   int    `json:"min_insync"`
+		From        string `json:"min_insync_from"`
+		UnderMinISR int    `json:"under_min_isr"`
+		Unavoidable []struct {
+			RF         int `json:"rf"`
+			MinInsync  int `json:"min_insync"`
+			Partitions int `json:"partitions"`
+		} `json:"unavoidable"`
+	}
+	audit := func(args ...string) pair {
+		var r struct {
+			Partitions int `json:"partitions"`
+			Failover   struct {
+				Pair *pair `json:"pair"`
+			} `json:"failover"`
+		}
+		// Brokers learn new topics' metadata a moment apart.
+		require.Eventually(t, func() bool {
+			code, out, _ := run("", append([]string{"audit", "--bootstrap-server", lab.Bootstrap, "--topics", "^misr-", "-o", "json"}, args...)...)
+			return code == 0 && json.Unmarshal([]byte(out), &r) == nil && r.Partitions == 5 && r.Failover.Pair != nil
+		}, 20*time.Second, 250*time.Millisecond, "the audit never saw both topics")
+		return *r.Failover.Pair
+	}
+	got := audit()
+	assert.Equal(t, "cluster", got.From)
+	assert.Equal(t, 3, got.UnderMinISR, "the 3 partitions of misr-two, none of misr-one")
+	require.Len(t, got.Unavoidable, 1)
+	assert.Equal(t, 2, got.Unavoidable[0].MinInsync)
+	assert.Equal(t, 3, got.Unavoidable[0].Partitions)
+
+	got = audit("--min-insync", "1")
+	assert.Equal(t, "flag", got.From)
+	assert.Equal(t, 0, got.UnderMinISR)
+	got = audit("--min-insync", "2")
+	assert.Equal(t, 5, got.UnderMinISR, "every partition judged at 2")
 }

@@ -51,6 +51,19 @@ func (o *Options) Validate() error {
 	return o.Options.Validate()
 }
 
+// MinInsync reads the effective min.insync.replicas of topics (each
+// topic's own, else the broker's default) from the cluster the flags name,
+// over the connection Load used (--command-config is not read again).
+func (o *Options) MinInsync(ctx context.Context, f *cmdutil.Factory, topics []string) (map[string]int, error) {
+	conn, err := o.ConnOptions()
+	if err != nil {
+		return nil, err
+	}
+	adm := kafka.NewAdmin(conn, f.Version)
+	defer adm.Close()
+	return adm.MinInsync(ctx, topics)
+}
+
 // Load reads the layout. File faults exit 2 naming file:line; an
 // unreachable cluster exits 1.
 func (o *Options) Load(ctx context.Context, f *cmdutil.Factory) (*topology.Cluster, error) {

@@ -1,7 +1,12 @@
 // Package golden is kplan's one golden-file helper for tests. A golden file
 // for name "fig3.3.json" lives at testdata/fig3.3.golden.json (".golden" goes
-// before the extension, so editors still know the format); `go test
-// ./... -update` rewrites every golden file from what the code prints today.
+// before the extension, so editors still know the format).
+//
+// `go test ./internal/report -update` rewrites one package's golden files
+// from what the code prints today. `-update` is a flag of the test binaries
+// that import this package only (go test refuses it elsewhere), so for the
+// whole tree set the environment instead: `KPLAN_UPDATE_GOLDEN=1 go test
+// ./...` (or `make golden`) rewrites every golden file.
 package golden
 
 import (
@@ -15,10 +20,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+var update = flag.Bool("update", false, "rewrite golden files under testdata/ (the whole tree: KPLAN_UPDATE_GOLDEN=1)")
 
-// Updating reports whether this run rewrites golden files (-update).
-func Updating() bool { return *update }
+// UpdateEnv is the environment variable that rewrites golden files in every
+// package of one `go test ./...` run.
+const UpdateEnv = "KPLAN_UPDATE_GOLDEN"
+
+// Updating reports whether this run rewrites golden files (-update, or
+// KPLAN_UPDATE_GOLDEN=1).
+func Updating() bool { return *update || os.Getenv(UpdateEnv) == "1" }
 
 // Path returns the golden file's path for name: testdata/NAME.golden.EXT.
 func Path(name string) string {
@@ -31,13 +41,13 @@ func Path(name string) string {
 func Assert(t testing.TB, name string, got []byte) {
 	t.Helper()
 	path := Path(name)
-	if *update {
+	if Updating() {
 		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 		require.NoError(t, os.WriteFile(path, got, 0o644))
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "golden file %s is missing: run go test -update", path)
-	assert.Equal(t, string(want), string(got), "output differs from %s (go test -update rewrites it)", path)
+	require.NoError(t, err, "golden file %s is missing: run go test -update (or make golden)", path)
+	assert.Equal(t, string(want), string(got), "output differs from %s (go test -update, or make golden, rewrites it)", path)
 }
 
 // AssertString is Assert for a string.
