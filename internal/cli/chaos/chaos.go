@@ -32,6 +32,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/report/chaosreport"
 	"github.com/kplan-dev/kplan/internal/units"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
@@ -757,7 +758,7 @@ func progress(opts *Options, camp *chaos.Campaign) {
 			fmt.Fprint(w, "\r\033[K")
 		}
 		if res != nil && n > 1 {
-			fmt.Fprintln(w, cycleLine(i, n, res))
+			fmt.Fprintln(w, chaosreport.CycleLine(i, n, res))
 		}
 	}
 }
@@ -765,28 +766,13 @@ func progress(opts *Options, camp *chaos.Campaign) {
 // renderCampaign prints a campaign's result (the run, the summary of repeated
 // runs, or the kills of --kill each) and writes the --report directory.
 func renderCampaign(out, errOut goio.Writer, opts *Options, cr chaos.CampaignResult) error {
-	last := cr.Runs[len(cr.Runs)-1]
-	var v any = last
-	var head *report.Document
-	switch {
-	case cr.Kills != nil:
-		d := killEachDoc(cr.Kills)
-		v, head = cr.Kills, &d
-	case cr.Summary != nil:
-		d := summaryDoc(cr.Summary)
-		v, head = cr.Summary, &d
-	}
-	doc := func() report.Document { return resultDoc(last, opts.Verbose) }
-	if head != nil {
-		doc = func() report.Document { return *head }
-	}
-	if err := report.Render(out, opts.Format, v, doc); err != nil {
+	if err := chaosreport.WriteCampaign(out, opts.Format, cr, opts.Verbose); err != nil {
 		return err
 	}
 	if opts.ReportDir == "" {
 		return nil
 	}
-	files, err := writeReportDoc(opts.ReportDir, last, v, head, opts.Verbose)
+	files, err := chaosreport.WriteReport(opts.ReportDir, cr, opts.Verbose)
 	if err != nil {
 		return err
 	}
@@ -796,30 +782,6 @@ func renderCampaign(out, errOut goio.Writer, opts *Options, cr chaos.CampaignRes
 
 // isrWait bounds the wait for a restarted broker to be back in every ISR.
 const isrWait = chaos.DefaultISRWait
-
-// cycleLine is one repetition's progress line: the kill, the failover and
-// the loss check.
-func cycleLine(i, n int, res *chaos.Result) string {
-	var sent, acked, lost, dups, never int64
-	for _, p := range res.Partitioners {
-		sent += p.Sent
-		acked += p.Acked
-		lost += p.Lost
-		dups += p.Duplicates
-		never += p.NeverAcked
-	}
-	kill := "no kill"
-	if res.Fault != nil {
-		kill = "fault " + res.Fault.Fault + ", no kill"
-	}
-	if res.KilledBroker >= 0 {
-		kill = fmt.Sprintf("killed broker %d", res.KilledBroker)
-		if res.FailoverMS != nil {
-			kill += fmt.Sprintf(", failover %.0f ms", *res.FailoverMS)
-		}
-	}
-	return fmt.Sprintf("chaos: cycle %d/%d: %s, records sent %d, acked %d, lost %d, duplicates %d, never acked %d", i, n, kill, sent, acked, lost, dups, never)
-}
 
 // mapErr spells the experiment's errors for the command line: a field
 // becomes its flag, a refusal says which flag would change the answer. The

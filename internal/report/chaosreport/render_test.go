@@ -1,9 +1,7 @@
-package chaos
+package chaosreport
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +13,6 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/chaostest"
-	"github.com/kplan-dev/kplan/internal/cmdutil"
-	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/testutil/golden"
 )
@@ -34,7 +30,7 @@ func TestDocumentGolden(t *testing.T) {
 		format report.Format
 		name   string
 	}{{report.Table, "document.txt"}, {report.Markdown, "document.md"}, {report.JSON, "document.json"}} {
-		golden.AssertString(t, tc.name, render(t, tc.format, res, resultDoc(res, false)))
+		golden.AssertString(t, tc.name, render(t, tc.format, res, Document(res, false)))
 	}
 }
 
@@ -54,7 +50,7 @@ func rowOf(t *testing.T, out string, cells ...string) string {
 // a measurement.
 func TestResultDocNotMeasured(t *testing.T) {
 	res := chaostest.Result()
-	out := render(t, report.Table, res, resultDoc(res, false))
+	out := render(t, report.Table, res, Document(res, false))
 	// The embedded cluster's failover is no failover time.
 	loss := strings.Fields(rowOf(t, out, "roundrobin", "broker-3"))
 	assert.Equal(t, "-", loss[2], "failover ms on a simulated cluster")
@@ -67,13 +63,13 @@ func TestResultDocNotMeasured(t *testing.T) {
 	assert.Equal(t, "1.00", before[len(before)-3])
 	// Re-reads are for JSON and --verbose.
 	assert.NotContains(t, out, "a second time")
-	assert.Contains(t, render(t, report.Table, res, resultDoc(res, true)), "read 12 records a second time")
+	assert.Contains(t, render(t, report.Table, res, Document(res, true)), "read 12 records a second time")
 	assert.Contains(t, render(t, report.JSON, res, report.Document{}), `"consumer_rereads": 12`)
 	assert.Contains(t, out, "> 100ms and timely MB/s are judged on end-to-end latency")
 
 	// A real cluster's failover is timed.
 	lab := chaostest.Lab(chaostest.Result(), 5321.25)
-	out = render(t, report.Table, lab, resultDoc(lab, false))
+	out = render(t, report.Table, lab, Document(lab, false))
 	assert.Equal(t, "5321.2", strings.Fields(rowOf(t, out, "roundrobin", "broker-3"))[2])
 }
 
@@ -81,7 +77,7 @@ func TestResultDocNotMeasured(t *testing.T) {
 // violation rate and timely throughput from an empty histogram.
 func TestResultDocConsumeAfter(t *testing.T) {
 	res := chaostest.ConsumeAfter(chaostest.Result())
-	out := render(t, report.Table, res, resultDoc(res, false))
+	out := render(t, report.Table, res, Document(res, false))
 	row := strings.Fields(rowOf(t, out, "node", "after", "0.100"))
 	// ... e2e p50, e2e p99, > 100ms, timely MB/s
 	assert.Equal(t, []string{"-", "-", "0.1%", "0.100"}, row[len(row)-4:])
@@ -89,7 +85,7 @@ func TestResultDocConsumeAfter(t *testing.T) {
 
 	s, err := chaos.Summarize([]*chaos.Result{res, chaostest.ConsumeAfter(chaostest.Result())})
 	require.NoError(t, err)
-	out = render(t, report.Table, s, summaryDoc(s))
+	out = render(t, report.Table, s, SummaryDocument(s))
 	row = strings.Fields(rowOf(t, out, "node", "after"))
 	// e2e p50 ms, e2e p99 ms, violation rate (mean ± half), timely MB/s (mean ± half)
 	assert.Equal(t, []string{"-", "-", "0.0010", "±", "0.0000", "0.100", "±", "0.000"}, row[len(row)-8:])
@@ -100,7 +96,7 @@ func TestResultDocConsumeAfter(t *testing.T) {
 func TestSummaryDoc(t *testing.T) {
 	s, err := chaos.Summarize([]*chaos.Result{chaostest.Lab(chaostest.Result(), 200), chaostest.Lab(chaostest.Result(), 400)})
 	require.NoError(t, err)
-	out := render(t, report.Table, s, summaryDoc(s))
+	out := render(t, report.Table, s, SummaryDocument(s))
 	assert.Contains(t, out, "MB/s vs roundrobin")
 	assert.Contains(t, out, "cluster failover (kill to every partition led by a live broker): 300.0 ± ")
 	fo := strings.Fields(rowOf(t, out, "roundrobin", "failover"))
@@ -108,7 +104,7 @@ func TestSummaryDoc(t *testing.T) {
 
 	s, err = chaos.Summarize([]*chaos.Result{chaostest.Result(), chaostest.Result()})
 	require.NoError(t, err)
-	assert.Contains(t, render(t, report.Table, s, summaryDoc(s)), "cluster failover: not timed")
+	assert.Contains(t, render(t, report.Table, s, SummaryDocument(s)), "cluster failover: not timed")
 }
 
 // Reports and PNGs are files people hand on: 0644 less the umask.
@@ -151,36 +147,6 @@ func TestWriteReportPartitionerNeverRan(t *testing.T) {
 	assert.Contains(t, string(md), "## The last run")
 }
 
-// Regression: errors were re-formatted with %s (dropping the chain) and
-// classified by their text.
-func TestMapErr(t *testing.T) {
-	inner := errors.New("root cause")
-	for _, tc := range []struct {
-		name    string
-		err     error
-		cluster string
-		want    string
-		code    int
-	}{
-		{"usage field", errkind.Usagef("kill", "broker-9: no such broker (brokers [1 2 3]): %w", inner), "embedded", "--kill: broker-9: no such broker", cmdutil.ExitUsage},
-		{"refused, allow", errkind.Refusedf(chaos.FieldAllowUnavailable, "2 partitions are under-replicated: %w", inner), "lab", "; pass --allow-unavailable to kill anyway", cmdutil.ExitRefused},
-		{"refused, rf embedded", errkind.Refusedf(chaos.FieldReplicationFactor, "no replica: %w", inner), "embedded", "no replica: root cause; use --replication-factor 2", cmdutil.ExitRefused},
-		{"refused, rf lab", errkind.Refusedf(chaos.FieldReplicationFactor, "no replica: %w", inner), "lab", "use --replication-factor 2 or --allow-unavailable", cmdutil.ExitRefused},
-		{"runtime", errkindless(inner), "embedded", "kafka: root cause", cmdutil.ExitRuntime},
-	} {
-		err := mapErr(tc.err, &Options{Cluster: tc.cluster})
-		require.Error(t, err, tc.name)
-		assert.ErrorContains(t, err, tc.want, tc.name)
-		assert.ErrorIs(t, err, inner, "%s: the chain is kept", tc.name)
-		assert.Equal(t, tc.code, cmdutil.ExitCode(err), tc.name)
-	}
-	err := mapErr(context.Canceled, &Options{})
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.ErrorContains(t, err, "interrupted; the partial result was printed")
-}
-
-func errkindless(err error) error { return errors.Join(errors.New("kafka: root cause"), err) }
-
 func fp(x float64) *float64 { return &x }
 
 // workloadResult is a hand-made workload run: the thesis's §6.4 layout at
@@ -219,13 +185,13 @@ func TestWorkloadDocumentGolden(t *testing.T) {
 		format report.Format
 		name   string
 	}{{report.Table, "workload.txt"}, {report.Markdown, "workload.md"}, {report.JSON, "workload.json"}} {
-		golden.AssertString(t, tc.name, render(t, tc.format, res, resultDoc(res, false)))
+		golden.AssertString(t, tc.name, render(t, tc.format, res, Document(res, false)))
 	}
 }
 
 func TestWorkloadPredictionTable(t *testing.T) {
 	res := workloadResult()
-	out := render(t, report.Table, res, resultDoc(res, false))
+	out := render(t, report.Table, res, Document(res, false))
 	// broker, predicted, measured, error in points (measured - predicted).
 	assert.Equal(t, []string{"roundrobin", "before", "1", "22.2%", "23.0%", "+0.8"}, strings.Fields(rowOf(t, out, "roundrobin", "before", "1")))
 	assert.Equal(t, []string{"roundrobin", "before", "2", "61.1%", "60.5%", "-0.6"}, strings.Fields(rowOf(t, out, "roundrobin", "before", "2")))
@@ -243,7 +209,7 @@ func TestWorkloadPredictionTable(t *testing.T) {
 
 	// The one-topic experiment shows none of it.
 	one := chaostest.Result()
-	out = render(t, report.Table, one, resultDoc(one, false))
+	out = render(t, report.Table, one, Document(one, false))
 	assert.NotContains(t, out, "Predicted vs measured")
 	assert.NotContains(t, out, "Workload")
 }
@@ -262,7 +228,7 @@ func TestSignedPts(t *testing.T) {
 func TestWorkloadNoPrediction(t *testing.T) {
 	res := workloadResult()
 	res.Partitioners = res.Partitioners[2:]
-	out := render(t, report.Table, res, resultDoc(res, false))
+	out := render(t, report.Table, res, Document(res, false))
 	assert.Contains(t, out, "no prediction for any partitioner")
 	assert.Contains(t, out, "hash: no prediction: topic A has no keys")
 	grid, err := predictionPlots(res)
@@ -296,4 +262,9 @@ func TestWriteReportPrediction(t *testing.T) {
 	assert.NotContains(t, files, PlotPrediction)
 	_, err = os.Stat(filepath.Join(dir, PlotPrediction))
 	assert.True(t, os.IsNotExist(err))
+}
+
+// writeReport is WriteReport of a single run or of repeated runs with their summary.
+func writeReport(dir string, res *chaos.Result, sum *chaos.Summary, verbose bool) ([]string, error) {
+	return WriteReport(dir, chaos.CampaignResult{Runs: []*chaos.Result{res}, Summary: sum}, verbose)
 }
