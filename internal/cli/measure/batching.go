@@ -21,6 +21,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/measure"
 	"github.com/kplan-dev/kplan/internal/measure/experiment"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/report/measurereport"
 	"github.com/kplan-dev/kplan/internal/units"
 )
 
@@ -51,6 +52,14 @@ type batchingFlags struct {
 	target clitarget.Options
 	output cmdutil.OutputFlag
 }
+
+// Files --report writes (measurereport's, named here for the tests that
+// drive the command).
+const (
+	BatchReportJSON     = measurereport.BatchReportJSON
+	BatchReportMarkdown = measurereport.BatchReportMarkdown
+	BatchHeatmap        = measurereport.BatchHeatmap
+)
 
 // Batching defaults.
 const (
@@ -321,11 +330,11 @@ func runBatching(ctx context.Context, opts *BatchingOptions) error {
 	case !study.Complete:
 		if len(study.Cells) > 0 {
 			fmt.Fprintf(stderr, "measure batching: stopped after %d of %d cells; the cells measured so far:\n", len(study.Cells), len(opts.Cells))
-			_ = report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return batchDocument(study) })
+			_ = report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return measurereport.BatchDocument(study) })
 		}
 		return err
 	}
-	if rerr := report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return batchDocument(study) }); rerr != nil {
+	if rerr := report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return measurereport.BatchDocument(study) }); rerr != nil {
 		return errors.Join(rerr, err)
 	}
 	if werr := writeBatchFiles(opts, study); werr != nil {
@@ -337,7 +346,7 @@ func runBatching(ctx context.Context, opts *BatchingOptions) error {
 // writeBatchFiles writes --report and --apply-to.
 func writeBatchFiles(opts *BatchingOptions, study *measure.BatchStudy) error {
 	if opts.ReportDir != "" {
-		if err := writeBatchReport(opts.ReportDir, study); err != nil {
+		if err := measurereport.WriteBatchReport(opts.ReportDir, study); err != nil {
 			return fmt.Errorf("--report: %w", err)
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "measure batching: wrote %s\n", opts.ReportDir)
@@ -346,15 +355,7 @@ func writeBatchFiles(opts *BatchingOptions, study *measure.BatchStudy) error {
 		if study.Recommended == nil {
 			return errkind.New(errkind.Negative, "", "--apply-to: nothing written to %s: no cell delivered a record", opts.ApplyTo)
 		}
-		old, err := os.ReadFile(opts.ApplyTo)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("--apply-to: %w", err)
-		}
-		props, err := measure.BatchProperties(string(old), study)
-		if err != nil {
-			return fmt.Errorf("--apply-to: %w", err)
-		}
-		if err := report.WriteFileAtomic(opts.ApplyTo, []byte(props)); err != nil {
+		if err := measurereport.WriteBatchProperties(opts.ApplyTo, study); err != nil {
 			return fmt.Errorf("--apply-to: %w", err)
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "measure batching: wrote linger.ms, batch.size and acks to %s\n", opts.ApplyTo)

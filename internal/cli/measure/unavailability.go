@@ -261,7 +261,7 @@ func unavailCheckPlan(path string) error {
 	if err != nil {
 		return cmdutil.UsageErrorf("--out-plan: %w", err)
 	}
-	if _, err := unavailSetElectionTime(data, "1ms", ""); err != nil {
+	if _, err := measure.SetElectionTime(data, "1ms", ""); err != nil {
 		return cmdutil.UsageErrorf("--out-plan: %s: %w", path, err)
 	}
 	return nil
