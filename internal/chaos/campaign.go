@@ -88,6 +88,38 @@ func (c *Campaign) Validate() error {
 	return c.Config.validate(ring, c.Config.Existing && len(c.Config.Workload) == 0, true)
 }
 
+// KillerNeeded says what needs a killer on a cluster kplan does not run
+// (the flag, for a message "required with ..."), "" when the campaign
+// neither kills nor injects a fault.
+func (c *Campaign) KillerNeeded() string {
+	switch {
+	case c.Config.Fault != nil:
+		return "--fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)"
+	case c.Config.Target.Kind != TargetNone:
+		return "--bootstrap-server (chaos-mesh, docker or exec)"
+	}
+	return ""
+}
+
+// RestoreNeeded says what needs every kill undone on a cluster kplan does
+// not run (for a message "required with ..."), "" when nothing does.
+func (c *Campaign) RestoreNeeded() string {
+	cfg := &c.Config
+	switch {
+	case cfg.Target.Kind == TargetNone:
+		return ""
+	case cfg.Restore:
+		return "--restore"
+	case cfg.Target.Kind == TargetEach:
+		return "--kill each (each kill is undone before the next)"
+	case c.Repeat > 1:
+		return "--repeat (each run needs the broker back)"
+	case cfg.Sequential && len(cfg.Partitioners) > 1:
+		return "--sequential (each partitioner's leg needs the broker back)"
+	}
+	return ""
+}
+
 // Run runs the campaign. On an error it returns the runs so far with it;
 // a Ctrl-C (ctx cancelled) ends it after the run in progress, whose
 // partial result is kept.

@@ -183,3 +183,29 @@ func TestCampaignRingTooLarge(t *testing.T) {
 	assert.Empty(t, out.Runs)
 	assert.Equal(t, oc.opens, oc.closes)
 }
+
+// What needs a killer, and every kill undone, on a cluster kplan does not
+// run.
+func TestCampaignNeeds(t *testing.T) {
+	kill := Target{Kind: TargetBroker, Broker: 2}
+	fault := &Fault{Kind: FaultDelay}
+	for _, tc := range []struct {
+		name            string
+		cfg             Config
+		repeat          int
+		killer, restore string
+	}{
+		{"no kill", Config{Target: Target{Kind: TargetNone}}, 3, "", ""},
+		{"fault alone", Config{Target: Target{Kind: TargetNone}, Fault: fault}, 1, "--fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)", ""},
+		{"one kill", Config{Target: kill}, 1, "--bootstrap-server (chaos-mesh, docker or exec)", ""},
+		{"restore", Config{Target: kill, Restore: true}, 1, "--bootstrap-server (chaos-mesh, docker or exec)", "--restore"},
+		{"each", Config{Target: Target{Kind: TargetEach}}, 1, "--bootstrap-server (chaos-mesh, docker or exec)", "--kill each (each kill is undone before the next)"},
+		{"repeat", Config{Target: kill}, 2, "--bootstrap-server (chaos-mesh, docker or exec)", "--repeat (each run needs the broker back)"},
+		{"sequential", Config{Target: kill, Sequential: true, Partitioners: []string{"a", "b"}}, 1, "--bootstrap-server (chaos-mesh, docker or exec)", "--sequential (each partitioner's leg needs the broker back)"},
+		{"sequential, one partitioner", Config{Target: kill, Sequential: true, Partitioners: []string{"a"}}, 1, "--bootstrap-server (chaos-mesh, docker or exec)", ""},
+	} {
+		c := &Campaign{Config: tc.cfg, Repeat: tc.repeat}
+		assert.Equal(t, tc.killer, c.KillerNeeded(), tc.name)
+		assert.Equal(t, tc.restore, c.RestoreNeeded(), tc.name)
+	}
+}

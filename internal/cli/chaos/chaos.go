@@ -318,10 +318,11 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	// One check of everything but what needs the cluster (the ring
 	// assignment over its brokers, the existing topics), its fields
 	// spelled as the flags (or file lines) that set them.
-	if err := opts.campaign().Validate(); err != nil {
+	camp := opts.campaign()
+	if err := camp.Validate(); err != nil {
 		return nil, spell(err, c.where)
 	}
-	if opts.Remote, err = c.remote.options(cmd, c, cfg); err != nil {
+	if opts.Remote, err = c.remote.options(cmd, c, camp); err != nil {
 		return nil, err
 	}
 	if opts.Remote != nil {

@@ -3,18 +3,14 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
-	"github.com/kplan-dev/kplan/internal/chaos/docker"
-	chaosexec "github.com/kplan-dev/kplan/internal/chaos/exec"
+	"github.com/kplan-dev/kplan/internal/chaos/killers"
 	"github.com/kplan-dev/kplan/internal/chaos/remote"
 	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
@@ -23,26 +19,12 @@ import (
 	"github.com/kplan-dev/kplan/internal/report/chaosreport"
 )
 
-// Killer kinds, as --killer spells them.
-const (
-	KillerChaosMesh = "chaos-mesh"
-	KillerDocker    = docker.Name
-	KillerExec      = chaosexec.Name
-)
-
-// killerKinds lists the kinds for messages.
-const killerKinds = "chaos-mesh, docker or exec"
-
 // RemoteOptions are the settings of a cluster reached by --bootstrap-server.
 type RemoteOptions struct {
 	// Conn has the bootstrap servers and --command-config.
 	Conn kafka.ConnOptions
-	// Killer is the killer's kind; "" with --kill none.
-	Killer string
-	// Exec, Docker and Mesh configure the killer of that kind.
-	Exec   chaosexec.Options
-	Docker docker.Options
-	Mesh   MeshOptions
+	// Spec is the killer; Kind "" when nothing is killed (--kill none).
+	killers.Spec
 	// Yes allows the kill; DryRun prints the plan and changes nothing;
 	// KeepTopics keeps the experiment topics kplan created.
 	Yes, DryRun, KeepTopics bool
@@ -50,48 +32,29 @@ type RemoteOptions struct {
 
 // remoteFlags are the raw flags of --bootstrap-server runs.
 type remoteFlags struct {
-	bootstrap, killer, killCmd, restoreCmd, containerTemplate string
-	killTimeout                                               time.Duration
-	yes, dryRun, keepTopics                                   bool
-	mesh                                                      meshFlags
+	bootstrap               string
+	yes, dryRun, keepTopics bool
+	killer                  clitarget.KillerFlags
 }
 
 func (r *remoteFlags) add(fs *pflag.FlagSet) {
 	clitarget.BootstrapVar(fs, &r.bootstrap, "run against it (with --killer; --command-config for TLS and SASL)")
-	fs.StringVar(&r.killer, "killer", "", "how to kill a broker of a --bootstrap-server cluster: chaos-mesh, docker or exec")
 	fs.BoolVar(&r.yes, "yes", false, "kill a broker of a --bootstrap-server cluster (without it kplan prints the plan and exits 4)")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan (the killer's command or manifest, the partitions losing their leader and their new leaders) and change nothing")
 	fs.BoolVar(&r.keepTopics, "keep-topics", false, "keep the experiment topics kplan created on a --bootstrap-server cluster (default: deleted at the end)")
-	fs.DurationVar(&r.killTimeout, "kill-timeout", chaosexec.DefaultTimeout, "exec, docker: longest run of each kill, restore or docker command")
-	fs.StringVar(&r.killCmd, "kill-cmd", "", "exec: command that kills a broker, run with sh -c; {id}, {host}, {port} are the broker's id and advertised address")
-	fs.StringVar(&r.restoreCmd, "restore-cmd", "", "exec: command that brings a killed broker back (needed by --restore, --repeat and --sequential)")
-	fs.StringVar(&r.containerTemplate, "container-template", "", "docker: the broker's container, e.g. kafka-{id}")
-	r.mesh.add(fs)
-}
-
-// killerFlags maps each killer's own flags to the killer.
-func killerFlags() map[string]string {
-	m := map[string]string{"kill-cmd": KillerExec, "restore-cmd": KillerExec, "container-template": KillerDocker}
-	for _, n := range meshFlagNames {
-		m[n] = KillerChaosMesh
-	}
-	return m
+	r.killer.AddFlags(fs, "needed by --restore, --repeat and --sequential")
 }
 
 // options checks the flags of a --bootstrap-server run; nil when there is
-// none.
-func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (*RemoteOptions, error) {
+// none. The killer checks itself against what the campaign needs.
+func (r *remoteFlags) options(cmd *cobra.Command, c *flags, camp *chaos.Campaign) (*RemoteOptions, error) {
 	given := func(name string) bool {
 		_, inFile := c.origin[name]
 		return cmd.Flags().Changed(name) || inFile
 	}
-	kf := killerFlags()
-	own := []string{"killer", "yes", "dry-run", "keep-topics", "kill-timeout"}
-	for n := range kf {
-		own = append(own, n)
-	}
-	slices.Sort(own[1:]) // --killer first: the flag the others go with
 	if !given("bootstrap-server") {
+		own := append(clitarget.KillerFlagNames(), "yes", "dry-run", "keep-topics")
+		slices.Sort(own[1:]) // --killer first: the flag the others go with
 		for _, n := range own {
 			if given(n) {
 				return nil, cmdutil.UsageErrorf("%s: needs --bootstrap-server (a cluster kplan does not run itself)", c.where(n))
@@ -102,108 +65,31 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 	if strings.TrimSpace(r.bootstrap) == "" {
 		return nil, cmdutil.UsageErrorf("%s: no address given", c.where("bootstrap-server"))
 	}
-	if r.killTimeout <= 0 {
-		return nil, cmdutil.UsageErrorf("%s: must be positive, got %v", c.where("kill-timeout"), r.killTimeout)
+	r.killer.Spec.RequiredWith, r.killer.Spec.RestoreNeeded = camp.KillerNeeded(), camp.RestoreNeeded()
+	spec, err := r.killer.Options(given, c.where)
+	if err != nil {
+		return nil, cmdutil.Usage(spell(err, c.where))
+	}
+	if camp.Config.Fault != nil && spec.Kind != killers.ChaosMesh {
+		return nil, cmdutil.UsageErrorf("%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), spec.Kind)
 	}
 	o := &RemoteOptions{
-		Conn:   cfg.Conn, // resolved: the command config is not read again
-		Killer: r.killer, Yes: r.yes, DryRun: r.dryRun, KeepTopics: r.keepTopics,
+		Conn: camp.Config.Conn, // resolved: the command config is not read again
+		Spec: spec, Yes: r.yes, DryRun: r.dryRun, KeepTopics: r.keepTopics,
 	}
 	o.Conn.BootstrapServers = r.bootstrap
-	if err := r.killerOptions(o, c, cfg); err != nil {
-		return nil, err
-	}
-	if cfg.Fault != nil && r.killer != KillerChaosMesh {
-		return nil, cmdutil.UsageErrorf("%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), r.killer)
-	}
-	for _, n := range own {
-		if k, ok := kf[n]; ok && k != r.killer && given(n) {
-			return nil, cmdutil.UsageErrorf("%s: only with --killer %s", c.where(n), k)
-		}
-	}
 	return o, nil
 }
 
-// killerOptions checks --killer and its own flags into o.
-func (r *remoteFlags) killerOptions(o *RemoteOptions, c *flags, cfg *chaos.Config) error {
-	var err error
-	switch r.killer {
-	case "":
-		if cfg.Fault != nil {
-			return cmdutil.UsageErrorf("%s: required with --fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)", c.where("killer"))
-		}
-		if cfg.Target.Kind != chaos.TargetNone {
-			return cmdutil.UsageErrorf("%s: required with --bootstrap-server (%s)", c.where("killer"), killerKinds)
-		}
-	case KillerExec:
-		o.Exec = chaosexec.Options{KillCmd: r.killCmd, RestoreCmd: r.restoreCmd, Timeout: r.killTimeout}
-		err = o.Exec.Validate()
-		if err == nil && strings.TrimSpace(r.restoreCmd) == "" && cfg.Target.Kind != chaos.TargetNone {
-			switch {
-			case cfg.Restore:
-				err = errkind.Usagef("restore-cmd", "required with --restore")
-			case cfg.Target.Kind == chaos.TargetEach:
-				err = errkind.Usagef("restore-cmd", "required with --kill each (each kill is undone before the next)")
-			case c.repeat > 1:
-				err = errkind.Usagef("restore-cmd", "required with --repeat (each run needs the broker back)")
-			case cfg.Sequential && len(cfg.Partitioners) > 1:
-				err = errkind.Usagef("restore-cmd", "required with --sequential (each partitioner's leg needs the broker back)")
-			}
-		}
-	case KillerDocker:
-		o.Docker = docker.Options{ContainerTemplate: r.containerTemplate, Timeout: r.killTimeout}
-		err = o.Docker.Validate()
-	case KillerChaosMesh:
-		o.Mesh, err = r.mesh.options()
-	default:
-		return cmdutil.UsageErrorf("%s: unknown killer %q (want %s)", c.where("killer"), r.killer, killerKinds)
-	}
-	return cmdutil.Usage(spell(err, c.where))
-}
-
-// newKiller builds the killer of a --bootstrap-server run.
-func newKiller(o *RemoteOptions) (chaos.Killer, error) {
-	switch o.Killer {
-	case KillerExec:
-		return chaosexec.New(o.Exec)
-	case KillerDocker:
-		return docker.New(o.Docker)
-	case KillerChaosMesh:
-		return newMeshKiller(o.Mesh, newRunID())
-	}
-	return noKiller{}, nil
-}
-
-// newRunID names one run's chaos objects: lowercase letters and digits.
-func newRunID() string {
-	return strconv.FormatInt(time.Now().Unix(), 36) + strconv.FormatUint(rand.Uint64()%(36*36*36*36), 36) //nolint:gosec // a name, not a secret
-}
-
-// noKiller is the killer of --kill none: there is nothing to kill.
-type noKiller struct{}
-
-func (noKiller) Name() string { return "none" }
-func (noKiller) Plan(context.Context, chaos.Broker) (chaos.KillPlan, error) {
-	return chaos.KillPlan{}, errkind.Usagef("killer", "no killer given")
-}
-func (noKiller) Kill(context.Context, chaos.Broker) (time.Time, error) {
-	return time.Time{}, errkind.Usagef("killer", "no killer given")
-}
-func (noKiller) Restore(context.Context, chaos.Broker) error {
-	return errkind.Usagef("killer", "no killer given")
-}
-func (noKiller) Cleanup(context.Context) error { return nil }
-func (noKiller) Log() []string                 { return nil }
-
 // openRemote connects to a --bootstrap-server cluster with its killer.
 func openRemote(ctx context.Context, opts *Options) (*remote.Cluster, error) {
-	k, err := newKiller(opts.Remote)
+	k, err := opts.Remote.New(killers.NewRunID())
 	if err != nil {
 		return nil, cmdutil.Usage(spell(err, flagName))
 	}
 	leave := max(remote.DefaultLeaveTimeout, opts.Config.FailoverTimeout)
 	return remote.New(ctx, remote.Options{
-		Conn: opts.Remote.Conn, Version: opts.Config.Version, Killer: k, Faulter: meshFaulter(k),
+		Conn: opts.Remote.Conn, Version: opts.Config.Version, Killer: k, Faulter: killers.NetFaulter(k),
 		KeepTopics: opts.Remote.KeepTopics, LeaveTimeout: leave,
 	})
 }

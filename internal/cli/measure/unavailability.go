@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kplan-dev/kplan/internal/chaos/killers"
 	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
@@ -37,8 +39,8 @@ type UnavailabilityOptions struct {
 	// ClusterKind is "lab" or "remote" (--bootstrap-server with a killer).
 	ClusterKind string
 	LabDir      string
-	// Killer builds a remote cluster's killer; nil on the lab.
-	Killer *UnavailKiller
+	// Killer is a remote cluster's killer, checked; nil on the lab.
+	Killer *killers.Spec
 
 	ReportDir string
 	OutPlan   string
@@ -49,10 +51,10 @@ type UnavailabilityOptions struct {
 // replaces the run in tests.
 func NewCmdUnavailability(f *cmdutil.Factory, runF func(*UnavailabilityOptions) error) *cobra.Command {
 	var (
-		counts, cluster string
-		broker          int
-		kf              unavailKillerFlags
-		out             cmdutil.OutputFlag
+		counts, cluster, bootstrap string
+		broker                     int
+		kf                         clitarget.KillerFlags
+		out                        cmdutil.OutputFlag
 	)
 	opts := &UnavailabilityOptions{}
 	cmd := &cobra.Command{
@@ -98,7 +100,7 @@ flags) and --yes: without it kplan prints the plan and exits 4.`,
   $ kplan measure unavailability --bootstrap-server kafka-1.example:9092 --command-config client.properties --killer exec --kill-cmd 'ssh {host} sudo systemctl kill -s KILL kafka' --restore-cmd 'ssh {host} sudo systemctl start kafka' --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := unavailOptions(cmd, f, opts, counts, cluster, broker, &kf, &out); err != nil {
+			if err := unavailOptions(cmd, f, opts, counts, cluster, bootstrap, broker, &kf, &out); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -123,14 +125,15 @@ flags) and --yes: without it kplan prints the plan and exits 4.`,
 	fs.StringVar(&opts.ReportDir, "report", "", "write unavailability.png, result.json and report.md into this directory")
 	fs.StringVar(&opts.OutPlan, "out-plan", "", "set election-time (u) in this existing plan file (written atomically)")
 	fs.BoolVar(&opts.Yes, "yes", false, "kill brokers of a --bootstrap-server cluster (without it kplan prints the plan and exits 4)")
-	kf.add(fs)
+	clitarget.BootstrapVar(fs, &bootstrap, "with --killer and --yes; --command-config for TLS and SASL")
+	kf.AddFlags(fs, "required: every kill is restored")
 	cmdutil.AddOutputFlag(cmd, &out)
 	return cmd
 }
 
 // unavailOptions checks the flags into opts; every error is a usage error
 // naming its flag.
-func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *UnavailabilityOptions, counts, cluster string, broker int, kf *unavailKillerFlags, out *cmdutil.OutputFlag) error {
+func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *UnavailabilityOptions, counts, cluster, bootstrap string, broker int, kf *clitarget.KillerFlags, out *cmdutil.OutputFlag) error {
 	opts.IO, opts.Version, opts.Now = f.IOStreams, f.Version, f.Now
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -168,19 +171,26 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 		return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster (the lab knows its own addresses)")
 	case remote:
 		opts.ClusterKind = "remote"
-		if opts.Conn.BootstrapServers = strings.TrimSpace(kf.bootstrap); opts.Conn.BootstrapServers == "" {
+		if opts.Conn.BootstrapServers = strings.TrimSpace(bootstrap); opts.Conn.BootstrapServers == "" {
 			return cmdutil.UsageErrorf("--bootstrap-server: no address given")
 		}
 		if cmd.Flags().Changed("lab-dir") {
 			return cmdutil.UsageErrorf("--lab-dir: only with --cluster lab")
 		}
-		if opts.Killer, err = kf.options(cmd); err != nil {
-			return err
+		kf.Spec.RequiredWith = "--bootstrap-server (" + killers.Kinds + ")"
+		kf.Spec.RestoreNeeded = "--killer exec (every kill is restored before the next)"
+		spec, err := kf.Options(cmd.Flags().Changed, func(n string) string { return "--" + n })
+		if err != nil {
+			return cmdutil.Usage(unavailSpell(err))
 		}
+		opts.Killer = &spec
 	case cluster == "lab":
 		opts.ClusterKind = "lab"
-		if err := kf.noneGiven(cmd); err != nil {
-			return err
+		// The lab kills its own brokers.
+		for _, n := range slices.Insert(clitarget.KillerFlagNames(), 2, "yes") {
+			if cmd.Flags().Changed(n) {
+				return cmdutil.UsageErrorf("--%s: needs --bootstrap-server (the lab kills its own brokers)", n)
+			}
 		}
 	default:
 		return cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server with --killer)", cluster)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/killers"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/chaos/remote"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
@@ -82,7 +83,7 @@ func unavailOpen(ctx context.Context, o *UnavailabilityOptions) (*experiment.Una
 		}
 		a.Cluster, a.Conn = c, c.Conn().WithSeeds(c.Seeds())
 	} else {
-		k, err := o.Killer.New()
+		k, err := o.Killer.New(killers.NewRunID())
 		if err != nil {
 			return nil, cmdutil.Usage(unavailSpell(err))
 		}
