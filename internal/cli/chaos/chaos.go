@@ -699,7 +699,7 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	camp := opts.campaign()
 	cfg := &camp.Config
 	if opts.Remote != nil {
-		rcl, done, err := prepareRemote(ctx, opts, cfg)
+		rcl, done, err := prepareRemote(ctx, opts, camp)
 		if err != nil || done {
 			return err
 		}

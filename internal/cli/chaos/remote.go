@@ -94,11 +94,11 @@ func openRemote(ctx context.Context, opts *Options) (*remote.Cluster, error) {
 	})
 }
 
-// prepareRemote opens the cluster, builds the experiment's assignment and
+// prepareRemote opens the cluster, completes the campaign on it and makes
 // the plan, and decides whether to run: it prints the plan and returns
 // done for a dry run (or an error with the exit code the run would meet),
 // and refuses without --yes.
-func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *remote.Cluster, done bool, err error) {
+func prepareRemote(ctx context.Context, opts *Options, camp *chaos.Campaign) (_ *remote.Cluster, done bool, err error) {
 	c, err := openRemote(ctx, opts)
 	if err != nil {
 		return nil, false, err
@@ -109,11 +109,10 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 			c.Close()
 		}
 	}()
-	if err := remoteTopics(ctx, c, opts, cfg); err != nil {
-		return nil, false, err
+	if err := camp.Complete(ctx, c); err != nil {
+		return nil, false, spell(err, flagName)
 	}
-	k := c.Killer()
-	pr := chaos.PlanRun{Cluster: c, Killer: k, Config: *cfg, DeleteTopics: !opts.Remote.KeepTopics, DryRun: opts.Remote.DryRun}
+	pr := chaos.PlanRun{Cluster: c, Killer: c.Killer(), Config: camp.Config, DeleteTopics: !opts.Remote.KeepTopics, DryRun: opts.Remote.DryRun}
 	plan, perr := pr.Run(ctx)
 	ro := opts.Remote
 	out := opts.IO.Out
@@ -144,53 +143,11 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 	return c, false, nil
 }
 
-// remoteTopics completes cfg's topics on a --bootstrap-server cluster:
-// the existing ones listed, the assignment checked against its brokers or
-// built round them.
-func remoteTopics(ctx context.Context, c *remote.Cluster, opts *Options, cfg *chaos.Config) error {
-	brokers, err := c.Brokers(ctx)
-	if err != nil {
-		return err
-	}
-	if cfg.Existing && len(cfg.Workload) == 0 {
-		if cfg.Workload, err = existingWorkload(ctx, c, *cfg, opts.Workload); err != nil {
-			return err
-		}
-		cfg.Rate = chaos.TotalRate(cfg.Workload)
-	}
-	if err := chaos.CheckWorkloadBrokers(cfg.Workload, brokers); err != nil {
-		return spell(err, flagName)
-	}
-	for p, reps := range cfg.Assignment {
-		for _, id := range reps {
-			if !slices.Contains(brokers, id) {
-				return cmdutil.UsageErrorf("--assignment: partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", p, id, brokers)
-			}
-		}
-	}
-	if cfg.Assignment == nil && len(cfg.Workload) == 0 {
-		if opts.ReplicationFactor > len(brokers) {
-			return cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", opts.ReplicationFactor, len(brokers))
-		}
-		cfg.Assignment = chaos.RingAssignment(brokers, opts.Partitions, opts.ReplicationFactor)
-	}
-	return nil
-}
-
 // cleanupRemote deletes the experiment topics and the killer's objects on a
 // context Ctrl-C does not cancel, cut short by abort (the second Ctrl-C).
 func cleanupRemote(ctx context.Context, c *remote.Cluster, opts *Options, abort <-chan struct{}) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chaos.DefaultCleanupTimeout)
+	cctx, cancel := chaos.CleanupContext(ctx, 0, abort)
 	defer cancel()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		select {
-		case <-abort:
-			cancel()
-		case <-stop:
-		}
-	}()
 	deleted, err := c.Cleanup(cctx)
 	if len(deleted) > 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "chaos: deleted topics %s\n", strings.Join(deleted, ", "))
