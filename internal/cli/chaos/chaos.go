@@ -105,7 +105,6 @@ func fileKeys(cmd *cobra.Command) map[string]bool {
 // NewCmdChaos returns `kplan chaos`. runF replaces the run function in tests.
 func NewCmdChaos(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	var c flags
-	d := chaos.Defaults()
 	cmd := &cobra.Command{
 		Use:   "chaos --kill TARGET|--fault FAULT [--layout FILE [--rates ...] | --workload FILE.yaml] [flags]",
 		Short: "Kill a broker under load and compare partitioners' skew, latency and loss before and after",
@@ -227,7 +226,15 @@ short.`,
 			return runChaos(cmd.Context(), opts)
 		},
 	}
-	fs := cmd.Flags()
+	c.add(cmd.Flags())
+	cmdutil.AddOutputFlag(cmd, &c.output)
+	cmd.AddCommand(newCmdCleanup(f, nil))
+	return cmd
+}
+
+// add declares the flags of `kplan chaos` on fs, bound to c.
+func (c *flags) add(fs *pflag.FlagSet) {
+	d := chaos.Defaults()
 	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest, each (every broker in turn) or none (required unless --fault)")
 	fs.StringVar(&c.fault, "fault", "", "network fault to inject after the before phase, instead of or before the kill: delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT% or partition:TARGET (lab, or chaos-mesh's NetworkChaos)")
 	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run)")
@@ -269,9 +276,6 @@ short.`,
 	clitarget.CommandConfigVar(fs, &c.commandConfig, "the experiment's clients use it with the cluster's own addresses")
 	fs.BoolVar(&c.verbose, "verbose", false, "also print notes only worth reading closely (the checking consumer's re-reads)")
 	c.remote.add(fs)
-	cmdutil.AddOutputFlag(cmd, &c.output)
-	cmd.AddCommand(newCmdCleanup(f, nil))
-	return cmd
 }
 
 // where names a flag for error messages: the file line it came from, or the flag.

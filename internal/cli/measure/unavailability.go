@@ -165,6 +165,12 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 	if err := clitarget.CheckLabDir(cmd.Flags(), opts.LabDir); err != nil {
 		return err
 	}
+	return unavailCluster(cmd, opts, cluster, bootstrap, kf)
+}
+
+// unavailCluster checks the cluster's flags: --cluster lab, or
+// --bootstrap-server with a killer (checked by killers.Spec).
+func unavailCluster(cmd *cobra.Command, opts *UnavailabilityOptions, cluster, bootstrap string, kf *clitarget.KillerFlags) error {
 	remote := cmd.Flags().Changed("bootstrap-server")
 	switch {
 	case remote && cmd.Flags().Changed("cluster"):
