@@ -67,15 +67,22 @@ func writeKillPlan(sb *strings.Builder, p *chaos.Plan) {
 		fmt.Fprintf(sb, "kill:        %s\n", p.Target)
 	}
 	if p.Kill != nil {
-		fmt.Fprintf(sb, "target:      %s\n", p.Kill.Target)
-		for i, s := range p.Kill.Steps {
-			fmt.Fprintf(sb, "  %d. %s\n", i+1, s)
-		}
-		if p.Kill.Manifest != "" {
-			sb.WriteString("manifest:\n")
-			for _, l := range strings.Split(strings.TrimRight(p.Kill.Manifest, "\n"), "\n") {
-				sb.WriteString("  " + l + "\n")
-			}
+		writeKillerPlan(sb, "", "      ", p.Kill)
+	}
+}
+
+// writeKillerPlan prints what the killer will do: its target, its steps
+// and its manifest, each heading starting with prefix ("fault " for a
+// fault's) and the target's padded by pad.
+func writeKillerPlan(sb *strings.Builder, prefix, pad string, kp *chaos.KillPlan) {
+	fmt.Fprintf(sb, "%starget:%s%s\n", prefix, pad, kp.Target)
+	for i, s := range kp.Steps {
+		fmt.Fprintf(sb, "  %d. %s\n", i+1, s)
+	}
+	if kp.Manifest != "" {
+		sb.WriteString(prefix + "manifest:\n")
+		for _, l := range strings.Split(strings.TrimRight(kp.Manifest, "\n"), "\n") {
+			sb.WriteString("  " + l + "\n")
 		}
 	}
 }
@@ -114,14 +121,5 @@ func writeFaultPlan(sb *strings.Builder, p *chaos.Plan) {
 	if p.FaultPlan == nil {
 		return
 	}
-	fmt.Fprintf(sb, "fault target: %s\n", p.FaultPlan.Target)
-	for i, s := range p.FaultPlan.Steps {
-		fmt.Fprintf(sb, "  %d. %s\n", i+1, s)
-	}
-	if p.FaultPlan.Manifest != "" {
-		sb.WriteString("fault manifest:\n")
-		for _, l := range strings.Split(strings.TrimRight(p.FaultPlan.Manifest, "\n"), "\n") {
-			sb.WriteString("  " + l + "\n")
-		}
-	}
+	writeKillerPlan(sb, "fault ", " ", p.FaultPlan)
 }

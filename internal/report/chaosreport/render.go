@@ -177,15 +177,7 @@ func faultSection(res *chaos.Result) (report.Section, bool) {
 // shares spells a phase's shares by broker, "1: 33.3%, 2: ...", in broker
 // order.
 func shares(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		x, _ := strconv.Atoi(a)
-		y, _ := strconv.Atoi(b)
-		return x - y
-	})
+	keys := brokerOrder(m)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + ": " + pct(m[k])
@@ -543,7 +535,8 @@ func joinIDs(ids []int32) string {
 	return strings.Join(s, ",")
 }
 
-func perBroker(m map[string]int64) string {
+// brokerOrder returns the keys of m, broker ids, in numeric order.
+func brokerOrder[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -553,6 +546,11 @@ func perBroker(m map[string]int64) string {
 		y, _ := strconv.Atoi(b)
 		return x - y
 	})
+	return keys
+}
+
+func perBroker(m map[string]int64) string {
+	keys := brokerOrder(m)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		name := "b" + k
