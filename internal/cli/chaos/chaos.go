@@ -515,8 +515,8 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 			return cmdutil.UsageErrorf("%s: %d brokers, but %s names broker %d", c.where("brokers"), c.brokers, c.where("layout"), maxID)
 		}
 	}
-	if cfg.Workload, err = spec.build(names, assignments, "in the layout "+c.layout); err != nil {
-		return err
+	if cfg.Workload, err = spec.Build(names, assignments, "in the layout "+c.layout); err != nil {
+		return cmdutil.Usage(spell(err, c.where))
 	}
 	cfg.Rate = chaos.TotalRate(cfg.Workload)
 	cfg.Assignment = nil
@@ -526,7 +526,7 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 
 // workloadSpec reads --rates or --rates-file and --keys; total is --rate.
 func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpec, error) {
-	spec := &WorkloadSpec{Total: total, where: c.where, ratesFlag: "rates"}
+	spec := &WorkloadSpec{WorkloadSpec: chaos.WorkloadSpec{Total: total, RatesField: "rates"}, where: c.where}
 	var err error
 	switch {
 	case c.rates != "" && c.ratesFile != "":
@@ -537,7 +537,7 @@ func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpe
 		}
 		spec.RatesGiven = true
 	case c.ratesFile != "":
-		spec.ratesFlag = "rates-file"
+		spec.RatesField = "rates-file"
 		data, err := os.ReadFile(c.ratesFile)
 		if err != nil {
 			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
@@ -548,7 +548,7 @@ func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpe
 		spec.RatesGiven = true
 	}
 	if spec.RatesGiven && spec.Rates.BytesPerSecond && given("rate") {
-		return nil, cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.ratesFlag), c.where("rate"))
+		return nil, cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.RatesField), c.where("rate"))
 	}
 	if c.keys == "" {
 		spec.Keys = workload.TopicKeys{}
