@@ -2,6 +2,9 @@ package chaosreport
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -267,4 +270,114 @@ func TestWriteReportPrediction(t *testing.T) {
 // writeReport is WriteReport of a single run or of repeated runs with their summary.
 func writeReport(dir string, res *chaos.Result, sum *chaos.Summary, verbose bool) ([]string, error) {
 	return WriteReport(dir, chaos.CampaignResult{Runs: []*chaos.Result{res}, Summary: sum}, verbose)
+}
+
+// killEachResult is --kill each on three brokers, hand-made: roundrobin
+// with predictions (the survivor that takes the dead broker's partition
+// carries two thirds), node without.
+func killEachResult() *chaos.KillEach {
+	var runs []*chaos.Result
+	for _, id := range []int32{1, 2, 3} {
+		res := chaostest.Result()
+		res.Target, res.KilledBroker = fmt.Sprintf("broker-%d", id), id
+		var surv []string
+		for _, b := range []int32{1, 2, 3} {
+			if b != id {
+				surv = append(surv, strconv.Itoa(int(b)))
+			}
+		}
+		// Ring 1,2;2,3;3,1: the dead broker's partition fails over to the
+		// next broker in the ring.
+		heavy := strconv.Itoa(int(id%3 + 1))
+		after := res.Partitioners[0].Phases["after"]
+		after.PredictedShare, after.MeasuredShare = map[string]float64{}, map[string]float64{}
+		for _, b := range surv {
+			p, m := 1/3.0, 0.3341
+			if b == heavy {
+				p, m = 2/3.0, 0.6659
+			}
+			after.PredictedShare[b], after.MeasuredShare[b] = p, m
+		}
+		after.PredictedMaxOverMean, after.MaxErrorPts = fp(1.3333), fp(0.08)
+		runs = append(runs, res)
+	}
+	return chaos.NewKillEach(runs, []bool{true, true, true})
+}
+
+func TestKillEachGolden(t *testing.T) {
+	k := killEachResult()
+	for _, tc := range []struct {
+		format report.Format
+		name   string
+	}{{report.Table, "kill-each.txt"}, {report.Markdown, "kill-each.md"}} {
+		golden.AssertString(t, tc.name, render(t, tc.format, k, KillEachDocument(k)))
+	}
+	var got struct {
+		Schema string `json:"schema"`
+		Kills  []struct {
+			Broker       int32 `json:"broker"`
+			Partitioners []struct {
+				Name      string   `json:"name"`
+				Predicted *float64 `json:"predicted_max_over_mean"`
+				Measured  *float64 `json:"measured_max_over_mean"`
+			} `json:"partitioners"`
+		} `json:"kills"`
+		Runs []json.RawMessage `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(render(t, report.JSON, k, report.Document{})), &got))
+	assert.Equal(t, chaos.KillEachSchema, got.Schema)
+	require.Len(t, got.Kills, 3)
+	assert.Len(t, got.Runs, 3)
+	for i, kl := range got.Kills {
+		assert.Equal(t, int32(i+1), kl.Broker)
+		require.Len(t, kl.Partitioners, 2)
+		assert.InDelta(t, 1.3333, *kl.Partitioners[0].Predicted, 1e-9)
+		assert.InDelta(t, 1.3318, *kl.Partitioners[0].Measured, 1e-9, "the largest measured share over the mean")
+		assert.Nil(t, kl.Partitioners[1].Predicted, "node has no prediction here")
+	}
+}
+
+// A result with a fault has a section setting the faulted broker's share
+// beside the others', phase by phase, and says why there is no prediction.
+func TestFaultSection(t *testing.T) {
+	res := chaostest.Result()
+	res.KilledBroker = -1
+	res.Fault = &chaos.FaultResult{Fault: "delay:broker-2:200ms", Kind: chaos.FaultDelay, Broker: 2, Description: "delay broker 2's packets by 200ms",
+		InjectedAtS: 10, InForceMS: 12.5, Phases: []string{"fault"}}
+	for i := range res.Partitioners {
+		p := &res.Partitioners[i]
+		p.Phases["fault"] = &chaos.PhaseResult{Leaders: []int32{1, 2, 3}, Shares: map[string]float64{"1": 0.4, "2": 0.2, "3": 0.4}, NoPrediction: chaos.NoPredictionUnderFault}
+	}
+	out := render(t, report.Table, res, Document(res, false))
+	assert.Contains(t, out, "kplan chaos: fault delay:broker-2:200ms")
+	assert.Contains(t, out, "Network fault: delay broker 2's packets by 200ms (delay:broker-2:200ms)")
+	name := res.Partitioners[0].Name
+	row := rowOf(t, out, name, "fault", "yes")
+	assert.Contains(t, row, "20.0%")
+	assert.Contains(t, row, "1: 40.0%, 2: 20.0%, 3: 40.0%")
+	assert.Contains(t, out, chaos.NoPredictionUnderFault)
+	assert.Contains(t, out, "cleared when the run ended")
+	j := render(t, report.JSON, res, Document(res, false))
+	assert.True(t, strings.Contains(j, `"fault": "delay:broker-2:200ms"`), j)
+	assert.Contains(t, j, `"no_prediction": "no prediction under a network fault"`)
+}
+
+// The plan of a --bootstrap-server run with --fault shows the fault's
+// broker, steps and NetworkChaos (what --dry-run prints).
+func TestWriteFaultPlan(t *testing.T) {
+	b := int32(2)
+	p := &chaos.Plan{Schema: chaos.PlanSchema, Label: "real", Killer: "chaos-mesh", Target: "none", Broker: -1, Topics: []string{"kplan-chaos-sqf"},
+		Assignment: "1,2;2,3;3,1", DryRun: true, Fault: "delay:broker-2:200ms", FaultBroker: &b,
+		FaultPlan: &chaos.KillPlan{Target: "pod kafka/my-cluster-pool-a-2", Steps: []string{"create NetworkChaos kafka/kplan-x"},
+			Manifest: "apiVersion: chaos-mesh.org/v1alpha1\nkind: NetworkChaos\n"}}
+	var sb strings.Builder
+	require.NoError(t, WritePlan(&sb, report.Table, p))
+	out := sb.String()
+	assert.Contains(t, out, "fault:       delay:broker-2:200ms: broker 2\n")
+	assert.Contains(t, out, "fault target: pod kafka/my-cluster-pool-a-2\n")
+	assert.Contains(t, out, "  1. create NetworkChaos kafka/kplan-x\n")
+	assert.Contains(t, out, "fault manifest:\n  apiVersion: chaos-mesh.org/v1alpha1\n  kind: NetworkChaos\n")
+	sb.Reset()
+	require.NoError(t, WritePlan(&sb, report.JSON, p))
+	assert.Contains(t, sb.String(), `"fault_plan": {`)
 }
