@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
@@ -129,7 +130,14 @@ measured. Network conditions come from outside: kplan lab net --clients
 			return runBatching(cmd.Context(), opts)
 		},
 	}
-	fs := cmd.Flags()
+	c.add(cmd.Flags(), opts)
+	cmdutil.AddOutputFlag(cmd, &c.output)
+	return cmd
+}
+
+// add declares the flags of `kplan measure batching` on fs, bound to c
+// and opts.
+func (c *batchingFlags) add(fs *pflag.FlagSet, opts *BatchingOptions) {
 	fs.StringVar(&c.lingers, "linger", batchDefaultLingers, "lingers to sweep, comma-separated whole milliseconds (linger.ms)")
 	fs.StringVar(&c.sizes, "batch-size", batchDefaultSizes, "batch sizes to sweep, comma-separated: records per batch (10) or bytes with a unit (16KiB)")
 	fs.DurationVar(&opts.Objective, "latency-objective", 100*time.Millisecond, "end-to-end latency objective of the violation rate and timely throughput")
@@ -150,8 +158,6 @@ measured. Network conditions come from outside: kplan lab net --clients
 	fs.BoolVar(&opts.Yes, "yes", false, "create the scratch topic and write to a cluster that is not the kplan lab")
 	fs.StringVar(&opts.ReportDir, "report", "", "write result.json, report.md and heatmap.png into this directory")
 	fs.StringVar(&opts.ApplyTo, "apply-to", "", "write the recommended linger.ms, batch.size and acks into this producer properties file")
-	cmdutil.AddOutputFlag(cmd, &c.output)
-	return cmd
 }
 
 // batchFlagOf spells the domain's fields as flags.

@@ -124,11 +124,17 @@ unavailability fits u from broker kills and is the better number.`,
 			return runMeasure(cmd.Context(), opts)
 		},
 	}
-	fs := cmd.Flags()
+	r.add(cmd.Flags(), opts)
+	cmdutil.AddOutputFlag(cmd, &r.output)
+	cmd.AddCommand(NewCmdUnavailability(f, nil), NewCmdBatching(f, nil))
+	return cmd
+}
+
+// add declares the flags of `kplan measure` on fs, bound to r and opts.
+func (r *rawFlags) add(fs *pflag.FlagSet, opts *Options) {
 	r.target.AddFlags(fs, clitarget.Conn|clitarget.LabDir, clitarget.Notes{})
 	fs.StringVar(&r.cluster, "cluster", "", "lab: measure the running kplan lab (its addresses and, when secured, its client.properties)")
 	fs.StringVar(&opts.Out, "out", "", "write the plan file (YAML) here, atomically")
-	cmdutil.AddOutputFlag(cmd, &r.output)
 	fs.BoolVar(&opts.Yes, "yes", false, "create scratch topics and write on a cluster that is not the local kplan lab")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep the scratch topics (default: deleted at the end)")
 	fs.StringVar(&r.acks, "acks", "all", "Tp's producer acks: all (idempotent), 1 or 0")
@@ -149,8 +155,6 @@ unavailability fits u from broker kills and is the better number.`,
 	fs.Int64Var(&opts.Requirements.MaxBrokers, "max-brokers", 0, "the plan's B (default: the cluster's brokers)")
 	fs.StringVar(&r.maxL, "max-replication-latency", "200ms", "the plan's L: replication latency threshold")
 	fs.StringVar(&r.maxU, "max-unavailability", "2s", "the plan's U: unavailability threshold")
-	cmd.AddCommand(NewCmdUnavailability(f, nil), NewCmdBatching(f, nil))
-	return cmd
 }
 
 // MaxRecordSize bounds --record-size and --replication-record-size.
