@@ -88,6 +88,38 @@ func (c *Campaign) Validate() error {
 	return c.Config.validate(ring, c.Config.Existing && len(c.Config.Workload) == 0, true)
 }
 
+// KillerNeeded says what needs a killer on a cluster kplan does not run
+// (the flag, for a message "required with ..."), "" when the campaign
+// neither kills nor injects a fault.
+func (c *Campaign) KillerNeeded() string {
+	switch {
+	case c.Config.Fault != nil:
+		return "--fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)"
+	case c.Config.Target.Kind != TargetNone:
+		return "--bootstrap-server (chaos-mesh, docker or exec)"
+	}
+	return ""
+}
+
+// RestoreNeeded says what needs every kill undone on a cluster kplan does
+// not run (for a message "required with ..."), "" when nothing does.
+func (c *Campaign) RestoreNeeded() string {
+	cfg := &c.Config
+	switch {
+	case cfg.Target.Kind == TargetNone:
+		return ""
+	case cfg.Restore:
+		return "--restore"
+	case cfg.Target.Kind == TargetEach:
+		return "--kill each (each kill is undone before the next)"
+	case c.Repeat > 1:
+		return "--repeat (each run needs the broker back)"
+	case cfg.Sequential && len(cfg.Partitioners) > 1:
+		return "--sequential (each partitioner's leg needs the broker back)"
+	}
+	return ""
+}
+
 // Run runs the campaign. On an error it returns the runs so far with it;
 // a Ctrl-C (ctx cancelled) ends it after the run in progress, whose
 // partial result is kept.
@@ -228,12 +260,52 @@ func (c *Campaign) runConfig(ctx context.Context, cl Cluster, cfg Config, i int)
 		if err != nil {
 			return rc, err
 		}
-		if c.ReplicationFactor > len(brokers) {
-			return rc, errkind.Usagef(FieldReplicationFactor, "%d is more than the cluster's %d brokers", c.ReplicationFactor, len(brokers))
+		if rc.Assignment, err = c.ring(brokers); err != nil {
+			return rc, err
 		}
-		rc.Assignment = RingAssignment(brokers, c.Partitions, c.ReplicationFactor)
 	}
 	return rc, nil
+}
+
+// ring is the ring assignment of Partitions and ReplicationFactor over
+// brokers.
+func (c *Campaign) ring(brokers []int32) ([][]int32, error) {
+	if c.ReplicationFactor > len(brokers) {
+		return nil, errkind.Usagef(FieldReplicationFactor, "%d is more than the cluster's %d brokers", c.ReplicationFactor, len(brokers))
+	}
+	return RingAssignment(brokers, c.Partitions, c.ReplicationFactor), nil
+}
+
+// Complete fills in Config on cl before a plan is made of it (PlanRun):
+// the existing topics listed (Existing), the workload's and the
+// assignment's brokers checked against cl's, or the ring assignment built
+// over them. Errors name the field.
+func (c *Campaign) Complete(ctx context.Context, cl Cluster) error {
+	cfg := &c.Config
+	brokers, err := cl.Brokers(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.Existing && len(cfg.Workload) == 0 {
+		if cfg.Workload, err = c.Existing(ctx, cl, *cfg); err != nil {
+			return err
+		}
+		cfg.Rate = TotalRate(cfg.Workload)
+	}
+	if err := CheckWorkloadBrokers(cfg.Workload, brokers); err != nil {
+		return err
+	}
+	for p, reps := range cfg.Assignment {
+		for _, id := range reps {
+			if !slices.Contains(brokers, id) {
+				return errkind.Usagef("assignment", "partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", p, id, brokers)
+			}
+		}
+	}
+	if cfg.Assignment == nil && len(cfg.Workload) == 0 {
+		cfg.Assignment, err = c.ring(brokers)
+	}
+	return err
 }
 
 // soak reports whether runs repeat kills on a real cluster: each run waits

@@ -183,3 +183,66 @@ func TestCampaignRingTooLarge(t *testing.T) {
 	assert.Empty(t, out.Runs)
 	assert.Equal(t, oc.opens, oc.closes)
 }
+
+// What needs a killer, and every kill undone, on a cluster kplan does not
+// run.
+func TestCampaignNeeds(t *testing.T) {
+	kill := Target{Kind: TargetBroker, Broker: 2}
+	fault := &Fault{Kind: FaultDelay}
+	for _, tc := range []struct {
+		name            string
+		cfg             Config
+		repeat          int
+		killer, restore string
+	}{
+		{"no kill", Config{Target: Target{Kind: TargetNone}}, 3, "", ""},
+		{"fault alone", Config{Target: Target{Kind: TargetNone}, Fault: fault}, 1, "--fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)", ""},
+		{"one kill", Config{Target: kill}, 1, "--bootstrap-server (chaos-mesh, docker or exec)", ""},
+		{"restore", Config{Target: kill, Restore: true}, 1, "--bootstrap-server (chaos-mesh, docker or exec)", "--restore"},
+		{"each", Config{Target: Target{Kind: TargetEach}}, 1, "--bootstrap-server (chaos-mesh, docker or exec)", "--kill each (each kill is undone before the next)"},
+		{"repeat", Config{Target: kill}, 2, "--bootstrap-server (chaos-mesh, docker or exec)", "--repeat (each run needs the broker back)"},
+		{"sequential", Config{Target: kill, Sequential: true, Partitioners: []string{"a", "b"}}, 1, "--bootstrap-server (chaos-mesh, docker or exec)", "--sequential (each partitioner's leg needs the broker back)"},
+		{"sequential, one partitioner", Config{Target: kill, Sequential: true, Partitioners: []string{"a"}}, 1, "--bootstrap-server (chaos-mesh, docker or exec)", ""},
+	} {
+		c := &Campaign{Config: tc.cfg, Repeat: tc.repeat}
+		assert.Equal(t, tc.killer, c.KillerNeeded(), tc.name)
+		assert.Equal(t, tc.restore, c.RestoreNeeded(), tc.name)
+	}
+}
+
+// Complete builds the ring over the cluster's brokers, lists the existing
+// topics, and refuses an assignment or a replication factor the cluster
+// cannot hold, naming the field.
+func TestCampaignComplete(t *testing.T) {
+	cl, err := embedded.NewCluster(3, "test")
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx := context.Background()
+
+	ring := Defaults()
+	ring.Assignment = nil
+	c := &Campaign{Config: ring, Partitions: 3, ReplicationFactor: 2}
+	require.NoError(t, c.Complete(ctx, cl))
+	assert.Equal(t, [][]int32{{1, 2}, {2, 3}, {3, 1}}, c.Config.Assignment)
+
+	for _, tc := range []struct {
+		name  string
+		c     *Campaign
+		field string
+	}{
+		{"rf", &Campaign{Config: Config{}, Partitions: 3, ReplicationFactor: 4}, FieldReplicationFactor},
+		{"assignment", &Campaign{Config: Config{Assignment: [][]int32{{1, 9}}}}, "assignment"},
+	} {
+		var ke *errkind.Error
+		require.ErrorAs(t, tc.c.Complete(ctx, cl), &ke, tc.name)
+		assert.Equal(t, tc.field, ke.Field, tc.name)
+	}
+
+	existing := &Campaign{Config: Config{Existing: true}, Existing: func(context.Context, Cluster, Config) ([]WorkloadTopic, error) {
+		return []WorkloadTopic{{Name: "a", Rate: 100}, {Name: "b", Rate: 50}}, nil
+	}}
+	require.NoError(t, existing.Complete(ctx, cl))
+	assert.Len(t, existing.Config.Workload, 2)
+	assert.Equal(t, int64(150), existing.Config.Rate)
+	assert.Nil(t, existing.Config.Assignment, "existing topics keep their own layout")
+}

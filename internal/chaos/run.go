@@ -224,22 +224,27 @@ func (r *runner) runLegs(ctx context.Context) error {
 	return nil
 }
 
-// cleanupContext is the cleanup's context: not cancelled with ctx (the
-// cleanup must run after a Ctrl-C), bounded by cfg.CleanupTimeout, and
-// cancelled when cfg.Abort closes.
+// cleanupContext is the cleanup's context (CleanupContext) of the run.
 func (r *runner) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	timeout := r.cfg.CleanupTimeout
+	return CleanupContext(ctx, r.cfg.CleanupTimeout, r.cfg.Abort)
+}
+
+// CleanupContext is a cleanup's context: not cancelled with ctx (the
+// cleanup must run after a Ctrl-C), bounded by timeout (0:
+// DefaultCleanupTimeout), and cancelled when abort (the second Ctrl-C, nil
+// for none) closes.
+func CleanupContext(ctx context.Context, timeout time.Duration, abort <-chan struct{}) (context.Context, context.CancelFunc) {
 	if timeout <= 0 {
 		timeout = DefaultCleanupTimeout
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	if r.cfg.Abort == nil {
+	if abort == nil {
 		return cctx, cancel
 	}
 	stop := make(chan struct{})
 	go func() {
 		select {
-		case <-r.cfg.Abort:
+		case <-abort:
 			cancel()
 		case <-stop:
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/report/chaosreport"
 	"github.com/kplan-dev/kplan/internal/units"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
@@ -104,7 +105,6 @@ func fileKeys(cmd *cobra.Command) map[string]bool {
 // NewCmdChaos returns `kplan chaos`. runF replaces the run function in tests.
 func NewCmdChaos(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	var c flags
-	d := chaos.Defaults()
 	cmd := &cobra.Command{
 		Use:   "chaos --kill TARGET|--fault FAULT [--layout FILE [--rates ...] | --workload FILE.yaml] [flags]",
 		Short: "Kill a broker under load and compare partitioners' skew, latency and loss before and after",
@@ -226,7 +226,15 @@ short.`,
 			return runChaos(cmd.Context(), opts)
 		},
 	}
-	fs := cmd.Flags()
+	c.add(cmd.Flags())
+	cmdutil.AddOutputFlag(cmd, &c.output)
+	cmd.AddCommand(newCmdCleanup(f, nil))
+	return cmd
+}
+
+// add declares the flags of `kplan chaos` on fs, bound to c.
+func (c *flags) add(fs *pflag.FlagSet) {
+	d := chaos.Defaults()
 	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest, each (every broker in turn) or none (required unless --fault)")
 	fs.StringVar(&c.fault, "fault", "", "network fault to inject after the before phase, instead of or before the kill: delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT% or partition:TARGET (lab, or chaos-mesh's NetworkChaos)")
 	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run)")
@@ -268,9 +276,6 @@ short.`,
 	clitarget.CommandConfigVar(fs, &c.commandConfig, "the experiment's clients use it with the cluster's own addresses")
 	fs.BoolVar(&c.verbose, "verbose", false, "also print notes only worth reading closely (the checking consumer's re-reads)")
 	c.remote.add(fs)
-	cmdutil.AddOutputFlag(cmd, &c.output)
-	cmd.AddCommand(newCmdCleanup(f, nil))
-	return cmd
 }
 
 // where names a flag for error messages: the file line it came from, or the flag.
@@ -317,10 +322,11 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	// One check of everything but what needs the cluster (the ring
 	// assignment over its brokers, the existing topics), its fields
 	// spelled as the flags (or file lines) that set them.
-	if err := opts.campaign().Validate(); err != nil {
+	camp := opts.campaign()
+	if err := camp.Validate(); err != nil {
 		return nil, spell(err, c.where)
 	}
-	if opts.Remote, err = c.remote.options(cmd, c, cfg); err != nil {
+	if opts.Remote, err = c.remote.options(cmd, c, camp); err != nil {
 		return nil, err
 	}
 	if opts.Remote != nil {
@@ -509,8 +515,8 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 			return cmdutil.UsageErrorf("%s: %d brokers, but %s names broker %d", c.where("brokers"), c.brokers, c.where("layout"), maxID)
 		}
 	}
-	if cfg.Workload, err = spec.build(names, assignments, "in the layout "+c.layout); err != nil {
-		return err
+	if cfg.Workload, err = spec.Build(names, assignments, "in the layout "+c.layout); err != nil {
+		return cmdutil.Usage(spell(err, c.where))
 	}
 	cfg.Rate = chaos.TotalRate(cfg.Workload)
 	cfg.Assignment = nil
@@ -520,7 +526,7 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 
 // workloadSpec reads --rates or --rates-file and --keys; total is --rate.
 func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpec, error) {
-	spec := &WorkloadSpec{Total: total, where: c.where, ratesFlag: "rates"}
+	spec := &WorkloadSpec{WorkloadSpec: chaos.WorkloadSpec{Total: total, RatesField: "rates"}, where: c.where}
 	var err error
 	switch {
 	case c.rates != "" && c.ratesFile != "":
@@ -531,7 +537,7 @@ func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpe
 		}
 		spec.RatesGiven = true
 	case c.ratesFile != "":
-		spec.ratesFlag = "rates-file"
+		spec.RatesField = "rates-file"
 		data, err := os.ReadFile(c.ratesFile)
 		if err != nil {
 			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
@@ -542,7 +548,7 @@ func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpe
 		spec.RatesGiven = true
 	}
 	if spec.RatesGiven && spec.Rates.BytesPerSecond && given("rate") {
-		return nil, cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.ratesFlag), c.where("rate"))
+		return nil, cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.RatesField), c.where("rate"))
 	}
 	if c.keys == "" {
 		spec.Keys = workload.TopicKeys{}
@@ -697,7 +703,7 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	camp := opts.campaign()
 	cfg := &camp.Config
 	if opts.Remote != nil {
-		rcl, done, err := prepareRemote(ctx, opts, cfg)
+		rcl, done, err := prepareRemote(ctx, opts, camp)
 		if err != nil || done {
 			return err
 		}
@@ -757,7 +763,7 @@ func progress(opts *Options, camp *chaos.Campaign) {
 			fmt.Fprint(w, "\r\033[K")
 		}
 		if res != nil && n > 1 {
-			fmt.Fprintln(w, cycleLine(i, n, res))
+			fmt.Fprintln(w, chaosreport.CycleLine(i, n, res))
 		}
 	}
 }
@@ -765,28 +771,13 @@ func progress(opts *Options, camp *chaos.Campaign) {
 // renderCampaign prints a campaign's result (the run, the summary of repeated
 // runs, or the kills of --kill each) and writes the --report directory.
 func renderCampaign(out, errOut goio.Writer, opts *Options, cr chaos.CampaignResult) error {
-	last := cr.Runs[len(cr.Runs)-1]
-	var v any = last
-	var head *report.Document
-	switch {
-	case cr.Kills != nil:
-		d := killEachDoc(cr.Kills)
-		v, head = cr.Kills, &d
-	case cr.Summary != nil:
-		d := summaryDoc(cr.Summary)
-		v, head = cr.Summary, &d
-	}
-	doc := func() report.Document { return resultDoc(last, opts.Verbose) }
-	if head != nil {
-		doc = func() report.Document { return *head }
-	}
-	if err := report.Render(out, opts.Format, v, doc); err != nil {
+	if err := chaosreport.WriteCampaign(out, opts.Format, cr, opts.Verbose); err != nil {
 		return err
 	}
 	if opts.ReportDir == "" {
 		return nil
 	}
-	files, err := writeReportDoc(opts.ReportDir, last, v, head, opts.Verbose)
+	files, err := chaosreport.WriteReport(opts.ReportDir, cr, opts.Verbose)
 	if err != nil {
 		return err
 	}
@@ -796,30 +787,6 @@ func renderCampaign(out, errOut goio.Writer, opts *Options, cr chaos.CampaignRes
 
 // isrWait bounds the wait for a restarted broker to be back in every ISR.
 const isrWait = chaos.DefaultISRWait
-
-// cycleLine is one repetition's progress line: the kill, the failover and
-// the loss check.
-func cycleLine(i, n int, res *chaos.Result) string {
-	var sent, acked, lost, dups, never int64
-	for _, p := range res.Partitioners {
-		sent += p.Sent
-		acked += p.Acked
-		lost += p.Lost
-		dups += p.Duplicates
-		never += p.NeverAcked
-	}
-	kill := "no kill"
-	if res.Fault != nil {
-		kill = "fault " + res.Fault.Fault + ", no kill"
-	}
-	if res.KilledBroker >= 0 {
-		kill = fmt.Sprintf("killed broker %d", res.KilledBroker)
-		if res.FailoverMS != nil {
-			kill += fmt.Sprintf(", failover %.0f ms", *res.FailoverMS)
-		}
-	}
-	return fmt.Sprintf("chaos: cycle %d/%d: %s, records sent %d, acked %d, lost %d, duplicates %d, never acked %d", i, n, kill, sent, acked, lost, dups, never)
-}
 
 // mapErr spells the experiment's errors for the command line: a field
 // becomes its flag, a refusal says which flag would change the answer. The

@@ -17,6 +17,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/report/chaosreport"
 )
 
 // parse runs argv through the command with a capturing runF.
@@ -201,7 +202,7 @@ func TestRunEmbedded(t *testing.T) {
 		assert.Positive(t, before.ThroughputMBps)
 		assert.Contains(t, after.LatencyMS, "p99")
 	}
-	for _, name := range []string{"report.md", "result.json", PlotRecordsPerBroker, PlotLatencyCDF, PlotThroughput} {
+	for _, name := range []string{"report.md", "result.json", chaosreport.PlotRecordsPerBroker, chaosreport.PlotLatencyCDF, chaosreport.PlotThroughput} {
 		st, err := os.Stat(filepath.Join(dir, name))
 		require.NoError(t, err, name)
 		assert.Positive(t, st.Size(), name)

@@ -2,49 +2,29 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
-	"github.com/kplan-dev/kplan/internal/chaos/docker"
-	chaosexec "github.com/kplan-dev/kplan/internal/chaos/exec"
+	"github.com/kplan-dev/kplan/internal/chaos/killers"
 	"github.com/kplan-dev/kplan/internal/chaos/remote"
 	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
-	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/report/chaosreport"
 )
-
-// Killer kinds, as --killer spells them.
-const (
-	KillerChaosMesh = "chaos-mesh"
-	KillerDocker    = docker.Name
-	KillerExec      = chaosexec.Name
-)
-
-// killerKinds lists the kinds for messages.
-const killerKinds = "chaos-mesh, docker or exec"
 
 // RemoteOptions are the settings of a cluster reached by --bootstrap-server.
 type RemoteOptions struct {
 	// Conn has the bootstrap servers and --command-config.
 	Conn kafka.ConnOptions
-	// Killer is the killer's kind; "" with --kill none.
-	Killer string
-	// Exec, Docker and Mesh configure the killer of that kind.
-	Exec   chaosexec.Options
-	Docker docker.Options
-	Mesh   MeshOptions
+	// Spec is the killer; Kind "" when nothing is killed (--kill none).
+	killers.Spec
 	// Yes allows the kill; DryRun prints the plan and changes nothing;
 	// KeepTopics keeps the experiment topics kplan created.
 	Yes, DryRun, KeepTopics bool
@@ -52,48 +32,29 @@ type RemoteOptions struct {
 
 // remoteFlags are the raw flags of --bootstrap-server runs.
 type remoteFlags struct {
-	bootstrap, killer, killCmd, restoreCmd, containerTemplate string
-	killTimeout                                               time.Duration
-	yes, dryRun, keepTopics                                   bool
-	mesh                                                      meshFlags
+	bootstrap               string
+	yes, dryRun, keepTopics bool
+	killer                  clitarget.KillerFlags
 }
 
 func (r *remoteFlags) add(fs *pflag.FlagSet) {
 	clitarget.BootstrapVar(fs, &r.bootstrap, "run against it (with --killer; --command-config for TLS and SASL)")
-	fs.StringVar(&r.killer, "killer", "", "how to kill a broker of a --bootstrap-server cluster: chaos-mesh, docker or exec")
 	fs.BoolVar(&r.yes, "yes", false, "kill a broker of a --bootstrap-server cluster (without it kplan prints the plan and exits 4)")
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the plan (the killer's command or manifest, the partitions losing their leader and their new leaders) and change nothing")
 	fs.BoolVar(&r.keepTopics, "keep-topics", false, "keep the experiment topics kplan created on a --bootstrap-server cluster (default: deleted at the end)")
-	fs.DurationVar(&r.killTimeout, "kill-timeout", chaosexec.DefaultTimeout, "exec, docker: longest run of each kill, restore or docker command")
-	fs.StringVar(&r.killCmd, "kill-cmd", "", "exec: command that kills a broker, run with sh -c; {id}, {host}, {port} are the broker's id and advertised address")
-	fs.StringVar(&r.restoreCmd, "restore-cmd", "", "exec: command that brings a killed broker back (needed by --restore, --repeat and --sequential)")
-	fs.StringVar(&r.containerTemplate, "container-template", "", "docker: the broker's container, e.g. kafka-{id}")
-	r.mesh.add(fs)
-}
-
-// killerFlags maps each killer's own flags to the killer.
-func killerFlags() map[string]string {
-	m := map[string]string{"kill-cmd": KillerExec, "restore-cmd": KillerExec, "container-template": KillerDocker}
-	for _, n := range meshFlagNames {
-		m[n] = KillerChaosMesh
-	}
-	return m
+	r.killer.AddFlags(fs, "needed by --restore, --repeat and --sequential")
 }
 
 // options checks the flags of a --bootstrap-server run; nil when there is
-// none.
-func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (*RemoteOptions, error) {
+// none. The killer checks itself against what the campaign needs.
+func (r *remoteFlags) options(cmd *cobra.Command, c *flags, camp *chaos.Campaign) (*RemoteOptions, error) {
 	given := func(name string) bool {
 		_, inFile := c.origin[name]
 		return cmd.Flags().Changed(name) || inFile
 	}
-	kf := killerFlags()
-	own := []string{"killer", "yes", "dry-run", "keep-topics", "kill-timeout"}
-	for n := range kf {
-		own = append(own, n)
-	}
-	slices.Sort(own[1:]) // --killer first: the flag the others go with
 	if !given("bootstrap-server") {
+		own := append(clitarget.KillerFlagNames(), "yes", "dry-run", "keep-topics")
+		slices.Sort(own[1:]) // --killer first: the flag the others go with
 		for _, n := range own {
 			if given(n) {
 				return nil, cmdutil.UsageErrorf("%s: needs --bootstrap-server (a cluster kplan does not run itself)", c.where(n))
@@ -104,233 +65,40 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, cfg *chaos.Config) (
 	if strings.TrimSpace(r.bootstrap) == "" {
 		return nil, cmdutil.UsageErrorf("%s: no address given", c.where("bootstrap-server"))
 	}
-	if r.killTimeout <= 0 {
-		return nil, cmdutil.UsageErrorf("%s: must be positive, got %v", c.where("kill-timeout"), r.killTimeout)
+	r.killer.Spec.RequiredWith, r.killer.Spec.RestoreNeeded = camp.KillerNeeded(), camp.RestoreNeeded()
+	spec, err := r.killer.Options(given, c.where)
+	if err != nil {
+		return nil, cmdutil.Usage(spell(err, c.where))
+	}
+	if camp.Config.Fault != nil && spec.Kind != killers.ChaosMesh {
+		return nil, cmdutil.UsageErrorf("%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), spec.Kind)
 	}
 	o := &RemoteOptions{
-		Conn:   cfg.Conn, // resolved: the command config is not read again
-		Killer: r.killer, Yes: r.yes, DryRun: r.dryRun, KeepTopics: r.keepTopics,
+		Conn: camp.Config.Conn, // resolved: the command config is not read again
+		Spec: spec, Yes: r.yes, DryRun: r.dryRun, KeepTopics: r.keepTopics,
 	}
 	o.Conn.BootstrapServers = r.bootstrap
-	if err := r.killerOptions(o, c, cfg); err != nil {
-		return nil, err
-	}
-	if cfg.Fault != nil && r.killer != KillerChaosMesh {
-		return nil, cmdutil.UsageErrorf("%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), r.killer)
-	}
-	for _, n := range own {
-		if k, ok := kf[n]; ok && k != r.killer && given(n) {
-			return nil, cmdutil.UsageErrorf("%s: only with --killer %s", c.where(n), k)
-		}
-	}
 	return o, nil
 }
 
-// killerOptions checks --killer and its own flags into o.
-func (r *remoteFlags) killerOptions(o *RemoteOptions, c *flags, cfg *chaos.Config) error {
-	var err error
-	switch r.killer {
-	case "":
-		if cfg.Fault != nil {
-			return cmdutil.UsageErrorf("%s: required with --fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)", c.where("killer"))
-		}
-		if cfg.Target.Kind != chaos.TargetNone {
-			return cmdutil.UsageErrorf("%s: required with --bootstrap-server (%s)", c.where("killer"), killerKinds)
-		}
-	case KillerExec:
-		o.Exec = chaosexec.Options{KillCmd: r.killCmd, RestoreCmd: r.restoreCmd, Timeout: r.killTimeout}
-		err = o.Exec.Validate()
-		if err == nil && strings.TrimSpace(r.restoreCmd) == "" && cfg.Target.Kind != chaos.TargetNone {
-			switch {
-			case cfg.Restore:
-				err = errkind.Usagef("restore-cmd", "required with --restore")
-			case cfg.Target.Kind == chaos.TargetEach:
-				err = errkind.Usagef("restore-cmd", "required with --kill each (each kill is undone before the next)")
-			case c.repeat > 1:
-				err = errkind.Usagef("restore-cmd", "required with --repeat (each run needs the broker back)")
-			case cfg.Sequential && len(cfg.Partitioners) > 1:
-				err = errkind.Usagef("restore-cmd", "required with --sequential (each partitioner's leg needs the broker back)")
-			}
-		}
-	case KillerDocker:
-		o.Docker = docker.Options{ContainerTemplate: r.containerTemplate, Timeout: r.killTimeout}
-		err = o.Docker.Validate()
-	case KillerChaosMesh:
-		o.Mesh, err = r.mesh.options()
-	default:
-		return cmdutil.UsageErrorf("%s: unknown killer %q (want %s)", c.where("killer"), r.killer, killerKinds)
-	}
-	return cmdutil.Usage(spell(err, c.where))
-}
-
-// newKiller builds the killer of a --bootstrap-server run.
-func newKiller(o *RemoteOptions) (chaos.Killer, error) {
-	switch o.Killer {
-	case KillerExec:
-		return chaosexec.New(o.Exec)
-	case KillerDocker:
-		return docker.New(o.Docker)
-	case KillerChaosMesh:
-		return newMeshKiller(o.Mesh, newRunID())
-	}
-	return noKiller{}, nil
-}
-
-// newRunID names one run's chaos objects: lowercase letters and digits.
-func newRunID() string {
-	return strconv.FormatInt(time.Now().Unix(), 36) + strconv.FormatUint(rand.Uint64()%(36*36*36*36), 36) //nolint:gosec // a name, not a secret
-}
-
-// noKiller is the killer of --kill none: there is nothing to kill.
-type noKiller struct{}
-
-func (noKiller) Name() string { return "none" }
-func (noKiller) Plan(context.Context, chaos.Broker) (chaos.KillPlan, error) {
-	return chaos.KillPlan{}, errkind.Usagef("killer", "no killer given")
-}
-func (noKiller) Kill(context.Context, chaos.Broker) (time.Time, error) {
-	return time.Time{}, errkind.Usagef("killer", "no killer given")
-}
-func (noKiller) Restore(context.Context, chaos.Broker) error {
-	return errkind.Usagef("killer", "no killer given")
-}
-func (noKiller) Cleanup(context.Context) error { return nil }
-func (noKiller) Log() []string                 { return nil }
-
 // openRemote connects to a --bootstrap-server cluster with its killer.
 func openRemote(ctx context.Context, opts *Options) (*remote.Cluster, error) {
-	k, err := newKiller(opts.Remote)
+	k, err := opts.Remote.New(killers.NewRunID())
 	if err != nil {
 		return nil, cmdutil.Usage(spell(err, flagName))
 	}
 	leave := max(remote.DefaultLeaveTimeout, opts.Config.FailoverTimeout)
 	return remote.New(ctx, remote.Options{
-		Conn: opts.Remote.Conn, Version: opts.Config.Version, Killer: k, Faulter: meshFaulter(k),
+		Conn: opts.Remote.Conn, Version: opts.Config.Version, Killer: k, Faulter: killers.NetFaulter(k),
 		KeepTopics: opts.Remote.KeepTopics, LeaveTimeout: leave,
 	})
 }
 
-// maxPlanElections bounds the elections the text plan lists.
-const maxPlanElections = 20
-
-// writePlan prints the plan: JSON with -o json, else text.
-func writePlan(w io.Writer, f report.Format, p *chaos.Plan) error {
-	if f == report.JSON {
-		b, err := json.MarshalIndent(p, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	}
-	var sb strings.Builder
-	head := "plan"
-	if p.DryRun {
-		head = "plan (dry run: nothing is created, killed or written)"
-	}
-	fmt.Fprintf(&sb, "kplan chaos %s\n", head)
-	fmt.Fprintf(&sb, "cluster:     %s\n", p.Label)
-	fmt.Fprintf(&sb, "killer:      %s\n", p.Killer)
-	writeKillPlan(&sb, p)
-	writeFaultPlan(&sb, p)
-	what := "created, deleted at the end"
-	switch {
-	case len(p.Topics) > 0 && len(p.Existing) == len(p.Topics):
-		what = "existing: written as they are, kept"
-	case !p.DeleteTopics:
-		what = "created, kept (--keep-topics)"
-	}
-	fmt.Fprintf(&sb, "topics:      %s (assignment %s; %s)\n", strings.Join(p.Topics, ", "), p.Assignment, what)
-	if len(p.Existing) > 0 && len(p.Existing) < len(p.Topics) {
-		fmt.Fprintf(&sb, "             existing, reused and kept: %s\n", strings.Join(p.Existing, ", "))
-	}
-	writePlanElections(&sb, p)
-	switch {
-	case p.Refusal != "":
-		fmt.Fprintf(&sb, "checks:      refused: %s\n", p.Refusal)
-	case p.Broker >= 0:
-		sb.WriteString("checks:      passed: the killer's target checks; no partition is under-replicated or would be left without an in-sync replica\n")
-	}
-	_, err := io.WriteString(w, sb.String())
-	return err
-}
-
-// writeKillPlan prints the kill's part of a plan.
-func writeKillPlan(sb *strings.Builder, p *chaos.Plan) {
-	if p.Broker >= 0 {
-		rack := ""
-		if p.Rack != "" {
-			rack = ", rack " + p.Rack
-		}
-		fmt.Fprintf(sb, "kill:        %s: broker %d, advertised as %s:%d%s\n", p.Target, p.Broker, p.Host, p.Port, rack)
-	} else {
-		fmt.Fprintf(sb, "kill:        %s\n", p.Target)
-	}
-	if p.Kill != nil {
-		fmt.Fprintf(sb, "target:      %s\n", p.Kill.Target)
-		for i, s := range p.Kill.Steps {
-			fmt.Fprintf(sb, "  %d. %s\n", i+1, s)
-		}
-		if p.Kill.Manifest != "" {
-			sb.WriteString("manifest:\n")
-			for _, l := range strings.Split(strings.TrimRight(p.Kill.Manifest, "\n"), "\n") {
-				sb.WriteString("  " + l + "\n")
-			}
-		}
-	}
-}
-
-// writePlanElections prints the leaders Kafka would elect after the kill.
-func writePlanElections(sb *strings.Builder, p *chaos.Plan) {
-	if p.Broker >= 0 {
-		fmt.Fprintf(sb, "leaders:     broker %d leads %d partitions; Kafka would elect (audit what-if):\n", p.Broker, len(p.Elections))
-		for i, e := range p.Elections {
-			if i == maxPlanElections {
-				fmt.Fprintf(sb, "  ... and %d more\n", len(p.Elections)-i)
-				break
-			}
-			if e.NewLeader < 0 {
-				fmt.Fprintf(sb, "  %s/%d -> none (offline)\n", e.Topic, e.Partition)
-				continue
-			}
-			fmt.Fprintf(sb, "  %s/%d -> broker %d\n", e.Topic, e.Partition, e.NewLeader)
-		}
-		if p.Offline > 0 {
-			fmt.Fprintf(sb, "  %d partitions would have no leader\n", p.Offline)
-		}
-	}
-}
-
-// writeFaultPlan prints the fault's part of a plan.
-func writeFaultPlan(sb *strings.Builder, p *chaos.Plan) {
-	if p.Fault == "" {
-		return
-	}
-	if p.FaultBroker != nil {
-		fmt.Fprintf(sb, "fault:       %s: broker %d\n", p.Fault, *p.FaultBroker)
-	} else {
-		fmt.Fprintf(sb, "fault:       %s\n", p.Fault)
-	}
-	if p.FaultPlan == nil {
-		return
-	}
-	fmt.Fprintf(sb, "fault target: %s\n", p.FaultPlan.Target)
-	for i, s := range p.FaultPlan.Steps {
-		fmt.Fprintf(sb, "  %d. %s\n", i+1, s)
-	}
-	if p.FaultPlan.Manifest != "" {
-		sb.WriteString("fault manifest:\n")
-		for _, l := range strings.Split(strings.TrimRight(p.FaultPlan.Manifest, "\n"), "\n") {
-			sb.WriteString("  " + l + "\n")
-		}
-	}
-}
-
-// prepareRemote opens the cluster, builds the experiment's assignment and
+// prepareRemote opens the cluster, completes the campaign on it and makes
 // the plan, and decides whether to run: it prints the plan and returns
 // done for a dry run (or an error with the exit code the run would meet),
 // and refuses without --yes.
-func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *remote.Cluster, done bool, err error) {
+func prepareRemote(ctx context.Context, opts *Options, camp *chaos.Campaign) (_ *remote.Cluster, done bool, err error) {
 	c, err := openRemote(ctx, opts)
 	if err != nil {
 		return nil, false, err
@@ -341,11 +109,10 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 			c.Close()
 		}
 	}()
-	if err := remoteTopics(ctx, c, opts, cfg); err != nil {
-		return nil, false, err
+	if err := camp.Complete(ctx, c); err != nil {
+		return nil, false, spell(err, flagName)
 	}
-	k := c.Killer()
-	pr := chaos.PlanRun{Cluster: c, Killer: k, Config: *cfg, DeleteTopics: !opts.Remote.KeepTopics, DryRun: opts.Remote.DryRun}
+	pr := chaos.PlanRun{Cluster: c, Killer: c.Killer(), Config: camp.Config, DeleteTopics: !opts.Remote.KeepTopics, DryRun: opts.Remote.DryRun}
 	plan, perr := pr.Run(ctx)
 	ro := opts.Remote
 	out := opts.IO.Out
@@ -353,7 +120,7 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 		out = opts.IO.ErrOut // the result goes to stdout
 	}
 	if plan != nil && (ro.DryRun || !ro.Yes || perr != nil) {
-		if err := writePlan(out, opts.Format, plan); err != nil {
+		if err := chaosreport.WritePlan(out, opts.Format, plan); err != nil {
 			return nil, false, err
 		}
 	}
@@ -376,53 +143,11 @@ func prepareRemote(ctx context.Context, opts *Options, cfg *chaos.Config) (_ *re
 	return c, false, nil
 }
 
-// remoteTopics completes cfg's topics on a --bootstrap-server cluster:
-// the existing ones listed, the assignment checked against its brokers or
-// built round them.
-func remoteTopics(ctx context.Context, c *remote.Cluster, opts *Options, cfg *chaos.Config) error {
-	brokers, err := c.Brokers(ctx)
-	if err != nil {
-		return err
-	}
-	if cfg.Existing && len(cfg.Workload) == 0 {
-		if cfg.Workload, err = existingWorkload(ctx, c, *cfg, opts.Workload); err != nil {
-			return err
-		}
-		cfg.Rate = chaos.TotalRate(cfg.Workload)
-	}
-	if err := chaos.CheckWorkloadBrokers(cfg.Workload, brokers); err != nil {
-		return spell(err, flagName)
-	}
-	for p, reps := range cfg.Assignment {
-		for _, id := range reps {
-			if !slices.Contains(brokers, id) {
-				return cmdutil.UsageErrorf("--assignment: partition %d is assigned to broker %d, which the cluster does not have (brokers %v)", p, id, brokers)
-			}
-		}
-	}
-	if cfg.Assignment == nil && len(cfg.Workload) == 0 {
-		if opts.ReplicationFactor > len(brokers) {
-			return cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", opts.ReplicationFactor, len(brokers))
-		}
-		cfg.Assignment = chaos.RingAssignment(brokers, opts.Partitions, opts.ReplicationFactor)
-	}
-	return nil
-}
-
 // cleanupRemote deletes the experiment topics and the killer's objects on a
 // context Ctrl-C does not cancel, cut short by abort (the second Ctrl-C).
 func cleanupRemote(ctx context.Context, c *remote.Cluster, opts *Options, abort <-chan struct{}) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chaos.DefaultCleanupTimeout)
+	cctx, cancel := chaos.CleanupContext(ctx, 0, abort)
 	defer cancel()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		select {
-		case <-abort:
-			cancel()
-		case <-stop:
-		}
-	}()
 	deleted, err := c.Cleanup(cctx)
 	if len(deleted) > 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "chaos: deleted topics %s\n", strings.Join(deleted, ", "))

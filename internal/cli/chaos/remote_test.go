@@ -14,6 +14,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
+	"github.com/kplan-dev/kplan/internal/chaos/killers"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
@@ -27,7 +28,7 @@ func TestRemoteOptions(t *testing.T) {
 	require.NotNil(t, o.Remote)
 	assert.Equal(t, "remote", o.Cluster)
 	assert.Equal(t, "kafka-1:9092,kafka-2:9092", o.Remote.Conn.BootstrapServers)
-	assert.Equal(t, KillerExec, o.Remote.Killer)
+	assert.Equal(t, killers.Exec, o.Remote.Kind)
 	assert.Equal(t, "ssh {host} sudo systemctl kill -s KILL kafka", o.Remote.Exec.KillCmd)
 	assert.Equal(t, "ssh {host} sudo systemctl start kafka", o.Remote.Exec.RestoreCmd)
 	assert.Equal(t, 30*time.Second, o.Remote.Exec.Timeout)
@@ -39,7 +40,7 @@ func TestRemoteOptions(t *testing.T) {
 	o, err = parse(t, "--kill", "broker-2", "--bootstrap-server", "localhost:19092", "--killer", "docker",
 		"--container-template", "kafka-{id}", "--dry-run", "--replication-factor", "5")
 	require.NoError(t, err, "the replication factor is checked against the cluster's brokers at run time")
-	assert.Equal(t, KillerDocker, o.Remote.Killer)
+	assert.Equal(t, killers.Docker, o.Remote.Kind)
 	assert.Equal(t, "kafka-{id}", o.Remote.Docker.ContainerTemplate)
 	assert.Equal(t, 60*time.Second, o.Remote.Docker.Timeout)
 	assert.True(t, o.Remote.DryRun)
@@ -48,7 +49,7 @@ func TestRemoteOptions(t *testing.T) {
 	o, err = parse(t, "--kill", "broker-3", "--bootstrap-server", "my-cluster-kafka-bootstrap:9092", "--killer", "chaos-mesh",
 		"--namespace", "kafka", "--pod-naming", "strimzi", "--strimzi-cluster", "my-cluster", "--kubeconfig", "/k", "--context", "prod")
 	require.NoError(t, err)
-	assert.Equal(t, KillerChaosMesh, o.Remote.Killer)
+	assert.Equal(t, killers.ChaosMesh, o.Remote.Kind)
 	assert.Equal(t, "kafka", o.Remote.Mesh.Namespace)
 	assert.Equal(t, "strimzi", o.Remote.Mesh.PodNaming)
 	assert.Equal(t, "my-cluster", o.Remote.Mesh.StrimziCluster)
@@ -59,7 +60,7 @@ func TestRemoteOptions(t *testing.T) {
 
 	o, err = parse(t, "--kill", "none", "--bootstrap-server", "kafka-1:9092")
 	require.NoError(t, err, "a steady-state run needs no killer")
-	assert.Empty(t, o.Remote.Killer)
+	assert.Empty(t, o.Remote.Kind)
 
 	o, err = parse(t, "--kill", "broker-3")
 	require.NoError(t, err)

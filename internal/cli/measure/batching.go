@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
@@ -21,6 +22,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/measure"
 	"github.com/kplan-dev/kplan/internal/measure/experiment"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/report/measurereport"
 	"github.com/kplan-dev/kplan/internal/units"
 )
 
@@ -51,6 +53,14 @@ type batchingFlags struct {
 	target clitarget.Options
 	output cmdutil.OutputFlag
 }
+
+// Files --report writes (measurereport's, named here for the tests that
+// drive the command).
+const (
+	BatchReportJSON     = measurereport.BatchReportJSON
+	BatchReportMarkdown = measurereport.BatchReportMarkdown
+	BatchHeatmap        = measurereport.BatchHeatmap
+)
 
 // Batching defaults.
 const (
@@ -120,7 +130,14 @@ measured. Network conditions come from outside: kplan lab net --clients
 			return runBatching(cmd.Context(), opts)
 		},
 	}
-	fs := cmd.Flags()
+	c.add(cmd.Flags(), opts)
+	cmdutil.AddOutputFlag(cmd, &c.output)
+	return cmd
+}
+
+// add declares the flags of `kplan measure batching` on fs, bound to c
+// and opts.
+func (c *batchingFlags) add(fs *pflag.FlagSet, opts *BatchingOptions) {
 	fs.StringVar(&c.lingers, "linger", batchDefaultLingers, "lingers to sweep, comma-separated whole milliseconds (linger.ms)")
 	fs.StringVar(&c.sizes, "batch-size", batchDefaultSizes, "batch sizes to sweep, comma-separated: records per batch (10) or bytes with a unit (16KiB)")
 	fs.DurationVar(&opts.Objective, "latency-objective", 100*time.Millisecond, "end-to-end latency objective of the violation rate and timely throughput")
@@ -141,8 +158,6 @@ measured. Network conditions come from outside: kplan lab net --clients
 	fs.BoolVar(&opts.Yes, "yes", false, "create the scratch topic and write to a cluster that is not the kplan lab")
 	fs.StringVar(&opts.ReportDir, "report", "", "write result.json, report.md and heatmap.png into this directory")
 	fs.StringVar(&opts.ApplyTo, "apply-to", "", "write the recommended linger.ms, batch.size and acks into this producer properties file")
-	cmdutil.AddOutputFlag(cmd, &c.output)
-	return cmd
 }
 
 // batchFlagOf spells the domain's fields as flags.
@@ -321,11 +336,11 @@ func runBatching(ctx context.Context, opts *BatchingOptions) error {
 	case !study.Complete:
 		if len(study.Cells) > 0 {
 			fmt.Fprintf(stderr, "measure batching: stopped after %d of %d cells; the cells measured so far:\n", len(study.Cells), len(opts.Cells))
-			_ = report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return batchDocument(study) })
+			_ = report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return measurereport.BatchDocument(study) })
 		}
 		return err
 	}
-	if rerr := report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return batchDocument(study) }); rerr != nil {
+	if rerr := report.Render(opts.IO.Out, opts.Format, study, func() report.Document { return measurereport.BatchDocument(study) }); rerr != nil {
 		return errors.Join(rerr, err)
 	}
 	if werr := writeBatchFiles(opts, study); werr != nil {
@@ -337,7 +352,7 @@ func runBatching(ctx context.Context, opts *BatchingOptions) error {
 // writeBatchFiles writes --report and --apply-to.
 func writeBatchFiles(opts *BatchingOptions, study *measure.BatchStudy) error {
 	if opts.ReportDir != "" {
-		if err := writeBatchReport(opts.ReportDir, study); err != nil {
+		if err := measurereport.WriteBatchReport(opts.ReportDir, study); err != nil {
 			return fmt.Errorf("--report: %w", err)
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "measure batching: wrote %s\n", opts.ReportDir)
@@ -346,15 +361,7 @@ func writeBatchFiles(opts *BatchingOptions, study *measure.BatchStudy) error {
 		if study.Recommended == nil {
 			return errkind.New(errkind.Negative, "", "--apply-to: nothing written to %s: no cell delivered a record", opts.ApplyTo)
 		}
-		old, err := os.ReadFile(opts.ApplyTo)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("--apply-to: %w", err)
-		}
-		props, err := measure.BatchProperties(string(old), study)
-		if err != nil {
-			return fmt.Errorf("--apply-to: %w", err)
-		}
-		if err := report.WriteFileAtomic(opts.ApplyTo, []byte(props)); err != nil {
+		if err := measurereport.WriteBatchProperties(opts.ApplyTo, study); err != nil {
 			return fmt.Errorf("--apply-to: %w", err)
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "measure batching: wrote linger.ms, batch.size and acks to %s\n", opts.ApplyTo)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/measure"
 	"github.com/kplan-dev/kplan/internal/measure/experiment"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/report/measurereport"
 	"github.com/kplan-dev/kplan/internal/units"
 )
 
@@ -124,11 +124,17 @@ unavailability fits u from broker kills and is the better number.`,
 			return runMeasure(cmd.Context(), opts)
 		},
 	}
-	fs := cmd.Flags()
+	r.add(cmd.Flags(), opts)
+	cmdutil.AddOutputFlag(cmd, &r.output)
+	cmd.AddCommand(NewCmdUnavailability(f, nil), NewCmdBatching(f, nil))
+	return cmd
+}
+
+// add declares the flags of `kplan measure` on fs, bound to r and opts.
+func (r *rawFlags) add(fs *pflag.FlagSet, opts *Options) {
 	r.target.AddFlags(fs, clitarget.Conn|clitarget.LabDir, clitarget.Notes{})
 	fs.StringVar(&r.cluster, "cluster", "", "lab: measure the running kplan lab (its addresses and, when secured, its client.properties)")
 	fs.StringVar(&opts.Out, "out", "", "write the plan file (YAML) here, atomically")
-	cmdutil.AddOutputFlag(cmd, &r.output)
 	fs.BoolVar(&opts.Yes, "yes", false, "create scratch topics and write on a cluster that is not the local kplan lab")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep the scratch topics (default: deleted at the end)")
 	fs.StringVar(&r.acks, "acks", "all", "Tp's producer acks: all (idempotent), 1 or 0")
@@ -149,8 +155,6 @@ unavailability fits u from broker kills and is the better number.`,
 	fs.Int64Var(&opts.Requirements.MaxBrokers, "max-brokers", 0, "the plan's B (default: the cluster's brokers)")
 	fs.StringVar(&r.maxL, "max-replication-latency", "200ms", "the plan's L: replication latency threshold")
 	fs.StringVar(&r.maxU, "max-unavailability", "2s", "the plan's U: unavailability threshold")
-	cmd.AddCommand(NewCmdUnavailability(f, nil), NewCmdBatching(f, nil))
-	return cmd
 }
 
 // MaxRecordSize bounds --record-size and --replication-record-size.
@@ -341,32 +345,6 @@ func resolve(opts *Options) (target, error) {
 	return t, nil
 }
 
-// Planned is what a run will create and write, printed before a run that
-// needs --yes.
-type Planned struct {
-	Cluster string   `json:"cluster"`
-	Topics  []string `json:"topics"`
-	Actions []string `json:"actions"`
-}
-
-func planned(opts *Options, label string, topics experiment.InputTopics, rf int) Planned {
-	p := Planned{Cluster: label, Topics: []string{topics.Produce, topics.Replication}}
-	p.Actions = []string{
-		fmt.Sprintf("create %s (1 partition, replication factor %d); write to it for %s as fast as one producer can (acks=%s, %d-byte records); read it for %s", topics.Produce, rf, opts.Duration, opts.Acks, opts.RecordSize, opts.Duration),
-		fmt.Sprintf("create %s (1 partition, replication factor %d); write %d pairs of %d-byte records at acks=all and acks=1", topics.Replication, rf, opts.ReplicationSamples, opts.ReplicationRecordSize),
-	}
-	if opts.ElectionPartitions > 0 {
-		p.Topics = append(p.Topics, topics.Election)
-		p.Actions = append(p.Actions, fmt.Sprintf("create %s (%d partitions, replication factor %d); %d times: reorder its replicas and elect the preferred leaders (leadership of these partitions moves; no broker stops)", topics.Election, opts.ElectionPartitions, rf, opts.ElectionRounds))
-	}
-	if opts.Keep {
-		p.Actions = append(p.Actions, "keep the topics (--keep)")
-	} else {
-		p.Actions = append(p.Actions, "delete the topics at the end, also on error and Ctrl-C")
-	}
-	return p
-}
-
 func runMeasure(ctx context.Context, opts *Options) error {
 	t, err := resolve(opts)
 	if err != nil {
@@ -391,8 +369,8 @@ func runMeasure(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if t.state == nil && !opts.Yes {
-		p := planned(opts, t.label, in.Topics, in.ReplicationFactor)
-		if err := report.Render(opts.IO.Out, opts.Format, p, func() report.Document { return plannedDoc(p) }); err != nil {
+		p := in.Planned(t.label)
+		if err := report.Render(opts.IO.Out, opts.Format, p, func() report.Document { return measurereport.PlannedDocument(p) }); err != nil {
 			return err
 		}
 		return errkind.Refusedf("", "--yes: not given: %s is not the local kplan lab; kplan creates topics and writes there only with --yes (the plan is above)", t.label)
@@ -410,7 +388,7 @@ func runMeasure(ctx context.Context, opts *Options) error {
 		}
 		progress("wrote %s", opts.Out)
 	}
-	if err := report.Render(opts.IO.Out, opts.Format, plan, func() report.Document { return planDoc(plan) }); err != nil {
+	if err := report.Render(opts.IO.Out, opts.Format, plan, func() report.Document { return measurereport.PlanDocument(plan) }); err != nil {
 		return err
 	}
 	return runErr
@@ -491,27 +469,4 @@ func kafkaVersion(lab *localkafka.State, guess string) string {
 		return ""
 	}
 	return guess + " (guessed by franz-go from the brokers' ApiVersions)"
-}
-
-func plannedDoc(p Planned) report.Document {
-	sec := report.Section{Title: "What kplan measure will do on " + p.Cluster, Header: []string{"step", "action"}}
-	for i, a := range p.Actions {
-		sec.Rows = append(sec.Rows, []string{strconv.Itoa(i + 1), a})
-	}
-	return report.Document{Title: "kplan measure: plan", Sections: []report.Section{sec}}
-}
-
-func planDoc(p *measure.Plan) report.Document {
-	sec := report.Section{Title: "Measured inputs", Header: []string{"key", "symbol", "value", "spread"}}
-	var notes []string
-	for _, r := range p.Rows() {
-		sec.Rows = append(sec.Rows, []string{r.Key, r.Symbol, r.Value, r.Spread})
-		notes = append(notes, r.Symbol+": "+r.How)
-	}
-	sec.Notes = notes
-	m := p.Machine
-	return report.Document{
-		Title:    fmt.Sprintf("kplan measure: %s (%d brokers, Kafka %s) from %s, %d cores, %s", m.Cluster, m.Brokers, m.KafkaVersion, m.Host, m.Cores, p.Date.UTC().Format(time.RFC3339)),
-		Sections: []report.Section{sec},
-	}
 }

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/kplan-dev/kplan/internal/chaos/killers"
 	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
@@ -37,8 +40,8 @@ type UnavailabilityOptions struct {
 	// ClusterKind is "lab" or "remote" (--bootstrap-server with a killer).
 	ClusterKind string
 	LabDir      string
-	// Killer builds a remote cluster's killer; nil on the lab.
-	Killer *UnavailKiller
+	// Killer is a remote cluster's killer, checked; nil on the lab.
+	Killer *killers.Spec
 
 	ReportDir string
 	OutPlan   string
@@ -48,12 +51,7 @@ type UnavailabilityOptions struct {
 // NewCmdUnavailability returns `kplan measure unavailability`. runF
 // replaces the run in tests.
 func NewCmdUnavailability(f *cmdutil.Factory, runF func(*UnavailabilityOptions) error) *cobra.Command {
-	var (
-		counts, cluster string
-		broker          int
-		kf              unavailKillerFlags
-		out             cmdutil.OutputFlag
-	)
+	var c unavailFlags
 	opts := &UnavailabilityOptions{}
 	cmd := &cobra.Command{
 		Use:   "unavailability [--cluster lab | --bootstrap-server HOST:PORT --killer KIND --yes] [flags]",
@@ -98,7 +96,7 @@ flags) and --yes: without it kplan prints the plan and exits 4.`,
   $ kplan measure unavailability --bootstrap-server kafka-1.example:9092 --command-config client.properties --killer exec --kill-cmd 'ssh {host} sudo systemctl kill -s KILL kafka' --restore-cmd 'ssh {host} sudo systemctl start kafka' --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := unavailOptions(cmd, f, opts, counts, cluster, broker, &kf, &out); err != nil {
+			if err := c.options(cmd, f, opts); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -107,42 +105,56 @@ flags) and --yes: without it kplan prints the plan and exits 4.`,
 			return runUnavailability(cmd.Context(), opts)
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&counts, "partitions", DefaultUnavailCounts, "partition counts the victim leads, comma-separated")
+	c.add(cmd.Flags(), opts)
+	cmdutil.AddOutputFlag(cmd, &c.out)
+	return cmd
+}
+
+// unavailFlags are the flags parsed, not bound, into UnavailabilityOptions.
+type unavailFlags struct {
+	counts, cluster, bootstrap string
+	broker                     int
+	kf                         clitarget.KillerFlags
+	out                        cmdutil.OutputFlag
+}
+
+// add declares the flags of `kplan measure unavailability` on fs, bound to
+// c and opts.
+func (c *unavailFlags) add(fs *pflag.FlagSet, opts *UnavailabilityOptions) {
+	fs.StringVar(&c.counts, "partitions", DefaultUnavailCounts, "partition counts the victim leads, comma-separated")
 	fs.IntVar(&opts.Repeat, "repeat", 3, "kills per partition count")
 	fs.IntVar(&opts.ReplicationFactor, "replication-factor", 2, "replication factor of the scratch topics (2 or more; at most the brokers)")
-	fs.IntVar(&broker, "broker", -1, "broker to kill; -1 chooses the highest id that is not the active controller")
+	fs.IntVar(&c.broker, "broker", -1, "broker to kill; -1 chooses the highest id that is not the active controller")
 	fs.StringVar(&opts.Topic, "topic", "kplan-unavail", "scratch topics' name prefix: PREFIX-N-RUNID")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep the scratch topics (default: deleted at the end)")
 	fs.BoolVar(&opts.AllowUnavailable, "allow-unavailable", false, "kill even when a partition of another topic would lose its last in-sync replica")
 	fs.DurationVar(&opts.FailoverTimeout, "failover-timeout", 2*time.Minute, "longest wait after a kill for every partition to accept a write")
 	fs.DurationVar(&opts.RequestTimeout, "request-timeout", 2*time.Second, "bound on each probe request and dial")
-	fs.StringVar(&cluster, "cluster", "lab", "lab (the running kplan lab); --bootstrap-server replaces it")
+	fs.StringVar(&c.cluster, "cluster", "lab", "lab (the running kplan lab); --bootstrap-server replaces it")
 	clitarget.LabDirVar(fs, &opts.LabDir, "")
 	clitarget.CommandConfigVar(fs, &opts.Conn.CommandConfig, "the addresses are the lab's or --bootstrap-server's")
 	fs.StringVar(&opts.ReportDir, "report", "", "write unavailability.png, result.json and report.md into this directory")
 	fs.StringVar(&opts.OutPlan, "out-plan", "", "set election-time (u) in this existing plan file (written atomically)")
 	fs.BoolVar(&opts.Yes, "yes", false, "kill brokers of a --bootstrap-server cluster (without it kplan prints the plan and exits 4)")
-	kf.add(fs)
-	cmdutil.AddOutputFlag(cmd, &out)
-	return cmd
+	clitarget.BootstrapVar(fs, &c.bootstrap, "with --killer and --yes; --command-config for TLS and SASL")
+	c.kf.AddFlags(fs, "required: every kill is restored")
 }
 
-// unavailOptions checks the flags into opts; every error is a usage error
-// naming its flag.
-func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *UnavailabilityOptions, counts, cluster string, broker int, kf *unavailKillerFlags, out *cmdutil.OutputFlag) error {
+// options checks the flags into opts; every error is a usage error naming
+// its flag.
+func (c *unavailFlags) options(cmd *cobra.Command, f *cmdutil.Factory, opts *UnavailabilityOptions) error {
 	opts.IO, opts.Version, opts.Now = f.IOStreams, f.Version, f.Now
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	var err error
-	if opts.Format, err = out.Format(); err != nil {
+	if opts.Format, err = c.out.Format(); err != nil {
 		return err
 	}
-	if opts.Counts, err = measure.ParsePartitionCounts(counts); err != nil {
+	if opts.Counts, err = measure.ParsePartitionCounts(c.counts); err != nil {
 		return unavailSpell(err)
 	}
-	if err := unavailCheckValues(opts, broker); err != nil {
+	if err := unavailCheckValues(opts, c.broker); err != nil {
 		return err
 	}
 	if opts.Conn.CommandConfig != "" {
@@ -162,28 +174,41 @@ func unavailOptions(cmd *cobra.Command, f *cmdutil.Factory, opts *Unavailability
 	if err := clitarget.CheckLabDir(cmd.Flags(), opts.LabDir); err != nil {
 		return err
 	}
+	return c.clusterOptions(cmd, opts)
+}
+
+// clusterOptions checks the cluster's flags: --cluster lab, or
+// --bootstrap-server with a killer (checked by killers.Spec).
+func (c *unavailFlags) clusterOptions(cmd *cobra.Command, opts *UnavailabilityOptions) error {
 	remote := cmd.Flags().Changed("bootstrap-server")
 	switch {
 	case remote && cmd.Flags().Changed("cluster"):
 		return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster (the lab knows its own addresses)")
 	case remote:
 		opts.ClusterKind = "remote"
-		if opts.Conn.BootstrapServers = strings.TrimSpace(kf.bootstrap); opts.Conn.BootstrapServers == "" {
+		if opts.Conn.BootstrapServers = strings.TrimSpace(c.bootstrap); opts.Conn.BootstrapServers == "" {
 			return cmdutil.UsageErrorf("--bootstrap-server: no address given")
 		}
 		if cmd.Flags().Changed("lab-dir") {
 			return cmdutil.UsageErrorf("--lab-dir: only with --cluster lab")
 		}
-		if opts.Killer, err = kf.options(cmd); err != nil {
-			return err
+		c.kf.Spec.RequiredWith = "--bootstrap-server (" + killers.Kinds + ")"
+		c.kf.Spec.RestoreNeeded = "--killer exec (every kill is restored before the next)"
+		spec, err := c.kf.Options(cmd.Flags().Changed, func(n string) string { return "--" + n })
+		if err != nil {
+			return cmdutil.Usage(unavailSpell(err))
 		}
-	case cluster == "lab":
+		opts.Killer = &spec
+	case c.cluster == "lab":
 		opts.ClusterKind = "lab"
-		if err := kf.noneGiven(cmd); err != nil {
-			return err
+		// The lab kills its own brokers.
+		for _, n := range slices.Insert(clitarget.KillerFlagNames(), 2, "yes") {
+			if cmd.Flags().Changed(n) {
+				return cmdutil.UsageErrorf("--%s: needs --bootstrap-server (the lab kills its own brokers)", n)
+			}
 		}
 	default:
-		return cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server with --killer)", cluster)
+		return cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server with --killer)", c.cluster)
 	}
 	return nil
 }
@@ -261,7 +286,7 @@ func unavailCheckPlan(path string) error {
 	if err != nil {
 		return cmdutil.UsageErrorf("--out-plan: %w", err)
 	}
-	if _, err := unavailSetElectionTime(data, "1ms", ""); err != nil {
+	if _, err := measure.SetElectionTime(data, "1ms", ""); err != nil {
 		return cmdutil.UsageErrorf("--out-plan: %s: %w", path, err)
 	}
 	return nil

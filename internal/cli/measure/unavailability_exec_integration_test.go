@@ -16,13 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/app"
-	"github.com/kplan-dev/kplan/internal/cli/measure"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/localkafka"
+	"github.com/kplan-dev/kplan/internal/measure/experiment"
 )
 
 // asKplan makes the test binary run as kplan (its arguments are kplan's):
@@ -74,7 +74,7 @@ func TestUnavailabilityExecKiller(t *testing.T) {
 	t.Logf("stderr:\n%s", errOut)
 	require.Equal(t, cmdutil.ExitOK, code, "stderr: %s", errOut)
 
-	var res measure.UnavailabilityResult
+	var res experiment.UnavailabilityResult
 	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
 	assert.NotEqual(t, "lab", res.Cluster, "a cluster reached through --bootstrap-server, not the lab adapter")
 	assert.False(t, res.Partial)

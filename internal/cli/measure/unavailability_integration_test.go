@@ -21,6 +21,8 @@ import (
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/localkafka"
+	"github.com/kplan-dev/kplan/internal/measure/experiment"
+	"github.com/kplan-dev/kplan/internal/report/measurereport"
 )
 
 // unavailLab starts a 3-broker lab of this test's own (fast failover, as
@@ -83,7 +85,7 @@ func TestUnavailabilityLab(t *testing.T) {
 	require.NoError(t, cmd.ExecuteContext(ctx), "stderr: %s", errOut)
 	t.Logf("stderr:\n%s", errOut)
 
-	var res UnavailabilityResult
+	var res experiment.UnavailabilityResult
 	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
 	assert.False(t, res.Partial)
 	require.Len(t, res.Runs, 3)
@@ -99,7 +101,7 @@ func TestUnavailabilityLab(t *testing.T) {
 	assert.Len(t, res.Fit.Residuals, 3)
 	assert.Len(t, res.PlanLines, 3)
 	assert.True(t, strings.HasPrefix(res.PlanLines[2], "election-time: "), res.PlanLines[2])
-	assert.FileExists(t, report+"/"+UnavailPlot)
+	assert.FileExists(t, report+"/"+measurereport.UnavailPlot)
 
 	// The broker is back and no scratch topic is left.
 	now, err := localkafka.Load(s.Dir)

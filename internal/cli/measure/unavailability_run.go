@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/killers"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/chaos/remote"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
@@ -15,6 +15,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/measure/experiment"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/report/measurereport"
 )
 
 // runUnavailability resolves the cluster, runs the experiment.Unavailability
@@ -30,12 +31,12 @@ func runUnavailability(ctx context.Context, opts *UnavailabilityOptions) error {
 	if res == nil {
 		return unavailErr(runErr)
 	}
-	if err := report.Render(opts.IO.Out, opts.Format, res, func() report.Document { return unavailDoc(res) }); err != nil {
+	if err := report.Render(opts.IO.Out, opts.Format, res, func() report.Document { return measurereport.UnavailabilityDocument(res) }); err != nil {
 		return err
 	}
 	errOut := opts.IO.ErrOut
 	if opts.ReportDir != "" {
-		files, err := unavailWriteReport(res, opts.ReportDir)
+		files, err := measurereport.WriteUnavailabilityReport(res, opts.ReportDir)
 		if err != nil {
 			return err
 		}
@@ -46,7 +47,7 @@ func runUnavailability(ctx context.Context, opts *UnavailabilityOptions) error {
 		case res.Fit == nil || res.Partial:
 			fmt.Fprintf(errOut, "measure unavailability: %s left as it was (no complete fit)\n", opts.OutPlan)
 		default:
-			if err := unavailWritePlan(res, opts.OutPlan); err != nil {
+			if err := measurereport.WriteElectionTime(res, opts.OutPlan); err != nil {
 				return err
 			}
 			fmt.Fprintf(errOut, "measure unavailability: election-time: %s written to %s\n", res.ElectionTime, opts.OutPlan)
@@ -82,7 +83,7 @@ func unavailOpen(ctx context.Context, o *UnavailabilityOptions) (*experiment.Una
 		}
 		a.Cluster, a.Conn = c, c.Conn().WithSeeds(c.Seeds())
 	} else {
-		k, err := o.Killer.New()
+		k, err := o.Killer.New(killers.NewRunID())
 		if err != nil {
 			return nil, cmdutil.Usage(unavailSpell(err))
 		}
@@ -96,7 +97,7 @@ func unavailOpen(ctx context.Context, o *UnavailabilityOptions) (*experiment.Una
 			if !o.Yes {
 				out = o.IO.Out
 			}
-			writeUnavailPlan(out, p)
+			measurereport.WriteUnavailabilityPlan(out, p)
 			return nil
 		}
 	}
@@ -107,19 +108,4 @@ func unavailOpen(ctx context.Context, o *UnavailabilityOptions) (*experiment.Una
 	}
 	a.Admin = admin
 	return &a, nil
-}
-
-// writeUnavailPlan prints what a remote run will do.
-func writeUnavailPlan(out io.Writer, p experiment.UnavailabilityPlan) {
-	fmt.Fprintf(out, "kplan measure unavailability plan\ncluster:  %s (brokers %v)\nkill:     broker %d, advertised as %s:%d, with %s: %s\n",
-		p.Label, p.Brokers, p.Victim.ID, p.Victim.Host, p.Victim.Port, p.Killer, p.Target)
-	for i, s := range p.Steps {
-		fmt.Fprintf(out, "  %d. %s\n", i+1, s)
-	}
-	what := "deleted at the end"
-	if p.Keep {
-		what = "kept (--keep)"
-	}
-	fmt.Fprintf(out, "topics:   %s-N-RUNID for N in %s, led by broker %d, replication factor %d (%s)\nruns:     %d kills per count, each restored\n",
-		p.Topic, experiment.JoinCounts(p.Counts), p.Victim.ID, p.ReplicationFactor, what, p.Repeat)
 }

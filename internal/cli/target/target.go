@@ -8,8 +8,10 @@
 // flag means to them: "needs --yes", "with --killer"); the name, the
 // default, the base text and the validation live here. Options binds the
 // whole group; the *Var functions bind one flag to a variable a verb
-// already has (cli/chaos and the unavailability killer, whose flag sets
-// are shared with other options).
+// already has (cli/chaos and measure unavailability, whose flag sets are
+// shared with other options). KillerFlags is the other shared group: the
+// killer of a --bootstrap-server cluster and its 20 flags, bound into a
+// killers.Spec that checks itself.
 package target
 
 import (

@@ -230,3 +230,33 @@ func (in *Inputs) election(ctx context.Context) (*measure.Election, error) {
 	}
 	return &e, nil
 }
+
+// Planned is what a run will create and write, printed before a run that
+// needs the operator's yes.
+type Planned struct {
+	Cluster string   `json:"cluster"`
+	Topics  []string `json:"topics"`
+	Actions []string `json:"actions"`
+}
+
+// Planned says what Run will create and write on the cluster named
+// cluster: the scratch topics (Topics, ReplicationFactor) and each
+// measurement's traffic.
+func (in *Inputs) Planned(cluster string) Planned {
+	topics, rf := in.Topics, in.ReplicationFactor
+	p := Planned{Cluster: cluster, Topics: []string{topics.Produce, topics.Replication}}
+	p.Actions = []string{
+		fmt.Sprintf("create %s (1 partition, replication factor %d); write to it for %s as fast as one producer can (acks=%s, %d-byte records); read it for %s", topics.Produce, rf, in.Duration, in.Acks, in.RecordSize, in.Duration),
+		fmt.Sprintf("create %s (1 partition, replication factor %d); write %d pairs of %d-byte records at acks=all and acks=1", topics.Replication, rf, in.ReplicationSamples, in.ReplicationRecordSize),
+	}
+	if in.ElectionPartitions > 0 {
+		p.Topics = append(p.Topics, topics.Election)
+		p.Actions = append(p.Actions, fmt.Sprintf("create %s (%d partitions, replication factor %d); %d times: reorder its replicas and elect the preferred leaders (leadership of these partitions moves; no broker stops)", topics.Election, in.ElectionPartitions, rf, in.ElectionRounds))
+	}
+	if in.Keep {
+		p.Actions = append(p.Actions, "keep the topics (--keep)")
+	} else {
+		p.Actions = append(p.Actions, "delete the topics at the end, also on error and Ctrl-C")
+	}
+	return p
+}

@@ -1,14 +1,14 @@
-package measure
+package measurereport
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -23,15 +23,8 @@ import (
 	"github.com/kplan-dev/kplan/internal/report"
 )
 
-// UnavailSchema versions the JSON of `measure unavailability`.
-const UnavailSchema = experiment.UnavailSchema
-
 // UnavailPlot is the plot --report writes.
 const UnavailPlot = "unavailability.png"
-
-// UnavailabilityResult is what `measure unavailability` measured and
-// fitted (experiment's).
-type UnavailabilityResult = experiment.UnavailabilityResult
 
 func unavailP(p *float64) string {
 	if p == nil {
@@ -47,8 +40,8 @@ func unavailCI(ci []float64) string {
 	return fmt.Sprintf("[%.4g, %.4g]", ci[0], ci[1])
 }
 
-// unavailDoc is the human form.
-func unavailDoc(r *UnavailabilityResult) report.Document {
+// UnavailabilityDocument is the human form.
+func UnavailabilityDocument(r *experiment.UnavailabilityResult) report.Document {
 	runs := report.Section{Title: "Unavailability after each kill (ms from the kill)",
 		Header: []string{"partitions", "run", "all available", "first", "median", "p90", "probe lag"}}
 	for _, u := range r.Runs {
@@ -101,9 +94,9 @@ func unavailDoc(r *UnavailabilityResult) report.Document {
 	return d
 }
 
-// unavailWriteReport writes the plot, result.json and report.md into dir and
+// WriteUnavailabilityReport writes the plot, result.json and report.md into dir and
 // returns their names.
-func unavailWriteReport(r *UnavailabilityResult, dir string) ([]string, error) {
+func WriteUnavailabilityReport(r *experiment.UnavailabilityResult, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--report: %w", err)
 	}
@@ -120,7 +113,7 @@ func unavailWriteReport(r *UnavailabilityResult, dir string) ([]string, error) {
 		return names, err
 	}
 	names = append(names, "result.json")
-	if err := report.WriteMarkdown(&md, unavailDoc(r)); err != nil {
+	if err := report.WriteMarkdown(&md, UnavailabilityDocument(r)); err != nil {
 		return names, err
 	}
 	fmt.Fprintf(&md, "\n![unavailability against partitions led](%s)\n", UnavailPlot)
@@ -134,7 +127,7 @@ func unavailWriteReport(r *UnavailabilityResult, dir string) ([]string, error) {
 // per-partition median against the partitions led, with the fitted line
 // (and the quadratic when the verdict is curved): on a linear axis, and
 // beside it on a logarithmic one, where the small counts stand apart.
-func unavailWritePlot(r *UnavailabilityResult, path string) error {
+func unavailWritePlot(r *experiment.UnavailabilityResult, path string) error {
 	if len(r.Runs) == 0 {
 		return errors.New("plot: no runs to draw")
 	}
@@ -150,7 +143,7 @@ func unavailWritePlot(r *UnavailabilityResult, path string) error {
 }
 
 // unavailPlotPanel is one panel of unavailWritePlot.
-func unavailPlotPanel(r *UnavailabilityResult, logX bool) (*plot.Plot, error) {
+func unavailPlotPanel(r *experiment.UnavailabilityResult, logX bool) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Unavailability, broker %d killed (RF %d)", r.Victim, r.ReplicationFactor)
 	if r.Fit != nil {
@@ -196,9 +189,6 @@ func unavailPlotPanel(r *UnavailabilityResult, logX bool) (*plot.Plot, error) {
 	p.Legend.Left = true
 	return p, nil
 }
-
-// electionTimeLine finds a plan's election-time lines.
-var electionTimeLine = regexp.MustCompile(`(?m)^election-time[ \t]*:.*$`)
 
 // addUnavailRuns adds every run's points: all partitions writable, and
 // the per-partition median.
@@ -265,41 +255,30 @@ func addUnavailFit(p *plot.Plot, f *measure.UnavailFit, xmin, xmax float64, logX
 	return ymax, nil
 }
 
-// unavailSetElectionTime returns plan with its election-time line set to
-// value (with comment), or the line appended when there is none. Every
-// other line stays as it is. A plan that sets election-time twice is an
-// error.
-func unavailSetElectionTime(plan []byte, value, comment string) ([]byte, error) {
-	locs := electionTimeLine.FindAllIndex(plan, -1)
-	if len(locs) > 1 {
-		return nil, fmt.Errorf("election-time is set %d times", len(locs))
-	}
-	line := "election-time: " + value
-	if comment != "" {
-		line = fmt.Sprintf("election-time: %-14s # %s", value, comment)
-	}
-	if len(locs) == 0 {
-		out := bytes.Clone(plan)
-		if len(out) > 0 && out[len(out)-1] != '\n' {
-			out = append(out, '\n')
-		}
-		return append(out, line+"\n"...), nil
-	}
-	var out []byte
-	out = append(out, plan[:locs[0][0]]...)
-	out = append(out, line...)
-	return append(out, plan[locs[0][1]:]...), nil
-}
-
-// unavailWritePlan sets election-time in the plan file at path, atomically.
-func unavailWritePlan(r *UnavailabilityResult, path string) error {
+// WriteElectionTime sets election-time in the plan file at path, atomically.
+func WriteElectionTime(r *experiment.UnavailabilityResult, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("--out-plan: %w", err)
 	}
-	out, err := unavailSetElectionTime(data, r.ElectionTime, r.ElectionComment())
+	out, err := measure.SetElectionTime(data, r.ElectionTime, r.ElectionComment())
 	if err != nil {
 		return fmt.Errorf("--out-plan: %s: %w", path, err)
 	}
 	return report.WriteFileAtomic(path, out)
+}
+
+// WriteUnavailabilityPlan prints what a remote run will do.
+func WriteUnavailabilityPlan(out io.Writer, p experiment.UnavailabilityPlan) {
+	fmt.Fprintf(out, "kplan measure unavailability plan\ncluster:  %s (brokers %v)\nkill:     broker %d, advertised as %s:%d, with %s: %s\n",
+		p.Label, p.Brokers, p.Victim.ID, p.Victim.Host, p.Victim.Port, p.Killer, p.Target)
+	for i, s := range p.Steps {
+		fmt.Fprintf(out, "  %d. %s\n", i+1, s)
+	}
+	what := "deleted at the end"
+	if p.Keep {
+		what = "kept (--keep)"
+	}
+	fmt.Fprintf(out, "topics:   %s-N-RUNID for N in %s, led by broker %d, replication factor %d (%s)\nruns:     %d kills per count, each restored\n",
+		p.Topic, experiment.JoinCounts(p.Counts), p.Victim.ID, p.ReplicationFactor, what, p.Repeat)
 }

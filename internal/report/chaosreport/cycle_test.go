@@ -1,4 +1,4 @@
-package chaos
+package chaosreport
 
 import (
 	"testing"
@@ -25,7 +25,7 @@ func TestCycleLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, cycleLine(2, 20, tt.res))
+			assert.Equal(t, tt.want, CycleLine(2, 20, tt.res))
 		})
 	}
 }

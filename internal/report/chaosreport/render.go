@@ -1,7 +1,13 @@
-package chaos
+// Package chaosreport renders what `kplan chaos` measured: a run, the
+// summary of repeated runs and the kills of --kill each as report
+// documents (tables, Markdown, JSON), the PNG plots, the --report
+// directory, the dry-run plan and the progress line of each repetition.
+// Its functions are pure functions of internal/chaos's result types.
+package chaosreport
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"slices"
@@ -14,9 +20,9 @@ import (
 	"github.com/kplan-dev/kplan/internal/units"
 )
 
-// resultDoc renders one run as tables. verbose adds what only matters when
+// Document renders one run as tables. verbose adds what only matters when
 // looking closely (the checking consumer's re-reads).
-func resultDoc(res *chaos.Result, verbose bool) report.Document {
+func Document(res *chaos.Result, verbose bool) report.Document {
 	doc := report.Document{Title: resultTitle(res)}
 
 	skew := report.Section{
@@ -171,15 +177,7 @@ func faultSection(res *chaos.Result) (report.Section, bool) {
 // shares spells a phase's shares by broker, "1: 33.3%, 2: ...", in broker
 // order.
 func shares(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		x, _ := strconv.Atoi(a)
-		y, _ := strconv.Atoi(b)
-		return x - y
-	})
+	keys := brokerOrder(m)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + ": " + pct(m[k])
@@ -363,8 +361,8 @@ func shareOr(x float64, ok bool) string {
 	return pct(x)
 }
 
-// summaryDoc renders repeated runs as tables.
-func summaryDoc(s *chaos.Summary) report.Document {
+// SummaryDocument renders repeated runs as tables.
+func SummaryDocument(s *chaos.Summary) report.Document {
 	what := "no kill"
 	if s.KilledBroker >= 0 {
 		what = fmt.Sprintf("kill broker-%d", s.KilledBroker)
@@ -415,9 +413,9 @@ func summaryDoc(s *chaos.Summary) report.Document {
 	return doc
 }
 
-// killEachDoc renders --kill each: per kill and partitioner, the measured
+// KillEachDocument renders --kill each: per kill and partitioner, the measured
 // and predicted share of each surviving broker and their skew.
-func killEachDoc(k *chaos.KillEach) report.Document {
+func KillEachDocument(k *chaos.KillEach) report.Document {
 	doc := report.Document{Title: fmt.Sprintf("kplan chaos: kill each broker in turn, %d kills — %s", len(k.Kills), k.Label)}
 	sec := report.Section{
 		Title:  "After each kill: measured and predicted share of the bytes per broker",
@@ -454,23 +452,47 @@ func killEachDoc(k *chaos.KillEach) report.Document {
 	return doc
 }
 
-// writeReport writes report.md, result.json and the plots of res (the last
-// run) into dir, which must exist; sum, when not nil, is the summary of
-// repeated runs and is what report.md and result.json show first. Every
-// file is written atomically with mode report.PermShared. It returns the
-// names of the files written.
-func writeReport(dir string, res *chaos.Result, sum *chaos.Summary, verbose bool) ([]string, error) {
-	if sum == nil {
-		return writeReportDoc(dir, res, res, nil, verbose)
+// Campaign returns what a campaign's output shows: v for JSON (the last
+// run, the summary of repeated runs or the kills of --kill each) and its
+// document (the last run's, or the summary's or the kills' head).
+func Campaign(cr chaos.CampaignResult, verbose bool) (v any, doc func() report.Document) {
+	v, head := campaignHead(cr)
+	last := cr.Runs[len(cr.Runs)-1]
+	if head != nil {
+		return v, func() report.Document { return *head }
 	}
-	d := summaryDoc(sum)
-	return writeReportDoc(dir, res, sum, &d, verbose)
+	return v, func() report.Document { return Document(last, verbose) }
 }
 
-// writeReportDoc is writeReport with v as result.json and head, when not
-// nil, as report.md's first part (a summary, the kills of --kill each)
-// before the last run's.
-func writeReportDoc(dir string, res *chaos.Result, v any, head *report.Document, verbose bool) ([]string, error) {
+// campaignHead is the campaign's JSON value and, for repeated runs or
+// --kill each, the document shown before the last run's (nil otherwise).
+func campaignHead(cr chaos.CampaignResult) (any, *report.Document) {
+	switch {
+	case cr.Kills != nil:
+		d := KillEachDocument(cr.Kills)
+		return cr.Kills, &d
+	case cr.Summary != nil:
+		d := SummaryDocument(cr.Summary)
+		return cr.Summary, &d
+	}
+	return cr.Runs[len(cr.Runs)-1], nil
+}
+
+// WriteCampaign renders a campaign's result (the run, the summary of
+// repeated runs, or the kills of --kill each) in format f.
+func WriteCampaign(w io.Writer, f report.Format, cr chaos.CampaignResult, verbose bool) error {
+	v, doc := Campaign(cr, verbose)
+	return report.Render(w, f, v, doc)
+}
+
+// WriteReport writes report.md, result.json and the plots of the
+// campaign's last run into dir, which must exist: result.json is what -o
+// json prints, report.md the summary or the kills (when there are) before
+// the last run. Every file is written atomically with mode
+// report.PermShared. It returns the names of the files written.
+func WriteReport(dir string, cr chaos.CampaignResult, verbose bool) ([]string, error) {
+	v, head := campaignHead(cr)
+	res := cr.Runs[len(cr.Runs)-1]
 	plots, perr := writePlots(dir, res)
 	var md strings.Builder
 	if head != nil {
@@ -479,11 +501,11 @@ func writeReportDoc(dir string, res *chaos.Result, v any, head *report.Document,
 		}
 		md.WriteString("\n## The last run\n\n")
 		var last strings.Builder
-		if err := report.WriteMarkdown(&last, resultDoc(res, verbose)); err != nil {
+		if err := report.WriteMarkdown(&last, Document(res, verbose)); err != nil {
 			return nil, err
 		}
 		md.WriteString(strings.Replace(last.String(), "# ", "### ", 1))
-	} else if err := report.WriteMarkdown(&md, resultDoc(res, verbose)); err != nil {
+	} else if err := report.WriteMarkdown(&md, Document(res, verbose)); err != nil {
 		return nil, err
 	}
 	if len(plots) > 0 {
@@ -513,7 +535,8 @@ func joinIDs(ids []int32) string {
 	return strings.Join(s, ",")
 }
 
-func perBroker(m map[string]int64) string {
+// brokerOrder returns the keys of m, broker ids, in numeric order.
+func brokerOrder[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -523,6 +546,11 @@ func perBroker(m map[string]int64) string {
 		y, _ := strconv.Atoi(b)
 		return x - y
 	})
+	return keys
+}
+
+func perBroker(m map[string]int64) string {
+	keys := brokerOrder(m)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		name := "b" + k
@@ -575,4 +603,28 @@ func civ(iv stats.Interval, prec int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.*f ± %.*f", prec, iv.Mean, prec, iv.Half)
+}
+
+// CycleLine is one repetition's progress line: the kill, the failover and
+// the loss check.
+func CycleLine(i, n int, res *chaos.Result) string {
+	var sent, acked, lost, dups, never int64
+	for _, p := range res.Partitioners {
+		sent += p.Sent
+		acked += p.Acked
+		lost += p.Lost
+		dups += p.Duplicates
+		never += p.NeverAcked
+	}
+	kill := "no kill"
+	if res.Fault != nil {
+		kill = "fault " + res.Fault.Fault + ", no kill"
+	}
+	if res.KilledBroker >= 0 {
+		kill = fmt.Sprintf("killed broker %d", res.KilledBroker)
+		if res.FailoverMS != nil {
+			kill += fmt.Sprintf(", failover %.0f ms", *res.FailoverMS)
+		}
+	}
+	return fmt.Sprintf("chaos: cycle %d/%d: %s, records sent %d, acked %d, lost %d, duplicates %d, never acked %d", i, n, kill, sent, acked, lost, dups, never)
 }

@@ -1,4 +1,4 @@
-package chaos
+package chaosreport
 
 import (
 	"fmt"
@@ -124,15 +124,9 @@ func predictionPlot(name string, ph chaos.Phase, pr *chaos.PhaseResult) (*plot.P
 		for i, id := range ids {
 			vals[i] = 100 * series.m[id]
 		}
-		bars, err := plotter.NewBarChart(vals, vg.Points(14))
-		if err != nil {
+		if err := addBars(pl, series.name, vals, k, k*14-7); err != nil {
 			return nil, err
 		}
-		bars.Color = plotutil.Color(k)
-		bars.LineStyle.Width = 0
-		bars.Offset = vg.Points(float64(k*14 - 7))
-		pl.Add(bars)
-		pl.Legend.Add(series.name, bars)
 	}
 	names := make([]string, len(ids))
 	for i, id := range ids {
@@ -177,15 +171,9 @@ func barPlots(res *chaos.Result) ([][]*plot.Plot, error) {
 			for i, id := range ids {
 				vals[i] = float64(pr.PerBroker[strconv.Itoa(id)])
 			}
-			bars, err := plotter.NewBarChart(vals, vg.Points(14))
-			if err != nil {
+			if err := addBars(pl, ph, vals, j, shown*14-14); err != nil {
 				return nil, err
 			}
-			bars.Color = plotutil.Color(j)
-			bars.LineStyle.Width = 0
-			bars.Offset = vg.Points(float64(shown*14 - 14))
-			pl.Add(bars)
-			pl.Legend.Add(ph, bars)
 			shown++
 		}
 		names := make([]string, len(ids))
@@ -312,4 +300,19 @@ func throughputPlots(res *chaos.Result) ([][]*plot.Plot, error) {
 	}
 	pl.Legend.Top = true
 	return [][]*plot.Plot{{pl}}, nil
+}
+
+// addBars adds one series of 14-point bars to pl, in colour number
+// colour, shifted by offset points, with its legend entry.
+func addBars(pl *plot.Plot, name string, vals plotter.Values, colour, offset int) error {
+	bars, err := plotter.NewBarChart(vals, vg.Points(14))
+	if err != nil {
+		return err
+	}
+	bars.Color = plotutil.Color(colour)
+	bars.LineStyle.Width = 0
+	bars.Offset = vg.Points(float64(offset))
+	pl.Add(bars)
+	pl.Legend.Add(name, bars)
+	return nil
 }

@@ -1,8 +1,10 @@
-package measure
+package measurereport
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -17,9 +19,9 @@ const (
 	BatchHeatmap        = "heatmap.png"
 )
 
-// batchDocument is the study for people: the cells, then the two choices
+// BatchDocument is the study for people: the cells, then the two choices
 // side by side.
-func batchDocument(s *measure.BatchStudy) report.Document {
+func BatchDocument(s *measure.BatchStudy) report.Document {
 	rate := s.Rate
 	if s.RatePerSecond > 0 {
 		rate = fmt.Sprintf("%s (%.0f records/s)", s.Rate, s.RatePerSecond)
@@ -156,9 +158,9 @@ func batchMS(x float64) string { return fmt.Sprintf("%.1f", x) }
 
 func batchPct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
-// writeBatchReport writes result.json, report.md and heatmap.png into dir,
+// WriteBatchReport writes result.json, report.md and heatmap.png into dir,
 // each atomically.
-func writeBatchReport(dir string, s *measure.BatchStudy) error {
+func WriteBatchReport(dir string, s *measure.BatchStudy) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -174,7 +176,7 @@ func writeBatchReport(dir string, s *measure.BatchStudy) error {
 			return err
 		}
 	}
-	doc := batchDocument(s)
+	doc := BatchDocument(s)
 	if len(s.Cells) > 0 {
 		doc.Notes = append(doc.Notes, "![timely throughput by linger and batch size]("+BatchHeatmap+")")
 	}
@@ -182,4 +184,20 @@ func writeBatchReport(dir string, s *measure.BatchStudy) error {
 		return err
 	}
 	return report.WriteFileAtomic(filepath.Join(dir, BatchReportMarkdown), md.Bytes())
+}
+
+// WriteBatchProperties writes the study's recommended linger.ms,
+// batch.size and acks into the producer properties file at path (made
+// when missing; other lines kept), atomically, with a comment saying what
+// was measured.
+func WriteBatchProperties(path string, s *measure.BatchStudy) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	props, err := measure.BatchProperties(string(old), s)
+	if err != nil {
+		return err
+	}
+	return report.WriteFileAtomic(path, []byte(props))
 }

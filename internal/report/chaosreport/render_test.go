@@ -1,11 +1,12 @@
-package chaos
+package chaosreport
 
 import (
 	"bytes"
-	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,8 +16,6 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/chaostest"
-	"github.com/kplan-dev/kplan/internal/cmdutil"
-	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/testutil/golden"
 )
@@ -34,7 +33,7 @@ func TestDocumentGolden(t *testing.T) {
 		format report.Format
 		name   string
 	}{{report.Table, "document.txt"}, {report.Markdown, "document.md"}, {report.JSON, "document.json"}} {
-		golden.AssertString(t, tc.name, render(t, tc.format, res, resultDoc(res, false)))
+		golden.AssertString(t, tc.name, render(t, tc.format, res, Document(res, false)))
 	}
 }
 
@@ -54,7 +53,7 @@ func rowOf(t *testing.T, out string, cells ...string) string {
 // a measurement.
 func TestResultDocNotMeasured(t *testing.T) {
 	res := chaostest.Result()
-	out := render(t, report.Table, res, resultDoc(res, false))
+	out := render(t, report.Table, res, Document(res, false))
 	// The embedded cluster's failover is no failover time.
 	loss := strings.Fields(rowOf(t, out, "roundrobin", "broker-3"))
 	assert.Equal(t, "-", loss[2], "failover ms on a simulated cluster")
@@ -67,13 +66,13 @@ func TestResultDocNotMeasured(t *testing.T) {
 	assert.Equal(t, "1.00", before[len(before)-3])
 	// Re-reads are for JSON and --verbose.
 	assert.NotContains(t, out, "a second time")
-	assert.Contains(t, render(t, report.Table, res, resultDoc(res, true)), "read 12 records a second time")
+	assert.Contains(t, render(t, report.Table, res, Document(res, true)), "read 12 records a second time")
 	assert.Contains(t, render(t, report.JSON, res, report.Document{}), `"consumer_rereads": 12`)
 	assert.Contains(t, out, "> 100ms and timely MB/s are judged on end-to-end latency")
 
 	// A real cluster's failover is timed.
 	lab := chaostest.Lab(chaostest.Result(), 5321.25)
-	out = render(t, report.Table, lab, resultDoc(lab, false))
+	out = render(t, report.Table, lab, Document(lab, false))
 	assert.Equal(t, "5321.2", strings.Fields(rowOf(t, out, "roundrobin", "broker-3"))[2])
 }
 
@@ -81,7 +80,7 @@ func TestResultDocNotMeasured(t *testing.T) {
 // violation rate and timely throughput from an empty histogram.
 func TestResultDocConsumeAfter(t *testing.T) {
 	res := chaostest.ConsumeAfter(chaostest.Result())
-	out := render(t, report.Table, res, resultDoc(res, false))
+	out := render(t, report.Table, res, Document(res, false))
 	row := strings.Fields(rowOf(t, out, "node", "after", "0.100"))
 	// ... e2e p50, e2e p99, > 100ms, timely MB/s
 	assert.Equal(t, []string{"-", "-", "0.1%", "0.100"}, row[len(row)-4:])
@@ -89,7 +88,7 @@ func TestResultDocConsumeAfter(t *testing.T) {
 
 	s, err := chaos.Summarize([]*chaos.Result{res, chaostest.ConsumeAfter(chaostest.Result())})
 	require.NoError(t, err)
-	out = render(t, report.Table, s, summaryDoc(s))
+	out = render(t, report.Table, s, SummaryDocument(s))
 	row = strings.Fields(rowOf(t, out, "node", "after"))
 	// e2e p50 ms, e2e p99 ms, violation rate (mean ± half), timely MB/s (mean ± half)
 	assert.Equal(t, []string{"-", "-", "0.0010", "±", "0.0000", "0.100", "±", "0.000"}, row[len(row)-8:])
@@ -100,7 +99,7 @@ func TestResultDocConsumeAfter(t *testing.T) {
 func TestSummaryDoc(t *testing.T) {
 	s, err := chaos.Summarize([]*chaos.Result{chaostest.Lab(chaostest.Result(), 200), chaostest.Lab(chaostest.Result(), 400)})
 	require.NoError(t, err)
-	out := render(t, report.Table, s, summaryDoc(s))
+	out := render(t, report.Table, s, SummaryDocument(s))
 	assert.Contains(t, out, "MB/s vs roundrobin")
 	assert.Contains(t, out, "cluster failover (kill to every partition led by a live broker): 300.0 ± ")
 	fo := strings.Fields(rowOf(t, out, "roundrobin", "failover"))
@@ -108,7 +107,7 @@ func TestSummaryDoc(t *testing.T) {
 
 	s, err = chaos.Summarize([]*chaos.Result{chaostest.Result(), chaostest.Result()})
 	require.NoError(t, err)
-	assert.Contains(t, render(t, report.Table, s, summaryDoc(s)), "cluster failover: not timed")
+	assert.Contains(t, render(t, report.Table, s, SummaryDocument(s)), "cluster failover: not timed")
 }
 
 // Reports and PNGs are files people hand on: 0644 less the umask.
@@ -151,36 +150,6 @@ func TestWriteReportPartitionerNeverRan(t *testing.T) {
 	assert.Contains(t, string(md), "## The last run")
 }
 
-// Regression: errors were re-formatted with %s (dropping the chain) and
-// classified by their text.
-func TestMapErr(t *testing.T) {
-	inner := errors.New("root cause")
-	for _, tc := range []struct {
-		name    string
-		err     error
-		cluster string
-		want    string
-		code    int
-	}{
-		{"usage field", errkind.Usagef("kill", "broker-9: no such broker (brokers [1 2 3]): %w", inner), "embedded", "--kill: broker-9: no such broker", cmdutil.ExitUsage},
-		{"refused, allow", errkind.Refusedf(chaos.FieldAllowUnavailable, "2 partitions are under-replicated: %w", inner), "lab", "; pass --allow-unavailable to kill anyway", cmdutil.ExitRefused},
-		{"refused, rf embedded", errkind.Refusedf(chaos.FieldReplicationFactor, "no replica: %w", inner), "embedded", "no replica: root cause; use --replication-factor 2", cmdutil.ExitRefused},
-		{"refused, rf lab", errkind.Refusedf(chaos.FieldReplicationFactor, "no replica: %w", inner), "lab", "use --replication-factor 2 or --allow-unavailable", cmdutil.ExitRefused},
-		{"runtime", errkindless(inner), "embedded", "kafka: root cause", cmdutil.ExitRuntime},
-	} {
-		err := mapErr(tc.err, &Options{Cluster: tc.cluster})
-		require.Error(t, err, tc.name)
-		assert.ErrorContains(t, err, tc.want, tc.name)
-		assert.ErrorIs(t, err, inner, "%s: the chain is kept", tc.name)
-		assert.Equal(t, tc.code, cmdutil.ExitCode(err), tc.name)
-	}
-	err := mapErr(context.Canceled, &Options{})
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.ErrorContains(t, err, "interrupted; the partial result was printed")
-}
-
-func errkindless(err error) error { return errors.Join(errors.New("kafka: root cause"), err) }
-
 func fp(x float64) *float64 { return &x }
 
 // workloadResult is a hand-made workload run: the thesis's §6.4 layout at
@@ -219,13 +188,13 @@ func TestWorkloadDocumentGolden(t *testing.T) {
 		format report.Format
 		name   string
 	}{{report.Table, "workload.txt"}, {report.Markdown, "workload.md"}, {report.JSON, "workload.json"}} {
-		golden.AssertString(t, tc.name, render(t, tc.format, res, resultDoc(res, false)))
+		golden.AssertString(t, tc.name, render(t, tc.format, res, Document(res, false)))
 	}
 }
 
 func TestWorkloadPredictionTable(t *testing.T) {
 	res := workloadResult()
-	out := render(t, report.Table, res, resultDoc(res, false))
+	out := render(t, report.Table, res, Document(res, false))
 	// broker, predicted, measured, error in points (measured - predicted).
 	assert.Equal(t, []string{"roundrobin", "before", "1", "22.2%", "23.0%", "+0.8"}, strings.Fields(rowOf(t, out, "roundrobin", "before", "1")))
 	assert.Equal(t, []string{"roundrobin", "before", "2", "61.1%", "60.5%", "-0.6"}, strings.Fields(rowOf(t, out, "roundrobin", "before", "2")))
@@ -243,7 +212,7 @@ func TestWorkloadPredictionTable(t *testing.T) {
 
 	// The one-topic experiment shows none of it.
 	one := chaostest.Result()
-	out = render(t, report.Table, one, resultDoc(one, false))
+	out = render(t, report.Table, one, Document(one, false))
 	assert.NotContains(t, out, "Predicted vs measured")
 	assert.NotContains(t, out, "Workload")
 }
@@ -262,7 +231,7 @@ func TestSignedPts(t *testing.T) {
 func TestWorkloadNoPrediction(t *testing.T) {
 	res := workloadResult()
 	res.Partitioners = res.Partitioners[2:]
-	out := render(t, report.Table, res, resultDoc(res, false))
+	out := render(t, report.Table, res, Document(res, false))
 	assert.Contains(t, out, "no prediction for any partitioner")
 	assert.Contains(t, out, "hash: no prediction: topic A has no keys")
 	grid, err := predictionPlots(res)
@@ -296,4 +265,119 @@ func TestWriteReportPrediction(t *testing.T) {
 	assert.NotContains(t, files, PlotPrediction)
 	_, err = os.Stat(filepath.Join(dir, PlotPrediction))
 	assert.True(t, os.IsNotExist(err))
+}
+
+// writeReport is WriteReport of a single run or of repeated runs with their summary.
+func writeReport(dir string, res *chaos.Result, sum *chaos.Summary, verbose bool) ([]string, error) {
+	return WriteReport(dir, chaos.CampaignResult{Runs: []*chaos.Result{res}, Summary: sum}, verbose)
+}
+
+// killEachResult is --kill each on three brokers, hand-made: roundrobin
+// with predictions (the survivor that takes the dead broker's partition
+// carries two thirds), node without.
+func killEachResult() *chaos.KillEach {
+	var runs []*chaos.Result
+	for _, id := range []int32{1, 2, 3} {
+		res := chaostest.Result()
+		res.Target, res.KilledBroker = fmt.Sprintf("broker-%d", id), id
+		var surv []string
+		for _, b := range []int32{1, 2, 3} {
+			if b != id {
+				surv = append(surv, strconv.Itoa(int(b)))
+			}
+		}
+		// Ring 1,2;2,3;3,1: the dead broker's partition fails over to the
+		// next broker in the ring.
+		heavy := strconv.Itoa(int(id%3 + 1))
+		after := res.Partitioners[0].Phases["after"]
+		after.PredictedShare, after.MeasuredShare = map[string]float64{}, map[string]float64{}
+		for _, b := range surv {
+			p, m := 1/3.0, 0.3341
+			if b == heavy {
+				p, m = 2/3.0, 0.6659
+			}
+			after.PredictedShare[b], after.MeasuredShare[b] = p, m
+		}
+		after.PredictedMaxOverMean, after.MaxErrorPts = fp(1.3333), fp(0.08)
+		runs = append(runs, res)
+	}
+	return chaos.NewKillEach(runs, []bool{true, true, true})
+}
+
+func TestKillEachGolden(t *testing.T) {
+	k := killEachResult()
+	for _, tc := range []struct {
+		format report.Format
+		name   string
+	}{{report.Table, "kill-each.txt"}, {report.Markdown, "kill-each.md"}} {
+		golden.AssertString(t, tc.name, render(t, tc.format, k, KillEachDocument(k)))
+	}
+	var got struct {
+		Schema string `json:"schema"`
+		Kills  []struct {
+			Broker       int32 `json:"broker"`
+			Partitioners []struct {
+				Name      string   `json:"name"`
+				Predicted *float64 `json:"predicted_max_over_mean"`
+				Measured  *float64 `json:"measured_max_over_mean"`
+			} `json:"partitioners"`
+		} `json:"kills"`
+		Runs []json.RawMessage `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(render(t, report.JSON, k, report.Document{})), &got))
+	assert.Equal(t, chaos.KillEachSchema, got.Schema)
+	require.Len(t, got.Kills, 3)
+	assert.Len(t, got.Runs, 3)
+	for i, kl := range got.Kills {
+		assert.Equal(t, int32(i+1), kl.Broker)
+		require.Len(t, kl.Partitioners, 2)
+		assert.InDelta(t, 1.3333, *kl.Partitioners[0].Predicted, 1e-9)
+		assert.InDelta(t, 1.3318, *kl.Partitioners[0].Measured, 1e-9, "the largest measured share over the mean")
+		assert.Nil(t, kl.Partitioners[1].Predicted, "node has no prediction here")
+	}
+}
+
+// A result with a fault has a section setting the faulted broker's share
+// beside the others', phase by phase, and says why there is no prediction.
+func TestFaultSection(t *testing.T) {
+	res := chaostest.Result()
+	res.KilledBroker = -1
+	res.Fault = &chaos.FaultResult{Fault: "delay:broker-2:200ms", Kind: chaos.FaultDelay, Broker: 2, Description: "delay broker 2's packets by 200ms",
+		InjectedAtS: 10, InForceMS: 12.5, Phases: []string{"fault"}}
+	for i := range res.Partitioners {
+		p := &res.Partitioners[i]
+		p.Phases["fault"] = &chaos.PhaseResult{Leaders: []int32{1, 2, 3}, Shares: map[string]float64{"1": 0.4, "2": 0.2, "3": 0.4}, NoPrediction: chaos.NoPredictionUnderFault}
+	}
+	out := render(t, report.Table, res, Document(res, false))
+	assert.Contains(t, out, "kplan chaos: fault delay:broker-2:200ms")
+	assert.Contains(t, out, "Network fault: delay broker 2's packets by 200ms (delay:broker-2:200ms)")
+	name := res.Partitioners[0].Name
+	row := rowOf(t, out, name, "fault", "yes")
+	assert.Contains(t, row, "20.0%")
+	assert.Contains(t, row, "1: 40.0%, 2: 20.0%, 3: 40.0%")
+	assert.Contains(t, out, chaos.NoPredictionUnderFault)
+	assert.Contains(t, out, "cleared when the run ended")
+	j := render(t, report.JSON, res, Document(res, false))
+	assert.True(t, strings.Contains(j, `"fault": "delay:broker-2:200ms"`), j)
+	assert.Contains(t, j, `"no_prediction": "no prediction under a network fault"`)
+}
+
+// The plan of a --bootstrap-server run with --fault shows the fault's
+// broker, steps and NetworkChaos (what --dry-run prints).
+func TestWriteFaultPlan(t *testing.T) {
+	b := int32(2)
+	p := &chaos.Plan{Schema: chaos.PlanSchema, Label: "real", Killer: "chaos-mesh", Target: "none", Broker: -1, Topics: []string{"kplan-chaos-sqf"},
+		Assignment: "1,2;2,3;3,1", DryRun: true, Fault: "delay:broker-2:200ms", FaultBroker: &b,
+		FaultPlan: &chaos.KillPlan{Target: "pod kafka/my-cluster-pool-a-2", Steps: []string{"create NetworkChaos kafka/kplan-x"},
+			Manifest: "apiVersion: chaos-mesh.org/v1alpha1\nkind: NetworkChaos\n"}}
+	var sb strings.Builder
+	require.NoError(t, WritePlan(&sb, report.Table, p))
+	out := sb.String()
+	assert.Contains(t, out, "fault:       delay:broker-2:200ms: broker 2\n")
+	assert.Contains(t, out, "fault target: pod kafka/my-cluster-pool-a-2\n")
+	assert.Contains(t, out, "  1. create NetworkChaos kafka/kplan-x\n")
+	assert.Contains(t, out, "fault manifest:\n  apiVersion: chaos-mesh.org/v1alpha1\n  kind: NetworkChaos\n")
+	sb.Reset()
+	require.NoError(t, WritePlan(&sb, report.JSON, p))
+	assert.Contains(t, sb.String(), `"fault_plan": {`)
 }
