@@ -43,30 +43,6 @@ func ExitCode(err error) int {
 	return KindExit(errkind.KindOf(err))
 }
 
-// UsageErrorf returns an errkind.Usage error about no field.
-//
-// Deprecated: use errkind.Usagef; kept until internal/cli/chaos and
-// internal/cli/measure move.
-func UsageErrorf(format string, a ...any) error {
-	return errkind.Usagef("", format, a...)
-}
-
-// Usage gives err the kind errkind.Usage; nil stays nil.
-//
-// Deprecated: use errkind.Wrap(errkind.Usage, "", err); kept until
-// internal/cli/chaos and internal/cli/measure move.
-func Usage(err error) error {
-	return errkind.Wrap(errkind.Usage, "", err)
-}
-
-// RefusedErrorf returns an errkind.Refused error about no field.
-//
-// Deprecated: use errkind.Refusedf; kept until internal/cli/chaos and
-// internal/cli/measure move.
-func RefusedErrorf(format string, a ...any) error {
-	return errkind.Refusedf("", format, a...)
-}
-
 // KindExit maps an error kind to its exit code.
 func KindExit(k errkind.Kind) int {
 	switch k {

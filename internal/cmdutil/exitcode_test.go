@@ -36,10 +36,6 @@ func TestExitCode(t *testing.T) {
 		{"silent refused", errkind.Silent(errkind.Refused), ExitRefused},
 		{"wrapped silent", fmt.Errorf("ctx: %w", errkind.Silent(errkind.Negative)), ExitFindings},
 		// The deprecated wrappers left for cli/chaos and cli/measure.
-		{"UsageErrorf", UsageErrorf("--flag: bad"), ExitUsage},
-		{"Usage", Usage(errors.New("bad")), ExitUsage},
-		{"Usage nil", Usage(nil), ExitOK},
-		{"RefusedErrorf", RefusedErrorf("no"), ExitRefused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,19 +52,6 @@ func TestKindExit(t *testing.T) {
 		assert.Contains(t, ExitCodesHelp, fmt.Sprintf("\n  %d  ", code), k.String())
 	}
 	assert.Equal(t, ExitRuntime, KindExit(errkind.Kind(99)), "an unknown kind is a runtime error")
-}
-
-// The deprecated wrappers print what they are given, field-less.
-func TestDeprecatedWrappers(t *testing.T) {
-	assert.EqualError(t, UsageErrorf("--flag: %s", "bad"), "--flag: bad")
-	assert.EqualError(t, RefusedErrorf("no %s", "--yes"), "no --yes")
-	inner := errors.New("inner")
-	assert.ErrorIs(t, Usage(inner), inner)
-	assert.EqualError(t, Usage(inner), "inner")
-	for _, err := range []error{UsageErrorf("x"), Usage(inner), RefusedErrorf("x")} {
-		assert.Empty(t, errkind.FieldOf(err))
-	}
-	assert.NotErrorIs(t, UsageErrorf("x"), errkind.ErrSilent)
 }
 
 func TestOutputFlag(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/measure"
+	"github.com/kplan-dev/kplan/internal/report/measurereport"
 )
 
 // The command's test lives here, beside internal/kafka's lab: one lab per
@@ -146,7 +147,7 @@ func TestBatchingLab(t *testing.T) {
 	assert.Equal(t, "lz4", kv["compression.type"], "other settings kept")
 	assert.Contains(t, string(data), "# mine")
 
-	for _, f := range []string{climeasure.BatchHeatmap, climeasure.BatchReportJSON, climeasure.BatchReportMarkdown} {
+	for _, f := range []string{measurereport.BatchHeatmap, measurereport.BatchReportJSON, measurereport.BatchReportMarkdown} {
 		st, err := os.Stat(filepath.Join(dir, "report", f))
 		require.NoError(t, err, f)
 		assert.Positive(t, st.Size(), f)

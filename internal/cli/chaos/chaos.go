@@ -308,7 +308,7 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		func() error { return c.faultOptions(cfg) },
 		func() error { return c.clusterOptions(cmd) },
 		func() error { return c.topicOptions(cmd, cfg, given) },
-		func() error { return spell(c.bind(cfg), c.where) },
+		func() error { return cmdutil.Spell(c.bind(cfg), c.where) },
 	} {
 		if err := step(); err != nil {
 			return nil, err
@@ -324,7 +324,7 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	// spelled as the flags (or file lines) that set them.
 	camp := opts.campaign()
 	if err := camp.Validate(); err != nil {
-		return nil, spell(err, c.where)
+		return nil, cmdutil.Spell(err, c.where)
 	}
 	if opts.Remote, err = c.remote.options(cmd, c, camp); err != nil {
 		return nil, err
@@ -333,10 +333,10 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		opts.Cluster = "remote"
 	}
 	if cfg.Fault != nil && opts.Cluster == "embedded" {
-		return nil, cmdutil.UsageErrorf("%s: the embedded cluster is simulated and has no network to degrade (use --cluster lab, or --bootstrap-server with --killer chaos-mesh)", c.where("fault"))
+		return nil, errkind.Usagef("", "%s: the embedded cluster is simulated and has no network to degrade (use --cluster lab, or --bootstrap-server with --killer chaos-mesh)", c.where("fault"))
 	}
 	if c.topics != "" && opts.Cluster == "embedded" {
-		return nil, cmdutil.UsageErrorf("%s: existing topics only on --cluster lab or a --bootstrap-server cluster (the embedded cluster has none)", c.where("topics"))
+		return nil, errkind.Usagef("", "%s: existing topics only on --cluster lab or a --bootstrap-server cluster (the embedded cluster has none)", c.where("topics"))
 	}
 	return opts, nil
 }
@@ -348,7 +348,7 @@ func (c *flags) readFile(cmd *cobra.Command) error {
 	fileFlag, path := "workload", c.workload
 	switch {
 	case c.workload != "" && c.file != "":
-		return cmdutil.UsageErrorf("--workload and --file: give one (--file is another name for --workload)")
+		return errkind.Usagef("", "--workload and --file: give one (--file is another name for --workload)")
 	case c.file != "":
 		fileFlag, path = "file", c.file
 	}
@@ -375,14 +375,14 @@ func (c *flags) clusterOptions(cmd *cobra.Command) error {
 	switch c.cluster {
 	case "embedded":
 		if c.brokers < 1 || c.brokers > 100 {
-			return cmdutil.UsageErrorf("%s: want 1 to 100 brokers, got %d", c.where("brokers"), c.brokers)
+			return errkind.Usagef("", "%s: want 1 to 100 brokers, got %d", c.where("brokers"), c.brokers)
 		}
 	case "lab":
 		if cmd.Flags().Changed("bootstrap-server") {
-			return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
+			return errkind.Usagef("", "--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
 		}
 	default:
-		return cmdutil.UsageErrorf("%s: unknown cluster %q (want embedded or lab)", c.where("cluster"), c.cluster)
+		return errkind.Usagef("", "%s: unknown cluster %q (want embedded or lab)", c.where("cluster"), c.cluster)
 	}
 	return nil
 }
@@ -406,24 +406,24 @@ func (c *flags) topicOptions(cmd *cobra.Command, cfg *chaos.Config, given func(s
 		}
 		for _, n := range []string{"assignment", "partitions", "replication-factor"} {
 			if given(n) {
-				return cmdutil.UsageErrorf("%s and %s: give one (a workload's topics have their own layout)", c.where(w), c.where(n))
+				return errkind.Usagef("", "%s and %s: give one (a workload's topics have their own layout)", c.where(w), c.where(n))
 			}
 		}
 	}
 	for _, n := range []string{"rates", "rates-file", "keys"} {
 		if !workload && given(n) {
-			return cmdutil.UsageErrorf("%s: needs a workload: --layout FILE or --topics REGEX", c.where(n))
+			return errkind.Usagef("", "%s: needs a workload: --layout FILE or --topics REGEX", c.where(n))
 		}
 	}
 	var err error
 	if c.assignment != "" {
 		if cfg.Assignment, err = chaos.ParseAssignment(c.assignment); err != nil {
-			return spell(err, c.where)
+			return cmdutil.Spell(err, c.where)
 		}
 	} else if !workload {
 		cfg.Assignment = nil
 		if c.cluster == "embedded" && !cmd.Flags().Changed("bootstrap-server") && c.rf > c.brokers {
-			return cmdutil.UsageErrorf("%s: %d is more than the %d brokers", c.where("replication-factor"), c.rf, c.brokers)
+			return errkind.Usagef("", "%s: %d is more than the %d brokers", c.where("replication-factor"), c.rf, c.brokers)
 		}
 	}
 	switch strings.ToLower(strings.TrimSpace(c.rate)) {
@@ -431,7 +431,7 @@ func (c *flags) topicOptions(cmd *cobra.Command, cfg *chaos.Config, given func(s
 		cfg.Rate = 0
 	default:
 		if cfg.Rate, err = units.ParseRate(c.rate); err != nil {
-			return cmdutil.UsageErrorf("%s: %w", c.where("rate"), err)
+			return errkind.Usagef("", "%s: %w", c.where("rate"), err)
 		}
 	}
 	return nil
@@ -461,20 +461,20 @@ func (c *flags) faultOptions(cfg *chaos.Config) error {
 	if c.fault != "" {
 		f, err := chaos.ParseFault(c.fault)
 		if err != nil {
-			return spell(err, c.where)
+			return cmdutil.Spell(err, c.where)
 		}
 		cfg.Fault = &f
 	}
 	switch {
 	case c.kill == "" && cfg.Fault == nil:
-		return cmdutil.UsageErrorf("--kill: required (broker-N, leader-of:TOPIC/P, busiest or none), or --fault")
+		return errkind.Usagef("", "--kill: required (broker-N, leader-of:TOPIC/P, busiest or none), or --fault")
 	case c.kill == "":
 		cfg.Target = chaos.Target{Kind: chaos.TargetNone}
 		return nil
 	}
 	var err error
 	if cfg.Target, err = chaos.ParseTarget(c.kill); err != nil {
-		return spell(err, c.where)
+		return cmdutil.Spell(err, c.where)
 	}
 	return nil
 }
@@ -485,7 +485,7 @@ func (c *flags) faultOptions(cfg *chaos.Config) error {
 func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(string) bool) error {
 	cfg := &opts.Config
 	if c.layout != "" && c.topics != "" {
-		return cmdutil.UsageErrorf("%s and %s: give one (a layout's topics are created, --topics writes existing ones)", c.where("layout"), c.where("topics"))
+		return errkind.Usagef("", "%s and %s: give one (a layout's topics are created, --topics writes existing ones)", c.where("layout"), c.where("topics"))
 	}
 	spec, err := c.workloadSpec(cfg.Rate, given)
 	if err != nil {
@@ -493,10 +493,10 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 	}
 	if c.topics != "" {
 		if spec.Topics, err = regexp.Compile(c.topics); err != nil {
-			return cmdutil.UsageErrorf("%s: %w", c.where("topics"), err)
+			return errkind.Usagef("", "%s: %w", c.where("topics"), err)
 		}
 		if !c.sequential {
-			return cmdutil.UsageErrorf("%s: needs --sequential (existing topics are written as they are, one partitioner after another)", c.where("topics"))
+			return errkind.Usagef("", "%s: needs --sequential (existing topics are written as they are, one partitioner after another)", c.where("topics"))
 		}
 		cfg.Existing = true
 		cfg.Assignment = nil // read from the cluster by the experiment
@@ -512,11 +512,11 @@ func (c *flags) workloadOptions(cmd *cobra.Command, opts *Options, given func(st
 		if !given("brokers") {
 			opts.Brokers = int(maxID)
 		} else if int32(c.brokers) < maxID {
-			return cmdutil.UsageErrorf("%s: %d brokers, but %s names broker %d", c.where("brokers"), c.brokers, c.where("layout"), maxID)
+			return errkind.Usagef("", "%s: %d brokers, but %s names broker %d", c.where("brokers"), c.brokers, c.where("layout"), maxID)
 		}
 	}
 	if cfg.Workload, err = spec.Build(names, assignments, "in the layout "+c.layout); err != nil {
-		return cmdutil.Usage(spell(err, c.where))
+		return errkind.Wrap(errkind.Usage, "", cmdutil.Spell(err, c.where))
 	}
 	cfg.Rate = chaos.TotalRate(cfg.Workload)
 	cfg.Assignment = nil
@@ -530,46 +530,36 @@ func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpe
 	var err error
 	switch {
 	case c.rates != "" && c.ratesFile != "":
-		return nil, cmdutil.UsageErrorf("%s and %s: give one, not both", c.where("rates"), c.where("rates-file"))
+		return nil, errkind.Usagef("", "%s and %s: give one, not both", c.where("rates"), c.where("rates-file"))
 	case c.rates != "":
 		if spec.Rates, err = audit.ParseRates(c.rates); err != nil {
-			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates"), err)
+			return nil, errkind.Usagef("", "%s: %w", c.where("rates"), err)
 		}
 		spec.RatesGiven = true
 	case c.ratesFile != "":
 		spec.RatesField = "rates-file"
 		data, err := os.ReadFile(c.ratesFile)
 		if err != nil {
-			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
+			return nil, errkind.Usagef("", "%s: %w", c.where("rates-file"), err)
 		}
 		if spec.Rates, err = audit.ParseRatesFile(data, c.ratesFile); err != nil {
-			return nil, cmdutil.UsageErrorf("%s: %w", c.where("rates-file"), err)
+			return nil, errkind.Usagef("", "%s: %w", c.where("rates-file"), err)
 		}
 		spec.RatesGiven = true
 	}
 	if spec.RatesGiven && spec.Rates.BytesPerSecond && given("rate") {
-		return nil, cmdutil.UsageErrorf("%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.RatesField), c.where("rate"))
+		return nil, errkind.Usagef("", "%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.RatesField), c.where("rate"))
 	}
 	if c.keys == "" {
 		spec.Keys = workload.TopicKeys{}
 	} else if spec.Keys, err = workload.ParseTopicKeys(c.keys); err != nil {
-		return nil, spell(err, c.where)
+		return nil, cmdutil.Spell(err, c.where)
 	}
 	return spec, nil
 }
 
-// spell turns a domain error about a field into one about the flag (or the
-// experiment file's line) that set it, keeping its kind and its chain.
-func spell(err error, where func(string) string) error {
-	var ke *errkind.Error
-	if !errors.As(err, &ke) || ke.Field == "" {
-		return err
-	}
-	return errkind.Wrap(ke.Kind, "", fmt.Errorf("%s: %w", where(ke.Field), ke.Err))
-}
-
 // flagName spells a field as its flag.
-func flagName(field string) string { return "--" + field }
+var flagName = cmdutil.FlagOf(nil)
 
 // mapKeys are the keys whose value may be a mapping of topic to value in an
 // experiment file, joined as TOPIC=VALUE,... (the flag's own syntax).
@@ -587,30 +577,30 @@ var pathKeys = map[string]bool{"layout": true, "rates-file": true}
 func loadFile(cmd *cobra.Command, fileFlag, path string, allowed map[string]bool, origin map[string]string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return cmdutil.UsageErrorf("--%s: %w", fileFlag, err)
+		return errkind.Usagef("", "--%s: %w", fileFlag, err)
 	}
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
-		return cmdutil.UsageErrorf("%s: %w", path, err)
+		return errkind.Usagef("", "%s: %w", path, err)
 	}
 	if len(doc.Content) == 0 {
-		return cmdutil.UsageErrorf("%s: empty experiment file", path)
+		return errkind.Usagef("", "%s: empty experiment file", path)
 	}
 	m := doc.Content[0]
 	if m.Kind != yaml.MappingNode {
-		return cmdutil.UsageErrorf("%s:%d: an experiment file is a mapping of flag names to values", path, m.Line)
+		return errkind.Usagef("", "%s:%d: an experiment file is a mapping of flag names to values", path, m.Line)
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		loc := fmt.Sprintf("%s:%d", path, k.Line)
 		if seen[k.Value] {
-			return cmdutil.UsageErrorf("%s: duplicate key %q", loc, k.Value)
+			return errkind.Usagef("", "%s: duplicate key %q", loc, k.Value)
 		}
 		seen[k.Value] = true
 		fl := cmd.Flags().Lookup(k.Value)
 		if fl == nil || !allowed[k.Value] {
-			return cmdutil.UsageErrorf("%s: unknown key %q", loc, k.Value)
+			return errkind.Usagef("", "%s: unknown key %q", loc, k.Value)
 		}
 		val, err := fileValue(path, loc, k, v)
 		if err != nil {
@@ -620,7 +610,7 @@ func loadFile(cmd *cobra.Command, fileFlag, path string, allowed map[string]bool
 			continue // the command line overrides the file
 		}
 		if err := fl.Value.Set(val); err != nil {
-			return cmdutil.UsageErrorf("%s: %s: %w", loc, k.Value, err)
+			return errkind.Usagef("", "%s: %s: %w", loc, k.Value, err)
 		}
 		origin[k.Value] = fmt.Sprintf("%s:%d: %s", path, k.Line, k.Value)
 	}
@@ -642,29 +632,29 @@ func fileValue(path, loc string, k, v *yaml.Node) (string, error) {
 		parts := make([]string, 0, len(v.Content))
 		for _, e := range v.Content {
 			if e.Kind != yaml.ScalarNode {
-				return "", cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+				return "", errkind.Usagef("", "%s: %s: want a value or a list of values", loc, k.Value)
 			}
 			parts = append(parts, e.Value)
 		}
 		return strings.Join(parts, ","), nil
 	case yaml.MappingNode:
 		if !mapKeys[k.Value] {
-			return "", cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+			return "", errkind.Usagef("", "%s: %s: want a value or a list of values", loc, k.Value)
 		}
 		parts := make([]string, 0, len(v.Content)/2)
 		for j := 0; j+1 < len(v.Content); j += 2 {
 			tk, tv := v.Content[j], v.Content[j+1]
 			if tk.Kind != yaml.ScalarNode || tv.Kind != yaml.ScalarNode || tk.Value == "" {
-				return "", cmdutil.UsageErrorf("%s:%d: %s: want TOPIC: VALUE entries", path, tk.Line, k.Value)
+				return "", errkind.Usagef("", "%s:%d: %s: want TOPIC: VALUE entries", path, tk.Line, k.Value)
 			}
 			if strings.ContainsAny(tk.Value, ",=") || strings.Contains(tv.Value, ",") {
-				return "", cmdutil.UsageErrorf("%s:%d: %s: %s: a topic or value with ',' or '='", path, tk.Line, k.Value, tk.Value)
+				return "", errkind.Usagef("", "%s:%d: %s: %s: a topic or value with ',' or '='", path, tk.Line, k.Value, tk.Value)
 			}
 			parts = append(parts, tk.Value+"="+tv.Value)
 		}
 		return strings.Join(parts, ","), nil
 	}
-	return "", cmdutil.UsageErrorf("%s: %s: want a value or a list of values", loc, k.Value)
+	return "", errkind.Usagef("", "%s: %s: want a value or a list of values", loc, k.Value)
 }
 
 // openCluster starts or opens the cluster of one run; a lab sets cfg.Conn
@@ -674,7 +664,7 @@ func openCluster(opts *Options, cfg *chaos.Config) (chaos.Cluster, error) {
 	if opts.Cluster == "lab" {
 		c, err := chaoslab.New(opts.LabDir, opts.Config.Conn, opts.Config.Version)
 		if err != nil {
-			return nil, cmdutil.Usage(fmt.Errorf("--cluster lab: %w", err))
+			return nil, errkind.Wrap(errkind.Usage, "", fmt.Errorf("--cluster lab: %w", err))
 		}
 		cfg.Conn = c.Conn()
 		if opts.Config.Fault != nil {
@@ -720,7 +710,7 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	}
 	if opts.ReportDir != "" {
 		if err := os.MkdirAll(opts.ReportDir, 0o755); err != nil {
-			return cmdutil.UsageErrorf("--report: %w", err)
+			return errkind.Usagef("", "--report: %w", err)
 		}
 	}
 	sigs := make(chan os.Signal, 2)
@@ -809,5 +799,5 @@ func mapErr(err error, opts *Options) error {
 		}
 		return errkind.Wrap(ke.Kind, "", fmt.Errorf("%w; %s", ke.Err, how))
 	}
-	return spell(err, flagName)
+	return cmdutil.SpellFlag(err, nil)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 )
 
@@ -35,7 +36,7 @@ objects it deleted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Mesh.Namespace == "" {
-				return cmdutil.UsageErrorf("--namespace: required")
+				return errkind.Usagef("", "--namespace: required")
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -61,7 +62,7 @@ func runCleanup(ctx context.Context, opts *CleanupOptions) error {
 		fmt.Fprintf(opts.IO.Out, "deleted %s\n", d)
 	}
 	if err != nil {
-		return spell(err, flagName)
+		return cmdutil.SpellFlag(err, nil)
 	}
 	if len(deleted) == 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "nothing to delete in namespace %s\n", opts.Mesh.Namespace)

@@ -57,21 +57,21 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, camp *chaos.Campaign
 		slices.Sort(own[1:]) // --killer first: the flag the others go with
 		for _, n := range own {
 			if given(n) {
-				return nil, cmdutil.UsageErrorf("%s: needs --bootstrap-server (a cluster kplan does not run itself)", c.where(n))
+				return nil, errkind.Usagef("", "%s: needs --bootstrap-server (a cluster kplan does not run itself)", c.where(n))
 			}
 		}
 		return nil, nil
 	}
 	if strings.TrimSpace(r.bootstrap) == "" {
-		return nil, cmdutil.UsageErrorf("%s: no address given", c.where("bootstrap-server"))
+		return nil, errkind.Usagef("", "%s: no address given", c.where("bootstrap-server"))
 	}
 	r.killer.Spec.RequiredWith, r.killer.Spec.RestoreNeeded = camp.KillerNeeded(), camp.RestoreNeeded()
 	spec, err := r.killer.Options(given, c.where)
 	if err != nil {
-		return nil, cmdutil.Usage(spell(err, c.where))
+		return nil, errkind.Wrap(errkind.Usage, "", cmdutil.Spell(err, c.where))
 	}
 	if camp.Config.Fault != nil && spec.Kind != killers.ChaosMesh {
-		return nil, cmdutil.UsageErrorf("%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), spec.Kind)
+		return nil, errkind.Usagef("", "%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), spec.Kind)
 	}
 	o := &RemoteOptions{
 		Conn: camp.Config.Conn, // resolved: the command config is not read again
@@ -85,7 +85,7 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, camp *chaos.Campaign
 func openRemote(ctx context.Context, opts *Options) (*remote.Cluster, error) {
 	k, err := opts.Remote.New(killers.NewRunID())
 	if err != nil {
-		return nil, cmdutil.Usage(spell(err, flagName))
+		return nil, errkind.Wrap(errkind.Usage, "", cmdutil.SpellFlag(err, nil))
 	}
 	leave := max(remote.DefaultLeaveTimeout, opts.Config.FailoverTimeout)
 	return remote.New(ctx, remote.Options{
@@ -110,7 +110,7 @@ func prepareRemote(ctx context.Context, opts *Options, camp *chaos.Campaign) (_ 
 		}
 	}()
 	if err := camp.Complete(ctx, c); err != nil {
-		return nil, false, spell(err, flagName)
+		return nil, false, cmdutil.SpellFlag(err, nil)
 	}
 	pr := chaos.PlanRun{Cluster: c, Killer: c.Killer(), Config: camp.Config, DeleteTopics: !opts.Remote.KeepTopics, DryRun: opts.Remote.DryRun}
 	plan, perr := pr.Run(ctx)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
@@ -27,20 +28,20 @@ type WorkloadSpec struct {
 func loadLayout(path, flag string, embedded bool) (names []string, assignments map[string][][]int32, maxID int32, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, 0, cmdutil.UsageErrorf("%s: %w", flag, err)
+		return nil, nil, 0, errkind.Usagef("", "%s: %w", flag, err)
 	}
 	defer f.Close() //nolint:errcheck // read-only
 	c, err := topology.Load(f, path)
 	if err != nil {
-		return nil, nil, 0, cmdutil.Usage(fmt.Errorf("%s: %w", flag, err)) // names file:line
+		return nil, nil, 0, errkind.Wrap(errkind.Usage, "", fmt.Errorf("%s: %w", flag, err)) // names file:line
 	}
 	names, assignments, maxID, err = chaos.LayoutTopics(c, path, embedded)
-	return names, assignments, maxID, cmdutil.Usage(spell(err, func(string) string { return flag }))
+	return names, assignments, maxID, errkind.Wrap(errkind.Usage, "", cmdutil.Spell(err, func(string) string { return flag }))
 }
 
 // existingWorkload builds Config.Workload from the topics of c matching
 // --topics (assignments nil: the engine reads them from the cluster).
 func existingWorkload(ctx context.Context, c chaos.Cluster, cfg chaos.Config, s *WorkloadSpec) ([]chaos.WorkloadTopic, error) {
 	w, err := s.Existing(ctx, c, cfg.Conn, cfg.Version)
-	return w, spell(err, s.where)
+	return w, cmdutil.Spell(err, s.where)
 }

@@ -54,14 +54,6 @@ type batchingFlags struct {
 	output cmdutil.OutputFlag
 }
 
-// Files --report writes (measurereport's, named here for the tests that
-// drive the command).
-const (
-	BatchReportJSON     = measurereport.BatchReportJSON
-	BatchReportMarkdown = measurereport.BatchReportMarkdown
-	BatchHeatmap        = measurereport.BatchHeatmap
-)
-
 // Batching defaults.
 const (
 	batchDefaultLingers = "0,5ms,20ms,100ms"
@@ -180,15 +172,15 @@ func (c *batchingFlags) options(f *cmdutil.Factory, opts *BatchingOptions) error
 	}
 	switch {
 	case c.cluster != "" && c.cluster != "lab":
-		return cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server)", c.cluster)
+		return errkind.Usagef("", "--cluster: unknown cluster %q (want lab, or --bootstrap-server)", c.cluster)
 	case c.cluster == "lab" && c.target.BootstrapServers != "":
-		return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
+		return errkind.Usagef("", "--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
 	case c.cluster == "lab":
 		opts.Lab = true
 	case c.target.LabDir != "":
-		return cmdutil.UsageErrorf("--lab-dir: only with --cluster lab")
+		return errkind.Usagef("", "--lab-dir: only with --cluster lab")
 	case !c.target.Live():
-		return cmdutil.UsageErrorf("--cluster lab or --bootstrap-server: give one (the cluster to measure)")
+		return errkind.Usagef("", "--cluster lab or --bootstrap-server: give one (the cluster to measure)")
 	}
 	// Once: every client of the study is built from the resolved options.
 	if opts.Conn, err = c.target.ConnOptions(); err != nil {
@@ -197,7 +189,7 @@ func (c *batchingFlags) options(f *cmdutil.Factory, opts *BatchingOptions) error
 	if c.target.CommandConfig != "" {
 		props, _ := opts.Conn.Properties()
 		if !opts.Lab && c.target.BootstrapServers == "" && props.BootstrapServers == "" {
-			return cmdutil.UsageErrorf("--bootstrap-server: no address given (nor bootstrap.servers in --command-config)")
+			return errkind.Usagef("", "--bootstrap-server: no address given (nor bootstrap.servers in --command-config)")
 		}
 	}
 	if err := batchCheckOutDir("report", opts.ReportDir, true); err != nil {
@@ -224,7 +216,7 @@ func (c *batchingFlags) sweep(opts *BatchingOptions) error {
 		return cmdutil.SpellFlag(err, batchFlagOf)
 	}
 	if opts.RecordSize < loadgen.EnvelopeLen || opts.RecordSize > 1<<20 {
-		return cmdutil.UsageErrorf("--record-size: want %d to %d bytes (a record carries a %d B header), got %d", loadgen.EnvelopeLen, 1<<20, loadgen.EnvelopeLen, opts.RecordSize)
+		return errkind.Usagef("", "--record-size: want %d to %d bytes (a record carries a %d B header), got %d", loadgen.EnvelopeLen, 1<<20, loadgen.EnvelopeLen, opts.RecordSize)
 	}
 	if opts.Cells, err = measure.BatchGrid(lingers, sizes, opts.RecordSize); err != nil {
 		return cmdutil.SpellFlag(err, batchFlagOf)
@@ -245,23 +237,23 @@ func checkBatchValues(opts *BatchingOptions) error {
 		v    time.Duration
 	}{{"latency-objective", opts.Objective}, {"cell-duration", opts.CellDuration}, {"delivery-timeout", opts.DeliveryTimeout}, {"drain-timeout", opts.DrainTimeout}} {
 		if d.v <= 0 {
-			return cmdutil.UsageErrorf("--%s: want a positive duration, got %s", d.name, d.v)
+			return errkind.Usagef("", "--%s: want a positive duration, got %s", d.name, d.v)
 		}
 	}
 	if opts.Warmup < 0 {
-		return cmdutil.UsageErrorf("--warmup: must not be negative, got %s", opts.Warmup)
+		return errkind.Usagef("", "--warmup: must not be negative, got %s", opts.Warmup)
 	}
 	if opts.MaxBuffered < 1 {
-		return cmdutil.UsageErrorf("--max-buffered-records: want at least 1, got %d", opts.MaxBuffered)
+		return errkind.Usagef("", "--max-buffered-records: want at least 1, got %d", opts.MaxBuffered)
 	}
 	if opts.Partitions < 1 || opts.Partitions > 1000 {
-		return cmdutil.UsageErrorf("--partitions: want 1 to 1000, got %d", opts.Partitions)
+		return errkind.Usagef("", "--partitions: want 1 to 1000, got %d", opts.Partitions)
 	}
 	if opts.ReplicationFactor < 0 || opts.ReplicationFactor > 32 {
-		return cmdutil.UsageErrorf("--replication-factor: want 1 to 32 (or 0 for the default), got %d", opts.ReplicationFactor)
+		return errkind.Usagef("", "--replication-factor: want 1 to 32 (or 0 for the default), got %d", opts.ReplicationFactor)
 	}
 	if strings.TrimSpace(opts.TopicPrefix) == "" || strings.ContainsAny(opts.TopicPrefix, " /\\") {
-		return cmdutil.UsageErrorf("--topic: want a topic name prefix, got %q", opts.TopicPrefix)
+		return errkind.Usagef("", "--topic: want a topic name prefix, got %q", opts.TopicPrefix)
 	}
 	return nil
 }
@@ -276,12 +268,12 @@ func batchCheckOutDir(flag, path string, dir bool) error {
 	p := path
 	if !dir {
 		if st, err := os.Stat(path); err == nil && st.IsDir() {
-			return cmdutil.UsageErrorf("--%s: %s is a directory", flag, path)
+			return errkind.Usagef("", "--%s: %s is a directory", flag, path)
 		}
 		p = filepath.Dir(path)
 		st, err := os.Stat(p)
 		if err != nil || !st.IsDir() {
-			return cmdutil.UsageErrorf("--%s: directory %s does not exist", flag, p)
+			return errkind.Usagef("", "--%s: directory %s does not exist", flag, p)
 		}
 		return nil
 	}
@@ -291,9 +283,9 @@ func batchCheckOutDir(flag, path string, dir bool) error {
 		case err == nil && st.IsDir():
 			return nil
 		case err == nil:
-			return cmdutil.UsageErrorf("--%s: %s is not a directory", flag, p)
+			return errkind.Usagef("", "--%s: %s is not a directory", flag, p)
 		case !errors.Is(err, fs.ErrNotExist):
-			return cmdutil.UsageErrorf("--%s: %w", flag, err)
+			return errkind.Usagef("", "--%s: %w", flag, err)
 		}
 		parent := filepath.Dir(p)
 		if parent == p {
@@ -320,7 +312,7 @@ func runBatching(ctx context.Context, opts *BatchingOptions) error {
 	if opts.Lab {
 		l, err := chaoslab.New(opts.LabDir, conn, opts.Version)
 		if err != nil {
-			return cmdutil.Usage(fmt.Errorf("--cluster lab: %w", err))
+			return errkind.Wrap(errkind.Usage, "", fmt.Errorf("--cluster lab: %w", err))
 		}
 		conn = l.Conn().WithSeeds(l.Seeds())
 		l.Close()

@@ -169,15 +169,15 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory, opts *Options
 	switch r.cluster {
 	case "":
 		if !r.target.Live() {
-			return cmdutil.UsageErrorf("--bootstrap-server: required (or --cluster lab)")
+			return errkind.Usagef("", "--bootstrap-server: required (or --cluster lab)")
 		}
 	case "lab":
 		opts.Lab = true
 		if r.target.BootstrapServers != "" {
-			return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
+			return errkind.Usagef("", "--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
 		}
 	default:
-		return cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server)", r.cluster)
+		return errkind.Usagef("", "--cluster: unknown cluster %q (want lab, or --bootstrap-server)", r.cluster)
 	}
 	if err := r.target.Validate(); err != nil {
 		return err
@@ -193,7 +193,7 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory, opts *Options
 	case "0":
 		opts.Acks = loadgen.AcksNone
 	default:
-		return cmdutil.UsageErrorf("--acks: want all, 1 or 0, got %q", r.acks)
+		return errkind.Usagef("", "--acks: want all, 1 or 0, got %q", r.acks)
 	}
 	if err := checkValues(cmd, opts); err != nil {
 		return err
@@ -232,17 +232,17 @@ func checkValues(cmd *cobra.Command, opts *Options) error {
 	}
 	for _, c := range checks {
 		if !c.ok {
-			return cmdutil.UsageErrorf("--%s: %s", c.flag, c.msg)
+			return errkind.Usagef("", "--%s: %s", c.flag, c.msg)
 		}
 	}
 	if cmd.Flags().Changed("max-handles") && opts.MaxHandles == 0 {
-		return cmdutil.UsageErrorf("--max-handles: want a positive number, got 0")
+		return errkind.Usagef("", "--max-handles: want a positive number, got 0")
 	}
 	if cmd.Flags().Changed("replication-factor") && opts.ReplicationFactor == 0 {
-		return cmdutil.UsageErrorf("--replication-factor: want 1 to 64, got 0")
+		return errkind.Usagef("", "--replication-factor: want 1 to 64, got 0")
 	}
 	if cmd.Flags().Changed("max-brokers") && opts.Requirements.MaxBrokers == 0 {
-		return cmdutil.UsageErrorf("--max-brokers: want a positive number, got 0")
+		return errkind.Usagef("", "--max-brokers: want a positive number, got 0")
 	}
 	return nil
 }
@@ -252,16 +252,16 @@ func (r *rawFlags) requirements(opts *Options) error {
 	var err error
 	if r.throughput != "" {
 		if opts.Requirements.Throughput, err = units.ParseRate(r.throughput); err != nil {
-			return cmdutil.UsageErrorf("--throughput: %w", err)
+			return errkind.Usagef("", "--throughput: %w", err)
 		}
 	}
 	pos := func(flag, text string) (time.Duration, error) {
 		d, err := units.ParseDuration(text)
 		if err != nil {
-			return 0, cmdutil.UsageErrorf("--%s: %w", flag, err)
+			return 0, errkind.Usagef("", "--%s: %w", flag, err)
 		}
 		if d <= 0 {
-			return 0, cmdutil.UsageErrorf("--%s: must be positive, got %s", flag, text)
+			return 0, errkind.Usagef("", "--%s: must be positive, got %s", flag, text)
 		}
 		return d, nil
 	}
@@ -273,7 +273,7 @@ func (r *rawFlags) requirements(opts *Options) error {
 	}
 	if r.electionTime != "" {
 		if opts.ElectionPartitions != 0 {
-			return cmdutil.UsageErrorf("--election-time: only with --election-partitions 0 (u is measured otherwise)")
+			return errkind.Usagef("", "--election-time: only with --election-partitions 0 (u is measured otherwise)")
 		}
 		if opts.ElectionTime, err = pos("election-time", r.electionTime); err != nil {
 			return err
@@ -298,13 +298,13 @@ func checkOutDir(path string) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	if err != nil {
-		return cmdutil.UsageErrorf("--out: directory %s: %w", dir, err)
+		return errkind.Usagef("", "--out: directory %s: %w", dir, err)
 	}
 	if !st.IsDir() {
-		return cmdutil.UsageErrorf("--out: %s is not a directory", dir)
+		return errkind.Usagef("", "--out: %s is not a directory", dir)
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return cmdutil.UsageErrorf("--out: %s is a directory", path)
+		return errkind.Usagef("", "--out: %s is a directory", path)
 	}
 	return nil
 }
@@ -377,7 +377,7 @@ func runMeasure(ctx context.Context, opts *Options) error {
 	}
 	plan, runErr := in.Run(ctx)
 	if plan == nil {
-		return unavailSpell(runErr)
+		return cmdutil.SpellFlag(runErr, nil)
 	}
 	plan.Handles = handles
 	plan.Machine.KafkaVersion = kafkaVersion(t.state, info.VersionGuess)
@@ -405,10 +405,10 @@ func inputs(opts *Options, t target, m *loadgen.Measurer, info loadgen.ClusterIn
 		rf = min(3, len(info.Brokers))
 	}
 	if rf > len(info.Brokers) {
-		return nil, cmdutil.UsageErrorf("--replication-factor: %d is more than the cluster's %d brokers", rf, len(info.Brokers))
+		return nil, errkind.Usagef("", "--replication-factor: %d is more than the cluster's %d brokers", rf, len(info.Brokers))
 	}
 	if rf < 2 && opts.ElectionPartitions > 0 {
-		return nil, cmdutil.UsageErrorf("--election-partitions: leadership cannot move with replication factor 1 (give --election-partitions 0 and --election-time D)")
+		return nil, errkind.Usagef("", "--election-partitions: leadership cannot move with replication factor 1 (give --election-partitions 0 and --election-time D)")
 	}
 	host, _ := os.Hostname()
 	in := opts.Inputs // a copy: the options stay as parsed
@@ -423,17 +423,17 @@ func readHandles(opts *Options, lab *localkafka.State) (measure.Handles, error) 
 		return measure.Handles{Value: opts.MaxHandles, Given: true}, nil
 	}
 	if lab == nil {
-		return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required on a cluster that is not the local kplan lab (kplan cannot read its brokers' limits)")
+		return measure.Handles{}, errkind.Usagef("", "--max-handles: required on a cluster that is not the local kplan lab (kplan cannot read its brokers' limits)")
 	}
 	var open int64
 	for _, n := range lab.Brokers() {
 		text, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", n.PID))
 		if err != nil {
-			return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required: broker %d's limits are not readable: %w", n.ID, err)
+			return measure.Handles{}, errkind.Usagef("", "--max-handles: required: broker %d's limits are not readable: %w", n.ID, err)
 		}
 		v, err := measure.ParseOpenFiles(string(text))
 		if err != nil {
-			return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required: broker %d's limits: %w", n.ID, err)
+			return measure.Handles{}, errkind.Usagef("", "--max-handles: required: broker %d's limits: %w", n.ID, err)
 		}
 		if open == 0 || v < open {
 			open = v
@@ -441,15 +441,15 @@ func readHandles(opts *Options, lab *localkafka.State) (measure.Handles, error) 
 	}
 	text, err := os.ReadFile("/proc/sys/vm/max_map_count")
 	if err != nil {
-		return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required: vm.max_map_count is not readable: %w", err)
+		return measure.Handles{}, errkind.Usagef("", "--max-handles: required: vm.max_map_count is not readable: %w", err)
 	}
 	maps, err := measure.ParseMaxMapCount(string(text))
 	if err != nil {
-		return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required: vm.max_map_count: %w", err)
+		return measure.Handles{}, errkind.Usagef("", "--max-handles: required: vm.max_map_count: %w", err)
 	}
 	h, err := measure.HandlesOf(open, maps)
 	if err != nil {
-		return measure.Handles{}, cmdutil.UsageErrorf("--max-handles: required: %w", err)
+		return measure.Handles{}, errkind.Usagef("", "--max-handles: required: %w", err)
 	}
 	return h, nil
 }

@@ -2,7 +2,6 @@ package measure
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -152,7 +151,7 @@ func (c *unavailFlags) options(cmd *cobra.Command, f *cmdutil.Factory, opts *Una
 		return err
 	}
 	if opts.Counts, err = measure.ParsePartitionCounts(c.counts); err != nil {
-		return unavailSpell(err)
+		return cmdutil.SpellFlag(err, nil)
 	}
 	if err := unavailCheckValues(opts, c.broker); err != nil {
 		return err
@@ -183,20 +182,20 @@ func (c *unavailFlags) clusterOptions(cmd *cobra.Command, opts *UnavailabilityOp
 	remote := cmd.Flags().Changed("bootstrap-server")
 	switch {
 	case remote && cmd.Flags().Changed("cluster"):
-		return cmdutil.UsageErrorf("--bootstrap-server: not with --cluster (the lab knows its own addresses)")
+		return errkind.Usagef("", "--bootstrap-server: not with --cluster (the lab knows its own addresses)")
 	case remote:
 		opts.ClusterKind = "remote"
 		if opts.Conn.BootstrapServers = strings.TrimSpace(c.bootstrap); opts.Conn.BootstrapServers == "" {
-			return cmdutil.UsageErrorf("--bootstrap-server: no address given")
+			return errkind.Usagef("", "--bootstrap-server: no address given")
 		}
 		if cmd.Flags().Changed("lab-dir") {
-			return cmdutil.UsageErrorf("--lab-dir: only with --cluster lab")
+			return errkind.Usagef("", "--lab-dir: only with --cluster lab")
 		}
 		c.kf.Spec.RequiredWith = "--bootstrap-server (" + killers.Kinds + ")"
 		c.kf.Spec.RestoreNeeded = "--killer exec (every kill is restored before the next)"
 		spec, err := c.kf.Options(cmd.Flags().Changed, func(n string) string { return "--" + n })
 		if err != nil {
-			return cmdutil.Usage(unavailSpell(err))
+			return errkind.Wrap(errkind.Usage, "", cmdutil.SpellFlag(err, nil))
 		}
 		opts.Killer = &spec
 	case c.cluster == "lab":
@@ -204,11 +203,11 @@ func (c *unavailFlags) clusterOptions(cmd *cobra.Command, opts *UnavailabilityOp
 		// The lab kills its own brokers.
 		for _, n := range slices.Insert(clitarget.KillerFlagNames(), 2, "yes") {
 			if cmd.Flags().Changed(n) {
-				return cmdutil.UsageErrorf("--%s: needs --bootstrap-server (the lab kills its own brokers)", n)
+				return errkind.Usagef("", "--%s: needs --bootstrap-server (the lab kills its own brokers)", n)
 			}
 		}
 	default:
-		return cmdutil.UsageErrorf("--cluster: unknown cluster %q (want lab, or --bootstrap-server with --killer)", c.cluster)
+		return errkind.Usagef("", "--cluster: unknown cluster %q (want lab, or --bootstrap-server with --killer)", c.cluster)
 	}
 	return nil
 }
@@ -216,13 +215,13 @@ func (c *unavailFlags) clusterOptions(cmd *cobra.Command, opts *UnavailabilityOp
 // unavailCheckValues checks the counts' settings and sets opts.Broker.
 func unavailCheckValues(opts *UnavailabilityOptions, broker int) error {
 	if opts.Repeat < 1 || opts.Repeat > 100 {
-		return cmdutil.UsageErrorf("--repeat: want 1 to 100, got %d", opts.Repeat)
+		return errkind.Usagef("", "--repeat: want 1 to 100, got %d", opts.Repeat)
 	}
 	if opts.ReplicationFactor < 2 || opts.ReplicationFactor > 16 {
-		return cmdutil.UsageErrorf("--replication-factor: want 2 to 16, got %d (with 1 a killed leader's partitions have no replica to elect)", opts.ReplicationFactor)
+		return errkind.Usagef("", "--replication-factor: want 2 to 16, got %d (with 1 a killed leader's partitions have no replica to elect)", opts.ReplicationFactor)
 	}
 	if broker < -1 || broker > 1<<31-1 {
-		return cmdutil.UsageErrorf("--broker: %d is not a broker id", broker)
+		return errkind.Usagef("", "--broker: %d is not a broker id", broker)
 	}
 	opts.Broker = int32(broker)
 	if err := unavailTopicPrefix(opts.Topic); err != nil {
@@ -233,7 +232,7 @@ func unavailCheckValues(opts *UnavailabilityOptions, broker int) error {
 		v    time.Duration
 	}{{"failover-timeout", opts.FailoverTimeout}, {"request-timeout", opts.RequestTimeout}} {
 		if d.v <= 0 {
-			return cmdutil.UsageErrorf("--%s: must be positive, got %v", d.name, d.v)
+			return errkind.Usagef("", "--%s: must be positive, got %v", d.name, d.v)
 		}
 	}
 	return nil
@@ -246,12 +245,12 @@ func unavailCheckReport(dir string) error {
 		return nil
 	}
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return cmdutil.UsageErrorf("--report: %s is not a directory", dir)
+		return errkind.Usagef("", "--report: %s is not a directory", dir)
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return cmdutil.UsageErrorf("--report: %w", err)
+		return errkind.Usagef("", "--report: %w", err)
 	} else if err != nil {
 		if st, perr := os.Stat(filepath.Dir(filepath.Clean(dir))); perr == nil && !st.IsDir() {
-			return cmdutil.UsageErrorf("--report: %s is not a directory", filepath.Dir(dir))
+			return errkind.Usagef("", "--report: %s is not a directory", filepath.Dir(dir))
 		}
 	}
 	return nil
@@ -261,14 +260,14 @@ func unavailCheckReport(dir string) error {
 // legal Kafka topic names (at most 249 of [a-zA-Z0-9._-]).
 func unavailTopicPrefix(p string) error {
 	if p == "" {
-		return cmdutil.UsageErrorf("--topic: empty prefix")
+		return errkind.Usagef("", "--topic: empty prefix")
 	}
 	if len(p) > 200 {
-		return cmdutil.UsageErrorf("--topic: %d characters, want at most 200", len(p))
+		return errkind.Usagef("", "--topic: %d characters, want at most 200", len(p))
 	}
 	for _, r := range p {
 		if !unavailTopicRune(r) {
-			return cmdutil.UsageErrorf("--topic: %q has %q (Kafka topic names take letters, digits, '.', '_' and '-')", p, r)
+			return errkind.Usagef("", "--topic: %q has %q (Kafka topic names take letters, digits, '.', '_' and '-')", p, r)
 		}
 	}
 	return nil
@@ -284,19 +283,10 @@ func unavailTopicRune(r rune) bool {
 func unavailCheckPlan(path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return cmdutil.UsageErrorf("--out-plan: %w", err)
+		return errkind.Usagef("", "--out-plan: %w", err)
 	}
 	if _, err := measure.SetElectionTime(data, "1ms", ""); err != nil {
-		return cmdutil.UsageErrorf("--out-plan: %s: %w", path, err)
+		return errkind.Usagef("", "--out-plan: %s: %w", path, err)
 	}
 	return nil
-}
-
-// unavailSpell turns a domain error about a field into one about its flag.
-func unavailSpell(err error) error {
-	var ke *errkind.Error
-	if !errors.As(err, &ke) || ke.Field == "" {
-		return err
-	}
-	return errkind.Wrap(ke.Kind, "", fmt.Errorf("--%s: %w", ke.Field, ke.Err))
 }

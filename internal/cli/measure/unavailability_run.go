@@ -68,7 +68,7 @@ func unavailErr(err error) error {
 	case errors.As(err, &ke) && ke.Kind == errkind.Refused && ke.Field == chaos.FieldAllowUnavailable:
 		return errkind.Wrap(ke.Kind, "", fmt.Errorf("%w; pass --allow-unavailable to kill anyway", err))
 	}
-	return unavailSpell(err)
+	return cmdutil.SpellFlag(err, nil)
 }
 
 // unavailOpen connects to the cluster, builds the admin client and the
@@ -79,13 +79,13 @@ func unavailOpen(ctx context.Context, o *UnavailabilityOptions) (*experiment.Una
 	if o.ClusterKind == "lab" {
 		c, err := chaoslab.New(o.LabDir, o.Conn, o.Version)
 		if err != nil {
-			return nil, cmdutil.Usage(fmt.Errorf("--cluster lab: %w", err))
+			return nil, errkind.Wrap(errkind.Usage, "", fmt.Errorf("--cluster lab: %w", err))
 		}
 		a.Cluster, a.Conn = c, c.Conn().WithSeeds(c.Seeds())
 	} else {
 		k, err := o.Killer.New(killers.NewRunID())
 		if err != nil {
-			return nil, cmdutil.Usage(unavailSpell(err))
+			return nil, errkind.Wrap(errkind.Usage, "", cmdutil.SpellFlag(err, nil))
 		}
 		rc, err := remote.New(ctx, remote.Options{Conn: o.Conn, Version: o.Version, Killer: k, KeepTopics: o.Keep})
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
 	chaosexec "github.com/kplan-dev/kplan/internal/chaos/exec"
 	"github.com/kplan-dev/kplan/internal/chaos/killers"
-	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
 // FlagKiller is --killer.
@@ -86,7 +86,7 @@ func (k *KillerFlags) Options(given func(string) bool, where func(string) string
 	}
 	for _, n := range KillerFlagNames()[2:] {
 		if kind := killerOwn[n]; kind != s.Kind && given(n) {
-			return s, cmdutil.UsageErrorf("%s: only with --killer %s", where(n), kind)
+			return s, errkind.Usagef("", "%s: only with --killer %s", where(n), kind)
 		}
 	}
 	return s, nil
