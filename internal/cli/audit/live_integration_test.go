@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
@@ -21,11 +20,12 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
 
-// labClient is the shared lab, a client of it and a context bounded by
-// timeout, all closed when the test ends.
-func labClient(t *testing.T, timeout time.Duration) (*labtest.Lab, *kgo.Client, context.Context) {
+// labClient is the shared lab, a client of it made by newClient
+// (kafka.NewClient) and a context bounded by timeout, all closed when the
+// test ends.
+func labClient[C interface{ Close() }, O any](t *testing.T, timeout time.Duration, newClient func(kafka.ConnOptions, string, ...O) (C, error)) (*labtest.Lab, C, context.Context) {
 	lab := labtest.Shared(t)
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
+	cl, err := newClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -39,7 +39,7 @@ func labClient(t *testing.T, timeout time.Duration) (*labtest.Lab, *kgo.Client, 
 // then audits the cluster with broker 2 down, live and from a saved
 // snapshot, where rf-above-brokers must fire for the RF 3 partitions.
 func TestWhatIfMatchesARealKill(t *testing.T) {
-	lab, cl, ctx := labClient(t, 2*time.Minute)
+	lab, cl, ctx := labClient(t, 2*time.Minute, kafka.NewClient)
 	// Broker 2 leads whatif-0, whatif-3 and whatif-rf1-0; the first two
 	// elect their next replicas, 3 and 1, the last goes offline.
 	require.NoError(t, kafka.CreateTopic(ctx, cl, "whatif", [][]int32{{2, 3, 1}, {1, 2, 3}, {3, 1, 2}, {2, 1, 3}}, nil))
@@ -143,7 +143,7 @@ func TestWhatIfMatchesARealKill(t *testing.T) {
 // and checks that auditing the file gives the same report: brokers with
 // their racks, leaders and ISR survive the round trip.
 func TestLiveSnapshotAuditsTheSame(t *testing.T) {
-	lab, cl, ctx := labClient(t, time.Minute)
+	lab, cl, ctx := labClient(t, time.Minute, kafka.NewClient)
 	require.NoError(t, kafka.CreateTopic(ctx, cl, "snap", [][]int32{{1, 2}, {2, 3}, {3, 1}, {1, 3}}, nil))
 	require.Eventually(t, func() bool {
 		c, err := kafka.Snapshot(ctx, cl, func(s string) bool { return s == "snap" })
@@ -176,7 +176,7 @@ func TestLiveSnapshotAuditsTheSame(t *testing.T) {
 // minimum of a topic at 2 and not of a topic at Kafka's default, 1.
 // --min-insync overrides the cluster for every topic.
 func TestLiveAuditReadsMinInsync(t *testing.T) {
-	lab, cl, ctx := labClient(t, 2*time.Minute)
+	lab, cl, ctx := labClient(t, 2*time.Minute, kafka.NewClient)
 	two := "2"
 	require.NoError(t, kafka.CreateTopic(ctx, cl, "misr-two", [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}, map[string]*string{"min.insync.replicas": &two}))
 	require.NoError(t, kafka.CreateTopic(ctx, cl, "misr-one", [][]int32{{1, 2, 3}, {2, 3, 1}}, nil))
