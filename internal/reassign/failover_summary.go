@@ -42,15 +42,17 @@ type FailoverFigure struct {
 	BusiestLeaders int     `json:"busiest_leaders"`
 	Optimum        int     `json:"optimum"`
 	Excess         int     `json:"excess"`
-	// Reachable is a lower bound, for the worst loss, on the busiest
-	// survivor's leaders that any order of these replica sets allows: a
-	// lost broker's (or rack's) partitions can only go to the brokers
-	// holding their followers, so those brokers end with at least their
-	// leaders plus the lost ones, on average. Above Optimum when rack
-	// rules keep followers out of the leader's rack. OverReachable is the
-	// largest excess of any loss's busiest survivor over its own bound
-	// (the larger of its optimum and this bound): what a better order of
-	// the same sets could at most remove.
+	// Reachable is, for the worst loss, the fewest leaders on the busiest
+	// survivor that any order of these replica sets allows, exactly: a
+	// lost broker's (or rack's) partitions can only go to the live
+	// in-sync followers they hold, each survivor keeping its own leaders,
+	// and the min-max of that assignment is computed by augmenting paths
+	// (exactLoss). Above Optimum when the sets keep followers away: with
+	// RF 3 over 3 racks a broker's followers all sit in the other two
+	// racks, so the loss of one broker spreads over two thirds of the
+	// survivors only. OverReachable is the largest excess of any loss's
+	// busiest survivor over its own exact figure: what a better order of
+	// the same sets could remove.
 	Reachable     int `json:"reachable"`
 	OverReachable int `json:"over_reachable"`
 	// TopicExcess is the largest excess of one topic over its own optimum
@@ -58,7 +60,9 @@ type FailoverFigure struct {
 	TopicExcess int    `json:"topic_excess"`
 	Topic       string `json:"topic,omitempty"`
 	// TopicOverReachable is the largest excess of one topic's busiest
-	// survivor over the larger of its optimum and its follower bound.
+	// survivor over the fewest any order of the topic's sets allows (the
+	// same min-max as Reachable, over the topic's partitions and
+	// holders).
 	TopicOverReachable int `json:"topic_over_reachable"`
 }
 
@@ -174,7 +178,9 @@ func successor(p *topology.Partition, ix *topology.Index, c *topology.Cluster, u
 }
 
 // reachable returns, per loss of domain d in c (audit.FailoverLosses'
-// order), the follower bound of FailoverFigure.Reachable.
+// order), the exact figure of FailoverFigure.Reachable: the larger of the
+// averaging bounds (ceil(partitions / survivors), the followers' average)
+// and exactLoss (which is never below them).
 func reachable(c *topology.Cluster, d audit.Domain) []int {
 	ix := topology.NewIndex(c.Brokers)
 	unit, nu := lossUnits(c, d)
@@ -215,6 +221,7 @@ func reachable(c *topology.Cluster, d audit.Domain) []int {
 			live++
 		}
 	}
+	exact := exactLoss(c, ix, unit, nu, base)
 	out := make([]int, nu)
 	for u := range nu {
 		in, k, sum := 0, 0, 0
@@ -235,17 +242,150 @@ func reachable(c *topology.Cluster, d audit.Domain) []int {
 		if k > 0 {
 			b = max(b, ceilDiv(sum+movable[u], k))
 		}
-		out[u] = b
+		out[u] = max(b, exact[u])
 	}
 	return out
+}
+
+// exactLoss returns, per loss unit u, the exact least busiest survivor
+// any order of c's replica sets allows once u is lost: a min-max
+// assignment of u's partitions to the live in-sync followers they hold
+// outside u, each survivor starting from its own leaders (base). It starts
+// from Kafka's election on c and lowers the busiest survivor m (at L) by
+// augmenting paths (breadth-first, each hop a partition handed from one of
+// its followers to another) to a survivor at L-2 or less. With none, the
+// survivors reachable from m hold partitions that can go nowhere else and
+// average above L-1, so no assignment does better than L. Costs
+// O(partitions × RF) per unit and round.
+func exactLoss(c *topology.Cluster, ix *topology.Index, unit []int, nu int, base []int) []int {
+	n := ix.Len()
+	type part struct {
+		cand []int32
+		at   int32
+	}
+	groups := make([][]part, nu)
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		lj, ok := ix.Pos(p.Leader)
+		if p.Leader == topology.NoLeader || !ok || c.Brokers[lj].Missing || unit[lj] < 0 {
+			continue
+		}
+		u := unit[lj]
+		s := successor(p, ix, c, unit, u)
+		if s < 0 {
+			continue
+		}
+		var cand []int32
+		for _, r := range p.Replicas {
+			if j, ok := ix.Pos(r); ok && !c.Brokers[j].Missing && unit[j] != u && p.InSync(r) && !slices.Contains(p.Offline, r) {
+				cand = append(cand, int32(j))
+			}
+		}
+		groups[u] = append(groups[u], part{cand, int32(s)})
+	}
+	out := make([]int, nu)
+	load := make([]int, n)
+	var cand [][]int32
+	var at []int32
+	for u := range nu {
+		g := groups[u]
+		for j := range n {
+			load[j] = 0
+			if unit[j] != u && !c.Brokers[j].Missing {
+				load[j] = base[j]
+			}
+		}
+		cand, at = cand[:0], at[:0]
+		for _, p := range g {
+			load[p.at]++
+			cand = append(cand, p.cand)
+			at = append(at, p.at)
+		}
+		out[u] = minMaxAssign(load, func(j int) bool { return unit[j] != u && !c.Brokers[j].Missing }, cand, at)
+	}
+	return out
+}
+
+// minMaxAssign lowers the busiest survivor of an assignment of unit
+// items to brokers and returns its load once no assignment does better:
+// load holds each broker's load with the items counted (it is changed),
+// surv tells the survivors, item k may go to the brokers cand[k] and is
+// on at[k] (changed too). The busiest survivor m, at L, is lowered by an
+// augmenting path (breadth-first over brokers, each hop an item handed
+// from one of its brokers to another) to a survivor at L-2 or less. With
+// none, the brokers reachable from m hold items that can go nowhere else
+// and average above L-1, so no assignment does better than L.
+func minMaxAssign(load []int, surv func(int) bool, cand [][]int32, at []int32) int {
+	n := len(load)
+	byAt := make(map[int32][]int32, n)
+	for k, j := range at {
+		byAt[j] = append(byAt[j], int32(k))
+	}
+	prevB := make([]int32, n)
+	prevP := make([]int32, n)
+	seen := make([]bool, n)
+	var queue, visited []int32
+	for {
+		m := -1
+		for j := range n {
+			if surv(j) && (m < 0 || load[j] > load[m]) {
+				m = j
+			}
+		}
+		if m < 0 {
+			return 0
+		}
+		end := int32(-1)
+		queue = append(queue[:0], int32(m))
+		visited = append(visited[:0], int32(m))
+		seen[m] = true
+		for len(queue) > 0 && end < 0 {
+			x := queue[0]
+			queue = queue[1:]
+			for _, k := range byAt[x] {
+				for _, y := range cand[k] {
+					if seen[y] {
+						continue
+					}
+					seen[y] = true
+					visited = append(visited, y)
+					prevB[y], prevP[y] = x, k
+					if load[y] <= load[m]-2 {
+						end = y
+						break
+					}
+					queue = append(queue, y)
+				}
+				if end >= 0 {
+					break
+				}
+			}
+		}
+		for _, v := range visited {
+			seen[v] = false
+		}
+		if end < 0 {
+			return load[m]
+		}
+		load[m]--
+		load[end]++
+		for y := end; y != int32(m); {
+			k, x := prevP[y], prevB[y]
+			at[k] = y
+			byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == k })
+			byAt[y] = append(byAt[y], k)
+			y = x
+		}
+	}
 }
 
 // topicWorst returns the largest excess of one topic over its optimum over
 // every loss of domain d, as audit.TopicFailovers measures it, and the
 // topic (first by name on ties); 0 and "" when none exceeds. Its third
-// result is the largest excess over the topic's own follower bound (see
-// FailoverFigure.Reachable). It costs
-// O(partitions × RF + topics × brokers touched).
+// result is the largest excess over the topic's own exact figure (see
+// FailoverFigure.TopicOverReachable): the averaging bound, refined by
+// minMaxAssign where the busiest survivor is above it. It costs
+// O(partitions × RF + topics × brokers touched) plus the paths.
 func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 	ix := topology.NewIndex(c.Brokers)
 	unit, nu := lossUnits(c, d)
@@ -258,6 +398,9 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 	type led struct{ u, i, s int }
 	mark := make([]bool, n)
 	var marked []int
+	load := make([]int, n)
+	var cand [][]int32
+	var at []int32
 	over := 0
 	worst, topic := 0, ""
 	for lo := 0; lo < len(c.Partitions); {
@@ -370,6 +513,37 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 				bound := max(opt, still)
 				if k > 0 {
 					bound = max(bound, ceilDiv(sum+moving, k))
+				}
+				if most > bound {
+					// The exact optimum of the group: the same min-max
+					// as exactLoss over the topic's holders.
+					for _, j := range touched {
+						load[j] = 0
+						if unit[j] != u {
+							load[j] = base[j]
+						}
+					}
+					cand, at := cand[:0], at[:0]
+					for x := a; x < b; x++ {
+						s := leds[x].s
+						if s < 0 {
+							continue
+						}
+						p := &c.Partitions[leds[x].i]
+						var cs []int32
+						for _, r := range p.Replicas {
+							if j, ok := ix.Pos(r); ok && !c.Brokers[j].Missing && unit[j] != u && p.InSync(r) && !slices.Contains(p.Offline, r) {
+								cs = append(cs, int32(j))
+							}
+						}
+						load[s]++
+						cand = append(cand, cs)
+						at = append(at, int32(s))
+					}
+					bound = max(bound, minMaxAssign(load, func(j int) bool { return holds[j] && unit[j] != u }, cand, at))
+					for _, j := range touched {
+						load[j] = 0
+					}
 				}
 				over = max(over, most-bound)
 				for _, j := range marked {
