@@ -852,6 +852,9 @@ func (f *foState) exactRows() int {
 		}
 		load := func(j int32) int32 { return f.gc[j] + f.S[b*n+int(j)] }
 		topicLoad := func(t int, j int32) int32 { return w.lc[t*n+int(j)] + tl[int64(t)*int64(n)+int64(j)] }
+		// The level only rises within a row: a level that found no path
+		// is not tried again (each failed search walks the whole row).
+		level := 0
 		for guard := 4 * len(group); guard > 0; guard-- {
 			m := int32(-1)
 			for j := range int32(n) {
@@ -869,7 +872,7 @@ func (f *foState) exactRows() int {
 				startR = f.gc[m] + f.G[r*n+int(m)]
 			}
 			end := int32(-1)
-			for level := 0; level < len(foLevels) && end < 0; level++ {
+			for ; level < len(foLevels); level++ {
 				tslack, rslack := foLevels[level][0], foLevels[level][1]
 				queue = append(queue[:0], m)
 				seen[m] = true
@@ -907,6 +910,9 @@ func (f *foState) exactRows() int {
 				}
 				for _, v := range visited {
 					seen[v] = false
+				}
+				if end >= 0 {
+					break
 				}
 			}
 			if end < 0 {

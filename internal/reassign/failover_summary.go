@@ -2,6 +2,7 @@ package reassign
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -105,6 +106,51 @@ func (w *work) failoverSummary(s *Summary, final *topology.Cluster) {
 	}
 	wg.Wait()
 	s.Failover = fo
+	if note := w.rackBoundNote(final, &fo.Broker.After); note != "" {
+		w.notes = append(w.notes, note)
+	}
+}
+
+// rackBoundNote says why the worst single-broker loss a stays above its
+// optimum when rack rules are the reason: every partition's replicas sit
+// in distinct racks, so a lost broker's leaderships can only go to the
+// brokers of the other racks, and their leaders plus the lost ones,
+// averaged over them, exceed the optimum (no order and no follower move
+// within the rack rules changes that). Empty otherwise.
+func (w *work) rackBoundNote(final *topology.Cluster, a *FailoverFigure) string {
+	if !w.rackAware || a.Excess <= 0 || len(a.Lost) != 1 {
+		return ""
+	}
+	for i := range w.c.Partitions {
+		if w.rcap[i] != 1 {
+			return ""
+		}
+	}
+	rack := map[int32]string{}
+	for _, b := range final.Brokers {
+		rack[b.ID] = b.Rack
+	}
+	lost := a.Lost[0]
+	lead := map[int32]int{}
+	for _, p := range final.Partitions {
+		lead[p.Leader]++
+	}
+	sum, k := lead[lost], 0
+	for _, b := range final.Brokers {
+		if b.Rack != rack[lost] {
+			sum += lead[b.ID]
+			k++
+		}
+	}
+	if k == 0 {
+		return ""
+	}
+	rb := ceilDiv(sum, k)
+	if rb <= a.Optimum {
+		return ""
+	}
+	return fmt.Sprintf("single-broker losses cannot reach the optimum ceil(partitions / survivors): rack rules put each partition's replicas in distinct racks, so broker %d's leaderships go only to the %d brokers outside rack %s, at least %d leaders on the busiest (optimum %d); the plan leaves %d, the exact best of its replica sets %d",
+		lost, k, rack[lost], rb, a.Optimum, a.BusiestLeaders, a.Reachable)
 }
 
 // figure measures the worst loss of domain d in c.
@@ -286,7 +332,8 @@ func exactLoss(c *topology.Cluster, ix *topology.Index, unit []int, nu int, base
 	out := make([]int, nu)
 	load := make([]int, n)
 	var cand [][]int32
-	var at []int32
+	var at, surv []int32
+	sc := newMMScratch(n)
 	for u := range nu {
 		g := groups[u]
 		for j := range n {
@@ -301,79 +348,117 @@ func exactLoss(c *topology.Cluster, ix *topology.Index, unit []int, nu int, base
 			cand = append(cand, p.cand)
 			at = append(at, p.at)
 		}
-		out[u] = minMaxAssign(load, func(j int) bool { return unit[j] != u && !c.Brokers[j].Missing }, cand, at)
+		surv = surv[:0]
+		for j := range n {
+			if unit[j] != u && !c.Brokers[j].Missing {
+				surv = append(surv, int32(j))
+			}
+		}
+		out[u] = minMaxAssign(sc, load, surv, cand, at)
 	}
 	return out
+}
+
+// mmScratch is minMaxAssign's scratch, sized to the brokers once and
+// reused across calls.
+type mmScratch struct {
+	prevB, prevP   []int32
+	seen           []bool
+	byAt           [][]int32
+	queue, visited []int32
+	touched        []int32
+}
+
+func newMMScratch(n int) *mmScratch {
+	return &mmScratch{prevB: make([]int32, n), prevP: make([]int32, n), seen: make([]bool, n), byAt: make([][]int32, n)}
 }
 
 // minMaxAssign lowers the busiest survivor of an assignment of unit
 // items to brokers and returns its load once no assignment does better:
 // load holds each broker's load with the items counted (it is changed),
-// surv tells the survivors, item k may go to the brokers cand[k] and is
-// on at[k] (changed too). The busiest survivor m, at L, is lowered by an
-// augmenting path (breadth-first over brokers, each hop an item handed
+// brokers lists the survivors, item k may go to the brokers cand[k] (all
+// survivors) and is on at[k] (changed too). It first hands each item to
+// its least loaded candidate, then lowers the busiest survivor m, at L, by
+// augmenting paths (breadth-first over brokers, each hop an item handed
 // from one of its brokers to another) to a survivor at L-2 or less. With
 // none, the brokers reachable from m hold items that can go nowhere else
 // and average above L-1, so no assignment does better than L.
-func minMaxAssign(load []int, surv func(int) bool, cand [][]int32, at []int32) int {
-	n := len(load)
-	byAt := make(map[int32][]int32, n)
-	for k, j := range at {
-		byAt[j] = append(byAt[j], int32(k))
+func minMaxAssign(sc *mmScratch, load []int, brokers []int32, cand [][]int32, at []int32) int {
+	if len(brokers) == 0 {
+		return 0
 	}
-	prevB := make([]int32, n)
-	prevP := make([]int32, n)
-	seen := make([]bool, n)
-	var queue, visited []int32
+	for k, j := range at {
+		best := j
+		for _, y := range cand[k] {
+			if load[y]+1 < load[best] {
+				best = y
+			}
+		}
+		if best != j {
+			load[j]--
+			load[best]++
+			at[k] = best
+		}
+	}
+	for _, j := range sc.touched {
+		sc.byAt[j] = sc.byAt[j][:0]
+	}
+	sc.touched = sc.touched[:0]
+	for k, j := range at {
+		if len(sc.byAt[j]) == 0 {
+			sc.touched = append(sc.touched, j)
+		}
+		sc.byAt[j] = append(sc.byAt[j], int32(k))
+	}
 	for {
-		m := -1
-		for j := range n {
-			if surv(j) && (m < 0 || load[j] > load[m]) {
+		m := brokers[0]
+		for _, j := range brokers {
+			if load[j] > load[m] {
 				m = j
 			}
 		}
-		if m < 0 {
-			return 0
-		}
 		end := int32(-1)
-		queue = append(queue[:0], int32(m))
-		visited = append(visited[:0], int32(m))
-		seen[m] = true
-		for len(queue) > 0 && end < 0 {
-			x := queue[0]
-			queue = queue[1:]
-			for _, k := range byAt[x] {
+		sc.queue = append(sc.queue[:0], m)
+		sc.visited = append(sc.visited[:0], m)
+		sc.seen[m] = true
+		for len(sc.queue) > 0 && end < 0 {
+			x := sc.queue[0]
+			sc.queue = sc.queue[1:]
+			for _, k := range sc.byAt[x] {
 				for _, y := range cand[k] {
-					if seen[y] {
+					if sc.seen[y] {
 						continue
 					}
-					seen[y] = true
-					visited = append(visited, y)
-					prevB[y], prevP[y] = x, k
+					sc.seen[y] = true
+					sc.visited = append(sc.visited, y)
+					sc.prevB[y], sc.prevP[y] = x, k
 					if load[y] <= load[m]-2 {
 						end = y
 						break
 					}
-					queue = append(queue, y)
+					sc.queue = append(sc.queue, y)
 				}
 				if end >= 0 {
 					break
 				}
 			}
 		}
-		for _, v := range visited {
-			seen[v] = false
+		for _, v := range sc.visited {
+			sc.seen[v] = false
 		}
 		if end < 0 {
 			return load[m]
 		}
 		load[m]--
 		load[end]++
-		for y := end; y != int32(m); {
-			k, x := prevP[y], prevB[y]
+		for y := end; y != m; {
+			k, x := sc.prevP[y], sc.prevB[y]
 			at[k] = y
-			byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == k })
-			byAt[y] = append(byAt[y], k)
+			sc.byAt[x] = slices.DeleteFunc(sc.byAt[x], func(v int32) bool { return v == k })
+			if len(sc.byAt[y]) == 0 {
+				sc.touched = append(sc.touched, y)
+			}
+			sc.byAt[y] = append(sc.byAt[y], k)
 			y = x
 		}
 	}
@@ -400,7 +485,8 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 	var marked []int
 	load := make([]int, n)
 	var cand [][]int32
-	var at []int32
+	var at, holders []int32
+	sc := newMMScratch(n)
 	over := 0
 	worst, topic := 0, ""
 	for lo := 0; lo < len(c.Partitions); {
@@ -523,7 +609,7 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 							load[j] = base[j]
 						}
 					}
-					cand, at := cand[:0], at[:0]
+					cand, at = cand[:0], at[:0]
 					for x := a; x < b; x++ {
 						s := leds[x].s
 						if s < 0 {
@@ -540,7 +626,13 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 						cand = append(cand, cs)
 						at = append(at, int32(s))
 					}
-					bound = max(bound, minMaxAssign(load, func(j int) bool { return holds[j] && unit[j] != u }, cand, at))
+					holders = holders[:0]
+					for _, j := range touched {
+						if unit[j] != u {
+							holders = append(holders, int32(j))
+						}
+					}
+					bound = max(bound, minMaxAssign(sc, load, holders, cand, at))
 					for _, j := range touched {
 						load[j] = 0
 					}
