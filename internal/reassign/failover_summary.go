@@ -310,6 +310,11 @@ func exactLoss(c *topology.Cluster, ix *topology.Index, unit []int, nu int, base
 		at   int32
 	}
 	groups := make([][]part, nu)
+	reps := 0
+	for i := range c.Partitions {
+		reps += len(c.Partitions[i].Replicas)
+	}
+	flat := make([]int32, 0, reps)
 	for i := range c.Partitions {
 		p := &c.Partitions[i]
 		lj, ok := ix.Pos(p.Leader)
@@ -321,13 +326,15 @@ func exactLoss(c *topology.Cluster, ix *topology.Index, unit []int, nu int, base
 		if s < 0 {
 			continue
 		}
-		var cand []int32
+		// Candidates live in one flat buffer (sized to every replica, so
+		// it never moves): one allocation instead of one per partition.
+		a := len(flat)
 		for _, r := range p.Replicas {
 			if j, ok := ix.Pos(r); ok && !c.Brokers[j].Missing && unit[j] != u && p.InSync(r) && !slices.Contains(p.Offline, r) {
-				cand = append(cand, int32(j))
+				flat = append(flat, int32(j))
 			}
 		}
-		groups[u] = append(groups[u], part{cand, int32(s)})
+		groups[u] = append(groups[u], part{flat[a:len(flat):len(flat)], int32(s)})
 	}
 	out := make([]int, nu)
 	load := make([]int, n)
