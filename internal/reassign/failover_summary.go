@@ -118,7 +118,7 @@ func (w *work) failoverSummary(s *Summary, final *topology.Cluster) {
 // averaged over them, exceed the optimum (no order and no follower move
 // within the rack rules changes that). Empty otherwise.
 func (w *work) rackBoundNote(final *topology.Cluster, a *FailoverFigure) string {
-	if !w.rackAware || a.Excess <= 0 || len(a.Lost) != 1 {
+	if !w.rackAware || a.Excess <= 0 || len(a.Lost) != 1 || len(w.rcap) != len(w.c.Partitions) {
 		return ""
 	}
 	for i := range w.c.Partitions {
