@@ -3,6 +3,7 @@ package reassign
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,7 +24,7 @@ func flowOptimum(c *topology.Cluster, d audit.Domain) []int {
 		if d == audit.DomainRack {
 			return b.Rack
 		}
-		return string(rune(b.ID))
+		return strconv.Itoa(int(b.ID))
 	}
 	var units []string
 	for _, b := range c.Brokers {
