@@ -23,7 +23,8 @@ type Failover struct {
 	ExtraMoves int `json:"extra_moves,omitempty"`
 	// MoreMoves, when set, is how many more moves would bring every
 	// single-broker loss to its optimum (--failover-moves auto); -1 when
-	// not within the cap of auto (a tenth of the plan's moves, at least 16).
+	// not within the cap of auto (autoMovesCap: a tenth of the plan's
+	// moves, at least 32).
 	MoreMoves *int `json:"more_moves,omitempty"`
 }
 
