@@ -3,6 +3,7 @@ package reassign
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -27,7 +28,13 @@ import (
 // takes the option that exceeds them least (then the least loaded: the
 // power of two choices keeps rows within a few of even), then
 // best-response passes that move a partition whose successor is above an
-// optimum to an option that is less so. Counts are dense arrays (N² for
+// optimum to an option that is less so. Then three exact passes
+// (augmenting paths, as in a max-flow): exactRows brings every broker row
+// to its exact optimum for these sets (the min-max assignment of the lost
+// broker's partitions to their followers, the topic rows kept within
+// their targets where a path allows it), topicRows lowers topic rows
+// without raising any broker or rack row's maximum, and rackRows lowers
+// rack rows without raising any broker row's. Counts are dense arrays (N² for
 // broker rows, racks × N for rack rows); the per-topic counts live in
 // scratch arrays reset after each topic, so memory stays O(N² + P).
 
@@ -179,6 +186,9 @@ func (w *work) orderFollowers() {
 		for t := range w.tname {
 			f.topicPass(t, false, true)
 		}
+		f.exactRows()
+		f.topicRows()
+		f.rackRows()
 	}
 	// Never worse than the order the other phases left: a greedy can
 	// trade one domain against the other, and the worst loss of neither
@@ -770,4 +780,408 @@ func (f *foState) topicRepair(t, lo, hi int) int {
 		}
 	}
 	return changed
+}
+
+// foLevels are exactRows' slacks, in turn: how far above its target a
+// path may raise a topic row, and the rack row at its end.
+var foLevels = [][2]int32{{0, 0}, {1, 0}, {1, 2}, {1, math.MaxInt32 / 2}, {math.MaxInt32 / 2, math.MaxInt32 / 2}}
+
+// exactRows brings every broker row to its exact optimum: the loss of b
+// hands b's partitions to their first followers, so the choice of first
+// followers of b's partitions is a min-max assignment of its own
+// (partitions to the followers they hold, each survivor starting from its
+// leaders). The row's busiest survivor m, at load L, is lowered by an
+// augmenting path (a breadth-first search over survivors, each hop a
+// partition of b whose first follower moves to another of its followers)
+// to a survivor at L-2 or less; when no such path exists, the survivors
+// reachable from m hold partitions that can go nowhere else and average
+// above L-1, so L is the row's optimum. Paths are looked for first
+// keeping every topic row within its target (the secondary objective),
+// then one above it, then without the topic rows; the end of a path must
+// keep the rack row within its target or below the start's (hops change
+// only successors that are also the rack successor, so the rack row
+// changes at the ends only). It returns the partitions changed.
+func (f *foState) exactRows() int {
+	w, n := f.w, f.n
+	np := len(w.c.Partitions)
+	byLead := make([][]int32, n)
+	for i := range np {
+		if f.fst[i] >= 0 {
+			byLead[w.lead[i]] = append(byLead[w.lead[i]], int32(i))
+		}
+	}
+	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
+	prevB := make([]int32, n)
+	prevP := make([]int32, n)
+	seen := make([]bool, n)
+	var visited, queue []int32
+	tl := map[int64]int32{}    // topic t's successors on j in the row: t*n+j
+	byAt := make([][]int32, n) // the row's partitions with a choice by first follower
+	var touchedAt []int32
+	changed := 0
+	for b := range n {
+		group := byLead[b]
+		if !w.target[b] || len(group) == 0 {
+			continue
+		}
+		choice := false
+		clear(tl)
+		for _, i := range group {
+			tl[int64(w.ptopic[i])*int64(n)+int64(f.fst[i])]++
+			choice = choice || w.off[i+1]-w.off[i] > 2
+		}
+		if !choice {
+			continue
+		}
+		r := 0
+		if f.rack {
+			r = int(w.rack[b])
+		}
+		for _, x := range touchedAt {
+			byAt[x] = byAt[x][:0]
+		}
+		touchedAt = touchedAt[:0]
+		for _, i := range group {
+			if w.off[i+1]-w.off[i] > 2 {
+				x := f.fst[i]
+				if len(byAt[x]) == 0 {
+					touchedAt = append(touchedAt, x)
+				}
+				byAt[x] = append(byAt[x], i)
+			}
+		}
+		load := func(j int32) int32 { return f.gc[j] + f.S[b*n+int(j)] }
+		topicLoad := func(t int, j int32) int32 { return w.lc[t*n+int(j)] + tl[int64(t)*int64(n)+int64(j)] }
+		// The level only rises within a row: a level that found no path
+		// is not tried again (each failed search walks the whole row).
+		level := 0
+		for guard := 4 * len(group); guard > 0; guard-- {
+			m := int32(-1)
+			for j := range int32(n) {
+				if int(j) != b && w.target[j] && (m < 0 || load(j) > load(m)) {
+					m = j
+				}
+			}
+			if m < 0 {
+				break
+			}
+
+			L := load(m)
+			var startR int32
+			if f.rack {
+				startR = f.gc[m] + f.G[r*n+int(m)]
+			}
+			end := int32(-1)
+			for ; level < len(foLevels); level++ {
+				tslack, rslack := foLevels[level][0], foLevels[level][1]
+				queue = append(queue[:0], m)
+				seen[m] = true
+				visited = append(visited[:0], m)
+				for len(queue) > 0 && end < 0 {
+					x := queue[0]
+					queue = queue[1:]
+					for _, i := range byAt[x] {
+						if !plain(int(i), x) {
+							continue
+						}
+						t := int(w.ptopic[i])
+						for s := w.off[i]; s < w.off[i+1]; s++ {
+							k := w.slots[s]
+							if int(k) == b || seen[k] || !plain(int(i), k) {
+								continue
+							}
+							if topicLoad(t, k)+1 > f.pT[i]+tslack {
+								continue
+							}
+							seen[k] = true
+							visited = append(visited, k)
+							prevB[k], prevP[k] = x, i
+							okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1)+rslack
+							if load(k) <= L-2 && okR {
+								end = k
+								break
+							}
+							queue = append(queue, k)
+						}
+						if end >= 0 {
+							break
+						}
+					}
+				}
+				for _, v := range visited {
+					seen[v] = false
+				}
+				if end >= 0 {
+					break
+				}
+			}
+			if end < 0 {
+				break
+			}
+			for k := end; k != m; {
+				i, x := int(prevP[k]), prevB[k]
+				t := int64(w.ptopic[i])
+				f.addGlobal(i, x, -1)
+				tl[t*int64(n)+int64(x)]--
+				f.fst[i] = k
+				f.addGlobal(i, k, 1)
+				tl[t*int64(n)+int64(k)]++
+				byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == int32(i) })
+				if len(byAt[k]) == 0 {
+					touchedAt = append(touchedAt, k)
+				}
+				byAt[k] = append(byAt[k], int32(i))
+				changed++
+				k = x
+			}
+		}
+	}
+	return changed
+}
+
+// rackRows lowers the rack rows exactRows raised, without raising any
+// broker row above its maximum (so broker losses stay at their optimum):
+// per rack r, the busiest survivor m of r's loss (at L) is lowered by an
+// augmenting path over the partitions led in r, each hop one whose first
+// follower (also its rack successor) moves to another of its followers
+// outside r, to a survivor at L-2 or less; a hop keeps its topic row
+// within one above its target. Paths change a broker row at their hops:
+// row b loses one on x and gains one on k, so k must stay within row b's
+// maximum.
+func (f *foState) rackRows() {
+	if !f.rack {
+		return
+	}
+	w, n := f.w, f.n
+	rowMax := f.rowMaxima()
+	tl := map[int64]int32{} // (t*n+b)*n+j: topic t's successors on j in row b
+	byRack := make([][]int32, w.nrack)
+	for i := range len(w.c.Partitions) {
+		if f.fst[i] < 0 {
+			continue
+		}
+		b := w.lead[i]
+		tl[(int64(w.ptopic[i])*int64(n)+int64(b))*int64(n)+int64(f.fst[i])]++
+		if w.off[i+1]-w.off[i] > 2 && f.rackSucc(i, f.fst[i]) == f.fst[i] {
+			byRack[w.rack[b]] = append(byRack[w.rack[b]], int32(i))
+		}
+	}
+	topicLoad := func(t int, b, j int32) int32 {
+		return w.lc[t*n+int(j)] + tl[(int64(t)*int64(n)+int64(b))*int64(n)+int64(j)]
+	}
+	byAt := make([][]int32, n)
+	prevB := make([]int32, n)
+	prevP := make([]int32, n)
+	seen := make([]bool, n)
+	var queue, visited []int32
+	for r := range w.nrack {
+		for j := range byAt {
+			byAt[j] = byAt[j][:0]
+		}
+		for _, i := range byRack[r] {
+			byAt[f.fst[i]] = append(byAt[f.fst[i]], i)
+		}
+		load := func(j int32) int32 { return f.gc[j] + f.G[r*n+int(j)] }
+		surv := func(j int32) bool { return w.target[j] && int(w.rack[j]) != r }
+		for guard := 4 * len(byRack[r]); guard > 0; guard-- {
+			m := int32(-1)
+			for j := range int32(n) {
+				if surv(j) && (m < 0 || load(j) > load(m)) {
+					m = j
+				}
+			}
+			if m < 0 {
+				break
+			}
+			L := load(m)
+			end := int32(-1)
+			queue = append(queue[:0], m)
+			visited = append(visited[:0], m)
+			seen[m] = true
+			for len(queue) > 0 && end < 0 {
+				x := queue[0]
+				queue = queue[1:]
+				for _, i := range byAt[x] {
+					b := w.lead[i]
+					t := int(w.ptopic[i])
+					for s := w.off[i]; s < w.off[i+1]; s++ {
+						k := w.slots[s]
+						if k == b || seen[k] || !surv(k) || f.rackSucc(int(i), k) != k {
+							continue
+						}
+						if f.gc[k]+f.S[int(b)*n+int(k)]+1 > rowMax[b] || topicLoad(t, b, k)+1 > f.pT[i]+1 {
+							continue
+						}
+						seen[k] = true
+						visited = append(visited, k)
+						prevB[k], prevP[k] = x, i
+						if load(k) <= L-2 {
+							end = k
+							break
+						}
+						queue = append(queue, k)
+					}
+					if end >= 0 {
+						break
+					}
+				}
+			}
+			for _, v := range visited {
+				seen[v] = false
+			}
+			if end < 0 {
+				break
+			}
+			for k := end; k != m; {
+				i, x := int(prevP[k]), prevB[k]
+				b, t := w.lead[i], int64(w.ptopic[i])
+				f.addGlobal(i, x, -1)
+				tl[(t*int64(n)+int64(b))*int64(n)+int64(x)]--
+				f.fst[i] = k
+				f.addGlobal(i, k, 1)
+				tl[(t*int64(n)+int64(b))*int64(n)+int64(k)]++
+				byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == int32(i) })
+				byAt[k] = append(byAt[k], int32(i))
+				k = x
+			}
+		}
+	}
+}
+
+// topicRows lowers, after exactRows, each topic's row of each leader b
+// (the topic's survivors once b is lost) while it is above the topic's
+// target: an augmenting path over the topic's partitions led by b, to a
+// survivor at two below the row's busiest. Inner hops keep the broker row
+// and, since hops change only successors that are also rack successors,
+// the rack row; the end gains one in both, so it must stay within the
+// broker row's maximum and the rack row's.
+func (f *foState) topicRows() {
+	w, n := f.w, f.n
+	rowMax := f.rowMaxima()
+	var rackMax []int32
+	if f.rack {
+		rackMax = make([]int32, w.nrack)
+		for r := range w.nrack {
+			for j := range n {
+				if w.target[j] && int(w.rack[j]) != r {
+					rackMax[r] = max(rackMax[r], f.gc[j]+f.G[r*n+j])
+				}
+			}
+		}
+	}
+	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
+	// Partitions by topic, then leader: topics are contiguous already.
+	var group []int32
+	tl := make([]int32, n)
+	prevB := make([]int32, n)
+	prevP := make([]int32, n)
+	seen := make([]bool, n)
+	var queue, visited []int32
+	for t := range w.tname {
+		lo, hi := int(w.tstart[t]), int(w.tstart[t+1])
+		idx := make([]int32, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			if f.fst[i] >= 0 {
+				idx = append(idx, int32(i))
+			}
+		}
+		slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(w.lead[a], w.lead[b]) })
+		lc := w.lc[t*n : (t+1)*n]
+		for a := 0; a < len(idx); {
+			b := w.lead[idx[a]]
+			e := a
+			for e < len(idx) && w.lead[idx[e]] == b {
+				e++
+			}
+			group = idx[a:e]
+			a = e
+			for _, i := range group {
+				tl[f.fst[i]]++
+			}
+			r := 0
+			if f.rack {
+				r = int(w.rack[b])
+			}
+			tgt := f.pT[group[0]]
+			for guard := len(group); guard > 0; guard-- {
+				m := int32(-1)
+				for _, i := range group {
+					if j := f.fst[i]; m < 0 || lc[j]+tl[j] > lc[m]+tl[m] {
+						m = j
+					}
+				}
+				L := lc[m] + tl[m]
+				if L <= tgt {
+					break
+				}
+				end := int32(-1)
+				queue = append(queue[:0], m)
+				visited = append(visited[:0], m)
+				seen[m] = true
+				for len(queue) > 0 && end < 0 {
+					x := queue[0]
+					queue = queue[1:]
+					for _, i := range group {
+						if f.fst[i] != x || w.off[i+1]-w.off[i] <= 2 || !plain(int(i), x) {
+							continue
+						}
+						for s := w.off[i]; s < w.off[i+1]; s++ {
+							k := w.slots[s]
+							if k == b || seen[k] || !plain(int(i), k) {
+								continue
+							}
+							seen[k] = true
+							visited = append(visited, k)
+							prevB[k], prevP[k] = x, i
+							okB := f.gc[k]+f.S[int(b)*n+int(k)]+1 <= rowMax[b]
+							okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= rackMax[r]
+							if lc[k]+tl[k] <= L-2 && okB && okR {
+								end = k
+								break
+							}
+							queue = append(queue, k)
+						}
+						if end >= 0 {
+							break
+						}
+					}
+				}
+				for _, v := range visited {
+					seen[v] = false
+				}
+				if end < 0 {
+					break
+				}
+				for k := end; k != m; {
+					i, x := int(prevP[k]), prevB[k]
+					f.addGlobal(i, x, -1)
+					tl[x]--
+					f.fst[i] = k
+					f.addGlobal(i, k, 1)
+					tl[k]++
+					k = x
+				}
+			}
+			for _, i := range group {
+				tl[f.fst[i]] = 0
+			}
+		}
+	}
+}
+
+// rowMaxima is each broker row's busiest survivor's leaders.
+func (f *foState) rowMaxima() []int32 {
+	w, n := f.w, f.n
+	out := make([]int32, n)
+	for b := range n {
+		if !w.target[b] {
+			continue
+		}
+		for j := range n {
+			if j != b && w.target[j] {
+				out[b] = max(out[b], f.gc[j]+f.S[b*n+j])
+			}
+		}
+	}
+	return out
 }

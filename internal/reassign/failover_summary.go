@@ -2,6 +2,7 @@ package reassign
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -22,7 +23,8 @@ type Failover struct {
 	ExtraMoves int `json:"extra_moves,omitempty"`
 	// MoreMoves, when set, is how many more moves would bring every
 	// single-broker loss to its optimum (--failover-moves auto); -1 when
-	// not within the cap of auto (a tenth of the plan's moves, at least 16).
+	// not within the cap of auto (autoMovesCap: a tenth of the plan's
+	// moves, at least 32).
 	MoreMoves *int `json:"more_moves,omitempty"`
 }
 
@@ -42,15 +44,17 @@ type FailoverFigure struct {
 	BusiestLeaders int     `json:"busiest_leaders"`
 	Optimum        int     `json:"optimum"`
 	Excess         int     `json:"excess"`
-	// Reachable is a lower bound, for the worst loss, on the busiest
-	// survivor's leaders that any order of these replica sets allows: a
-	// lost broker's (or rack's) partitions can only go to the brokers
-	// holding their followers, so those brokers end with at least their
-	// leaders plus the lost ones, on average. Above Optimum when rack
-	// rules keep followers out of the leader's rack. OverReachable is the
-	// largest excess of any loss's busiest survivor over its own bound
-	// (the larger of its optimum and this bound): what a better order of
-	// the same sets could at most remove.
+	// Reachable is, for the worst loss, the fewest leaders on the busiest
+	// survivor that any order of these replica sets allows, exactly: a
+	// lost broker's (or rack's) partitions can only go to the live
+	// in-sync followers they hold, each survivor keeping its own leaders,
+	// and the min-max of that assignment is computed by augmenting paths
+	// (exactLoss). Above Optimum when the sets keep followers away: with
+	// RF 3 over 3 racks a broker's followers all sit in the other two
+	// racks, so the loss of one broker spreads over two thirds of the
+	// survivors only. OverReachable is the largest excess of any loss's
+	// busiest survivor over its own exact figure: what a better order of
+	// the same sets could remove.
 	Reachable     int `json:"reachable"`
 	OverReachable int `json:"over_reachable"`
 	// TopicExcess is the largest excess of one topic over its own optimum
@@ -58,7 +62,9 @@ type FailoverFigure struct {
 	TopicExcess int    `json:"topic_excess"`
 	Topic       string `json:"topic,omitempty"`
 	// TopicOverReachable is the largest excess of one topic's busiest
-	// survivor over the larger of its optimum and its follower bound.
+	// survivor over the fewest any order of the topic's sets allows (the
+	// same min-max as Reachable, over the topic's partitions and
+	// holders).
 	TopicOverReachable int `json:"topic_over_reachable"`
 }
 
@@ -101,6 +107,51 @@ func (w *work) failoverSummary(s *Summary, final *topology.Cluster) {
 	}
 	wg.Wait()
 	s.Failover = fo
+	if note := w.rackBoundNote(final, &fo.Broker.After); note != "" {
+		w.notes = append(w.notes, note)
+	}
+}
+
+// rackBoundNote says why the worst single-broker loss a stays above its
+// optimum when rack rules are the reason: every partition's replicas sit
+// in distinct racks, so a lost broker's leaderships can only go to the
+// brokers of the other racks, and their leaders plus the lost ones,
+// averaged over them, exceed the optimum (no order and no follower move
+// within the rack rules changes that). Empty otherwise.
+func (w *work) rackBoundNote(final *topology.Cluster, a *FailoverFigure) string {
+	if !w.rackAware || a.Excess <= 0 || len(a.Lost) != 1 || len(w.rcap) != len(w.c.Partitions) {
+		return ""
+	}
+	for i := range w.c.Partitions {
+		if w.rcap[i] != 1 {
+			return ""
+		}
+	}
+	rack := map[int32]string{}
+	for _, b := range final.Brokers {
+		rack[b.ID] = b.Rack
+	}
+	lost := a.Lost[0]
+	lead := map[int32]int{}
+	for _, p := range final.Partitions {
+		lead[p.Leader]++
+	}
+	sum, k := lead[lost], 0
+	for _, b := range final.Brokers {
+		if b.Rack != rack[lost] {
+			sum += lead[b.ID]
+			k++
+		}
+	}
+	if k == 0 {
+		return ""
+	}
+	rb := ceilDiv(sum, k)
+	if rb <= a.Optimum {
+		return ""
+	}
+	return fmt.Sprintf("single-broker losses cannot reach the optimum ceil(partitions / survivors): rack rules put each partition's replicas in distinct racks, so broker %d's leaderships go only to the %d brokers outside rack %s, at least %d leaders on the busiest (optimum %d); the plan leaves %d, the exact best of its replica sets %d",
+		lost, k, rack[lost], rb, a.Optimum, a.BusiestLeaders, a.Reachable)
 }
 
 // figure measures the worst loss of domain d in c.
@@ -174,7 +225,9 @@ func successor(p *topology.Partition, ix *topology.Index, c *topology.Cluster, u
 }
 
 // reachable returns, per loss of domain d in c (audit.FailoverLosses'
-// order), the follower bound of FailoverFigure.Reachable.
+// order), the exact figure of FailoverFigure.Reachable: the larger of the
+// averaging bounds (ceil(partitions / survivors), the followers' average)
+// and exactLoss (which is never below them).
 func reachable(c *topology.Cluster, d audit.Domain) []int {
 	ix := topology.NewIndex(c.Brokers)
 	unit, nu := lossUnits(c, d)
@@ -215,6 +268,7 @@ func reachable(c *topology.Cluster, d audit.Domain) []int {
 			live++
 		}
 	}
+	exact := exactLoss(c, ix, unit, nu, base)
 	out := make([]int, nu)
 	for u := range nu {
 		in, k, sum := 0, 0, 0
@@ -235,17 +289,196 @@ func reachable(c *topology.Cluster, d audit.Domain) []int {
 		if k > 0 {
 			b = max(b, ceilDiv(sum+movable[u], k))
 		}
-		out[u] = b
+		out[u] = max(b, exact[u])
 	}
 	return out
+}
+
+// exactLoss returns, per loss unit u, the exact least busiest survivor
+// any order of c's replica sets allows once u is lost: a min-max
+// assignment of u's partitions to the live in-sync followers they hold
+// outside u, each survivor starting from its own leaders (base). It starts
+// from Kafka's election on c and lowers the busiest survivor m (at L) by
+// augmenting paths (breadth-first, each hop a partition handed from one of
+// its followers to another) to a survivor at L-2 or less. With none, the
+// survivors reachable from m hold partitions that can go nowhere else and
+// average above L-1, so no assignment does better than L. Costs
+// O(partitions × RF) per unit and round.
+func exactLoss(c *topology.Cluster, ix *topology.Index, unit []int, nu int, base []int) []int {
+	n := ix.Len()
+	type part struct {
+		cand []int32
+		at   int32
+	}
+	groups := make([][]part, nu)
+	reps := 0
+	for i := range c.Partitions {
+		reps += len(c.Partitions[i].Replicas)
+	}
+	flat := make([]int32, 0, reps)
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		lj, ok := ix.Pos(p.Leader)
+		if p.Leader == topology.NoLeader || !ok || c.Brokers[lj].Missing || unit[lj] < 0 {
+			continue
+		}
+		u := unit[lj]
+		s := successor(p, ix, c, unit, u)
+		if s < 0 {
+			continue
+		}
+		// Candidates live in one flat buffer (sized to every replica, so
+		// it never moves): one allocation instead of one per partition.
+		a := len(flat)
+		for _, r := range p.Replicas {
+			if j, ok := ix.Pos(r); ok && !c.Brokers[j].Missing && unit[j] != u && p.InSync(r) && !slices.Contains(p.Offline, r) {
+				flat = append(flat, int32(j))
+			}
+		}
+		groups[u] = append(groups[u], part{flat[a:len(flat):len(flat)], int32(s)})
+	}
+	out := make([]int, nu)
+	load := make([]int, n)
+	var cand [][]int32
+	var at, surv []int32
+	sc := newMMScratch(n)
+	for u := range nu {
+		g := groups[u]
+		for j := range n {
+			load[j] = 0
+			if unit[j] != u && !c.Brokers[j].Missing {
+				load[j] = base[j]
+			}
+		}
+		cand, at = cand[:0], at[:0]
+		for _, p := range g {
+			load[p.at]++
+			cand = append(cand, p.cand)
+			at = append(at, p.at)
+		}
+		surv = surv[:0]
+		for j := range n {
+			if unit[j] != u && !c.Brokers[j].Missing {
+				surv = append(surv, int32(j))
+			}
+		}
+		out[u] = minMaxAssign(sc, load, surv, cand, at)
+	}
+	return out
+}
+
+// mmScratch is minMaxAssign's scratch, sized to the brokers once and
+// reused across calls.
+type mmScratch struct {
+	prevB, prevP   []int32
+	seen           []bool
+	byAt           [][]int32
+	queue, visited []int32
+	touched        []int32
+}
+
+func newMMScratch(n int) *mmScratch {
+	return &mmScratch{prevB: make([]int32, n), prevP: make([]int32, n), seen: make([]bool, n), byAt: make([][]int32, n)}
+}
+
+// minMaxAssign lowers the busiest survivor of an assignment of unit
+// items to brokers and returns its load once no assignment does better:
+// load holds each broker's load with the items counted (it is changed),
+// brokers lists the survivors, item k may go to the brokers cand[k] (all
+// survivors) and is on at[k] (changed too). It first hands each item to
+// its least loaded candidate, then lowers the busiest survivor m, at L, by
+// augmenting paths (breadth-first over brokers, each hop an item handed
+// from one of its brokers to another) to a survivor at L-2 or less. With
+// none, the brokers reachable from m hold items that can go nowhere else
+// and average above L-1, so no assignment does better than L.
+func minMaxAssign(sc *mmScratch, load []int, brokers []int32, cand [][]int32, at []int32) int {
+	if len(brokers) == 0 {
+		return 0
+	}
+	for k, j := range at {
+		best := j
+		for _, y := range cand[k] {
+			if load[y]+1 < load[best] {
+				best = y
+			}
+		}
+		if best != j {
+			load[j]--
+			load[best]++
+			at[k] = best
+		}
+	}
+	for _, j := range sc.touched {
+		sc.byAt[j] = sc.byAt[j][:0]
+	}
+	sc.touched = sc.touched[:0]
+	for k, j := range at {
+		if len(sc.byAt[j]) == 0 {
+			sc.touched = append(sc.touched, j)
+		}
+		sc.byAt[j] = append(sc.byAt[j], int32(k))
+	}
+	for {
+		m := brokers[0]
+		for _, j := range brokers {
+			if load[j] > load[m] {
+				m = j
+			}
+		}
+		end := int32(-1)
+		sc.queue = append(sc.queue[:0], m)
+		sc.visited = append(sc.visited[:0], m)
+		sc.seen[m] = true
+		for len(sc.queue) > 0 && end < 0 {
+			x := sc.queue[0]
+			sc.queue = sc.queue[1:]
+			for _, k := range sc.byAt[x] {
+				for _, y := range cand[k] {
+					if sc.seen[y] {
+						continue
+					}
+					sc.seen[y] = true
+					sc.visited = append(sc.visited, y)
+					sc.prevB[y], sc.prevP[y] = x, k
+					if load[y] <= load[m]-2 {
+						end = y
+						break
+					}
+					sc.queue = append(sc.queue, y)
+				}
+				if end >= 0 {
+					break
+				}
+			}
+		}
+		for _, v := range sc.visited {
+			sc.seen[v] = false
+		}
+		if end < 0 {
+			return load[m]
+		}
+		load[m]--
+		load[end]++
+		for y := end; y != m; {
+			k, x := sc.prevP[y], sc.prevB[y]
+			at[k] = y
+			sc.byAt[x] = slices.DeleteFunc(sc.byAt[x], func(v int32) bool { return v == k })
+			if len(sc.byAt[y]) == 0 {
+				sc.touched = append(sc.touched, y)
+			}
+			sc.byAt[y] = append(sc.byAt[y], k)
+			y = x
+		}
+	}
 }
 
 // topicWorst returns the largest excess of one topic over its optimum over
 // every loss of domain d, as audit.TopicFailovers measures it, and the
 // topic (first by name on ties); 0 and "" when none exceeds. Its third
-// result is the largest excess over the topic's own follower bound (see
-// FailoverFigure.Reachable). It costs
-// O(partitions × RF + topics × brokers touched).
+// result is the largest excess over the topic's own exact figure (see
+// FailoverFigure.TopicOverReachable): the averaging bound, refined by
+// minMaxAssign where the busiest survivor is above it. It costs
+// O(partitions × RF + topics × brokers touched) plus the paths.
 func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 	ix := topology.NewIndex(c.Brokers)
 	unit, nu := lossUnits(c, d)
@@ -258,6 +491,10 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 	type led struct{ u, i, s int }
 	mark := make([]bool, n)
 	var marked []int
+	load := make([]int, n)
+	var cand [][]int32
+	var at, holders []int32
+	sc := newMMScratch(n)
 	over := 0
 	worst, topic := 0, ""
 	for lo := 0; lo < len(c.Partitions); {
@@ -370,6 +607,43 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 				bound := max(opt, still)
 				if k > 0 {
 					bound = max(bound, ceilDiv(sum+moving, k))
+				}
+				if most > bound {
+					// The exact optimum of the group: the same min-max
+					// as exactLoss over the topic's holders.
+					for _, j := range touched {
+						load[j] = 0
+						if unit[j] != u {
+							load[j] = base[j]
+						}
+					}
+					cand, at = cand[:0], at[:0]
+					for x := a; x < b; x++ {
+						s := leds[x].s
+						if s < 0 {
+							continue
+						}
+						p := &c.Partitions[leds[x].i]
+						var cs []int32
+						for _, r := range p.Replicas {
+							if j, ok := ix.Pos(r); ok && !c.Brokers[j].Missing && unit[j] != u && p.InSync(r) && !slices.Contains(p.Offline, r) {
+								cs = append(cs, int32(j))
+							}
+						}
+						load[s]++
+						cand = append(cand, cs)
+						at = append(at, int32(s))
+					}
+					holders = holders[:0]
+					for _, j := range touched {
+						if unit[j] != u {
+							holders = append(holders, int32(j))
+						}
+					}
+					bound = max(bound, minMaxAssign(sc, load, holders, cand, at))
+					for _, j := range touched {
+						load[j] = 0
+					}
 				}
 				over = max(over, most-bound)
 				for _, j := range marked {

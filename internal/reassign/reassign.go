@@ -95,7 +95,7 @@ type Options struct {
 	// place followers so that every single-broker loss reaches the
 	// failover optimum (see failover_moves.go); FailoverMovesAuto allows
 	// the fewest that reach it, up to a tenth of the plan's moves (at
-	// least 16). 0 takes only follower swaps that add no move.
+	// least 32). 0 takes only follower swaps that add no move.
 	FailoverMoves int
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.

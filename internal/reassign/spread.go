@@ -13,6 +13,10 @@ func (w *work) spreadTopics() {
 	n := w.n()
 	nt := len(w.tname)
 	caps := make([]int32, nt)
+	// wide: topics of at least 4 replicas per broker, the ones swapAny
+	// spreads (a smaller topic's cap is within a replica or two of its
+	// share, and scanning for it costs more than it gains).
+	wide := make([]bool, nt)
 	before := make([]int32, n)
 	current := 0
 	for _, b := range w.c.Brokers {
@@ -45,6 +49,7 @@ func (w *work) spreadTopics() {
 		fairBefore := float64(total) / float64(current)
 		c := max(int32(1.5*fair), int32(float64(most)*fair/fairBefore), int32(ceilDiv(total, k)))
 		caps[t] = c
+		wide[t] = fair >= 4
 		row := w.tc[t*n : (t+1)*n]
 		if slices.ContainsFunc(row, func(x int32) bool { return x > c }) {
 			bad = append(bad, t)
@@ -53,6 +58,9 @@ func (w *work) spreadTopics() {
 	if len(bad) == 0 {
 		return
 	}
+	var on [][]int32   // partitions per broker, built when first needed
+	var failed []int32 // per broker, 1 + the topic swapAny last failed for
+	budget := w.lower / 100
 	for _, t := range bad {
 		row := w.tc[t*n : (t+1)*n]
 		first, last := int(w.tstart[t]), int(w.tstart[t+1])
@@ -62,10 +70,96 @@ func (w *work) spreadTopics() {
 				if row[b] <= caps[t] || !w.mayLeave(i, t, b) {
 					continue
 				}
-				w.swapOut(i, s, b, t, caps)
+				if w.swapOut(i, s, b, t, caps) {
+					continue
+				}
+				if !wide[t] || failed != nil && failed[b] == int32(t)+1 {
+					continue // no swap for this topic on b: no other partition will find one either, mostly
+				}
+				if on == nil {
+					on = w.byBroker()
+					failed = make([]int32, n)
+				}
+				if d := w.swapAny(i, s, b, t, caps, on, budget); d != noSwap {
+					budget -= d
+				} else {
+					failed[b] = int32(t) + 1
+				}
 			}
 		}
 	}
+}
+
+// noSwap is swapAny's answer when it found no swap.
+const noSwap = -1 << 30
+
+// swapAny is swapOut's fallback when no move of shed can be undone: it
+// exchanges partition i's replica on broker b (topic t, slot s) with a
+// replica of another topic's partition j on a broker d in the same cell
+// with room for t, so every broker keeps its count. j's topic must stay
+// within its cap on b, both partitions within the rack rules, and the
+// moves it adds within budget (the swap that adds the fewest wins; on is
+// the partitions per broker, kept up to date). It returns the moves added,
+// or noSwap.
+func (w *work) swapAny(i int, s, b int32, t int, caps []int32, on [][]int32, budget int) int {
+	n := w.n()
+	row := w.tc[t*n : (t+1)*n]
+	bestJ, bestD, bestDelta := -1, int32(-1), noSwap
+	cell := w.cellOf[b]
+	for d := range int32(n) {
+		if d == b || !w.target[d] || w.cellOf[d] != cell || row[d]+1 > caps[t] || row[d]+1 >= row[b] || w.holds(i, d) || !w.rackFree(i, d, s) {
+			continue
+		}
+		di := w.movesAdded(i, b, d)
+		for _, j32 := range on[d] {
+			j := int(j32)
+			u := int(w.ptopic[j])
+			if u == t || w.tc[u*n+int(b)]+1 > caps[u] || w.holds(j, b) || !w.mayLeave(j, u, d) {
+				continue
+			}
+			sj := w.slotOf(j, d)
+			if sj < 0 || !w.rackFree(j, b, sj) {
+				continue
+			}
+			delta := di + w.movesAdded(j, d, b)
+			if delta > budget || bestJ >= 0 && delta >= bestDelta {
+				continue
+			}
+			bestJ, bestD, bestDelta = j, d, delta
+			if delta <= 0 {
+				break
+			}
+		}
+		if bestJ >= 0 && bestDelta <= 1 {
+			break // within one move of the best: the scan costs more than the move
+		}
+	}
+	if bestJ < 0 {
+		return noSwap
+	}
+	d := bestD
+	sj := w.slotOf(bestJ, d)
+	w.put(bestJ, sj, b)
+	w.put(i, s, d)
+	on[d] = slices.DeleteFunc(on[d], func(v int32) bool { return v == int32(bestJ) })
+	on[d] = append(on[d], int32(i))
+	on[b] = slices.DeleteFunc(on[b], func(v int32) bool { return v == int32(i) })
+	on[b] = append(on[b], int32(bestJ))
+	return bestDelta
+}
+
+// movesAdded is the change in moves when partition i's replica goes from
+// broker from to broker to: a replica on a broker that did not hold it
+// before the plan is a move.
+func (w *work) movesAdded(i int, from, to int32) int {
+	d := 0
+	if !w.origHas(i, to) {
+		d++
+	}
+	if !w.origHas(i, from) {
+		d--
+	}
+	return d
 }
 
 // shedMove is one replica shed moved: partition i to broker to.
