@@ -106,6 +106,9 @@ func (w *work) failoverMoves() {
 		f.add0()
 	}
 	w.foExtra = f.extra
+	if !reached && w.opts.FailoverMoves == FailoverMovesAuto {
+		w.foExtra += w.failoverExchange(budget - f.extra)
+	}
 	switch {
 	case reached:
 	case w.opts.FailoverMoves > 0:
