@@ -12,11 +12,12 @@ import "slices"
 // broker keeps its replicas and leaders and every topic its replicas per
 // broker. It rates the sets by the exact best order of every single-broker
 // loss (minMaxAssign per lost broker: the worst busiest survivor, then the
-// sum of the busiest survivors over the losses, then the sum of squares of
-// the loads an exact assignment leaves), takes the exchange that improves
-// the rating most (the fewest moves on ties) while the moves stay within
-// the budget, and ends when none improves. Then the order passes run
-// again on the new sets; the result is kept only when Kafka's election
+// sum of the busiest survivors over the losses, then the partitions no
+// order keeps below each loss's busiest survivor, by a b-matching), takes
+// the exchange that improves the rating most (the fewest moves on ties)
+// while the moves stay within the budget, and ends when none improves.
+// Then the order passes run again on the new sets, and each broker loss
+// gets its exact order; the result is kept only when Kafka's election
 // after the worst single-broker loss improves and no rack loss gets worse.
 //
 // A sweep looks at every pair of same-topic followers and rates two losses
@@ -27,8 +28,9 @@ import "slices"
 const exEffort = 20_000_000
 
 // exRating rates a placement: the worst busiest survivor over the losses,
-// the sum of the busiest survivors, and the sum of squared loads.
-type exRating struct{ worst, sum, sq int }
+// the sum of the busiest survivors, and the sum over the losses of the
+// partitions any order leaves at their busiest survivor's level.
+type exRating struct{ worst, sum, over int }
 
 func (a exRating) less(b exRating) bool {
 	if a.worst != b.worst {
@@ -37,7 +39,7 @@ func (a exRating) less(b exRating) bool {
 	if a.sum != b.sum {
 		return a.sum < b.sum
 	}
-	return a.sq < b.sq
+	return a.over < b.over
 }
 
 // exState is the exchange step's state.
@@ -52,9 +54,13 @@ type exState struct {
 	cand   [][]int32
 	at     []int32
 	surv1  []int32
-	// rows are each broker loss's exact busiest survivor and squared loads.
-	rowMax, rowSq []int
-	effort        int
+	// rows are each broker loss's exact busiest survivor and the partitions
+	// any order leaves above one below it (over).
+	rowMax, rowOver []int
+	// over's scratch: the partitions on each survivor, and the visited.
+	byB    [][]int32
+	mark   []bool
+	effort int
 }
 
 // exSlot is one follower slot: partition p, slot s.
@@ -97,9 +103,9 @@ func (w *work) failoverExchange(room int) int {
 	}
 	before := w.electionWorst()
 	saved := slices.Clone(w.slots)
-	e.rowMax, e.rowSq = make([]int, n), make([]int, n)
+	e.rowMax, e.rowOver = make([]int, n), make([]int, n)
 	for _, b := range e.surv {
-		e.rowMax[b], e.rowSq[b] = e.row(b)
+		e.rowMax[b], e.rowOver[b] = e.row(b)
 	}
 	cur := e.rating()
 	extra := 0
@@ -143,7 +149,7 @@ func (w *work) failoverExchange(room int) int {
 		}
 		w.slots[best.a.s], w.slots[best.b.s] = w.slots[best.b.s], w.slots[best.a.s]
 		for _, l := range []int32{w.lead[best.a.p], w.lead[best.b.p]} {
-			e.rowMax[l], e.rowSq[l] = e.row(l)
+			e.rowMax[l], e.rowOver[l] = e.row(l)
 		}
 		cur = best.r
 		extra += best.d
@@ -243,7 +249,7 @@ func (e *exState) rating() exRating {
 	for _, b := range e.surv {
 		r.worst = max(r.worst, e.rowMax[b])
 		r.sum += e.rowMax[b]
-		r.sq += e.rowSq[b]
+		r.over += e.rowOver[b]
 	}
 	return r
 }
@@ -257,7 +263,7 @@ func (e *exState) rateWith(b1, b2 int32) exRating {
 	}
 	var r exRating
 	for _, b := range e.surv {
-		m, s := e.rowMax[b], e.rowSq[b]
+		m, s := e.rowMax[b], e.rowOver[b]
 		switch b {
 		case b1:
 			m, s = m1, s1
@@ -266,14 +272,14 @@ func (e *exState) rateWith(b1, b2 int32) exRating {
 		}
 		r.worst = max(r.worst, m)
 		r.sum += m
-		r.sq += s
+		r.over += s
 	}
 	return r
 }
 
 // row returns broker b's loss: the exact least busiest survivor over the
-// orders of b's partitions' followers, and the squared loads of that
-// assignment.
+// orders of b's partitions' followers, and how many of them any order
+// leaves above one below that (over).
 func (e *exState) row(b int32) (int, int) {
 	w := e.w
 	e.surv1 = e.surv1[:0]
@@ -304,11 +310,55 @@ func (e *exState) row(b int32) (int, int) {
 	}
 	e.effort += len(e.at) + len(e.surv)
 	m := minMaxAssign(e.sc, e.load, e.surv1, e.cand, e.at)
-	sq := 0
-	for _, j := range e.surv1 {
-		sq += e.load[j] * e.load[j]
+	return m, e.over(m - 1)
+}
+
+// over is the fewest of the row's partitions (e.cand) that any order
+// leaves above level c on their survivor (a b-matching of the partitions to the survivors'
+// room under c, by augmenting paths): how far the row is from c.
+func (e *exState) over(c int) int {
+	room := e.load
+	for j := range room {
+		room[j] = 0
 	}
-	return m, sq
+	for _, j := range e.surv1 {
+		room[j] = max(0, c-e.gc[j])
+	}
+	if len(e.byB) < e.n {
+		e.byB = make([][]int32, e.n)
+		e.mark = make([]bool, e.n)
+	}
+	for j := range e.byB {
+		e.byB[j] = e.byB[j][:0]
+	}
+	var try func(k int32) bool
+	try = func(k int32) bool {
+		for _, y := range e.cand[k] {
+			if e.mark[y] {
+				continue
+			}
+			e.mark[y] = true
+			if len(e.byB[y]) < room[y] {
+				e.byB[y] = append(e.byB[y], k)
+				return true
+			}
+			for x, k2 := range e.byB[y] {
+				if try(k2) {
+					e.byB[y][x] = k
+					return true
+				}
+			}
+		}
+		return false
+	}
+	left := 0
+	for k := range e.at {
+		clear(e.mark)
+		if !try(int32(k)) {
+			left++
+		}
+	}
+	return left
 }
 
 // exWorst is Kafka's election's busiest survivor after the worst

@@ -1,6 +1,7 @@
 package reassign
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -142,4 +143,56 @@ func checkExchange60(t *testing.T, c *topology.Cluster, tol float64) {
 	assert.LessOrEqual(t, ra.Excess, rd.Excess, "worst rack loss")
 	t.Logf("auto: %d moves (%d extra, cap %d), worst single-broker loss %d (optimum %d)",
 		auto.Summary.ReplicasMoved, extra, autoMovesCap(def.Summary.ReplicasMoved), worst, wa.Optimum)
+}
+
+// TestExchangeOverBruteForce: over (a b-matching by augmenting paths) is
+// the fewest items any assignment leaves above level c, against every
+// assignment of small random rows.
+func TestExchangeOverBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 60))
+	for iter := range 2000 {
+		n := 3 + rng.IntN(3)
+		e := &exState{n: n, gc: make([]int, n), load: make([]int, n)}
+		for j := range n {
+			e.gc[j] = rng.IntN(4)
+			e.surv1 = append(e.surv1, int32(j))
+		}
+		items := rng.IntN(7)
+		for range items {
+			var c []int32
+			for j := range n {
+				if rng.IntN(2) == 0 {
+					c = append(c, int32(j))
+				}
+			}
+			if len(c) == 0 {
+				c = append(c, int32(rng.IntN(n)))
+			}
+			e.cand = append(e.cand, c)
+			e.at = append(e.at, c[0])
+		}
+		level := rng.IntN(6)
+		// Brute force: every assignment, the items beyond each survivor's
+		// room under level.
+		best := items
+		cnt := make([]int, n)
+		var rec func(k int)
+		rec = func(k int) {
+			if k == items {
+				left := 0
+				for j := range n {
+					left += max(0, cnt[j]-max(0, level-e.gc[j]))
+				}
+				best = min(best, left)
+				return
+			}
+			for _, y := range e.cand[k] {
+				cnt[y]++
+				rec(k + 1)
+				cnt[y]--
+			}
+		}
+		rec(0)
+		require.Equal(t, best, e.over(level), "iteration %d", iter)
+	}
 }
