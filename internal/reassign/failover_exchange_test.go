@@ -73,7 +73,7 @@ func lossFloor(c *topology.Cluster, b topology.Broker) int {
 	return floor
 }
 
-// TestFailoverExchange60: on the 60-partition failover-5 layout (5
+// TestFailoverExchange60: on the failover-5 layout (60 partitions, 5
 // brokers, racks a = {1, 3, 5} and b = {2, 4}, F2 of RF 2 and F3 of RF 3)
 // the placement step alone stops at 17 leaders on the busiest survivor
 // (its sets allow no better order); the exchange step changes the sets so
@@ -82,7 +82,7 @@ func lossFloor(c *topology.Cluster, b topology.Broker) int {
 // fail over to rack a). It keeps each broker's and topic's replicas and
 // leaders, the rack rules, the rack losses' worst, and the auto cap.
 func TestFailoverExchange60(t *testing.T) {
-	c := load(t, "testdata/failover-5-60.json")
+	c := load(t, "../../testdata/layouts/failover-5.json")
 	for _, tc := range []struct {
 		name string
 		tol  float64
