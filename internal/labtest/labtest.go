@@ -123,9 +123,12 @@ func start(o Options) (*Lab, string, error) {
 	if ferr != nil {
 		return nil, "", ferr
 	}
-	d, derr := os.MkdirTemp("", "kplan-labtest-")
+	d, derr := os.MkdirTemp("", dirPattern)
 	if derr != nil {
 		return nil, "", derr
+	}
+	if oerr := writeOwner(d); oerr != nil {
+		return nil, d, oerr
 	}
 	base, perr := freeBase(o.Brokers)
 	if perr != nil {
@@ -174,6 +177,12 @@ func freeBase(n int) (int, error) {
 // Main runs the tests and then stops every lab of the pool, even when
 // tests failed, and fails the run if any lab JVM is left.
 //
+// A binary killed before its Main returns (a timeout's SIGQUIT, a
+// developer's Ctrl-C on go test, SIGKILL) leaves its labs running: each
+// lab directory names the binary that owns it, and Main first stops the
+// labs whose owner is gone (reap), so the next integration run reaps them
+// before it starts labs of its own.
+//
 // With k8stest in the same binary, stop the control plane too:
 //
 //	func TestMain(m *testing.M) { os.Exit(k8stest.Stop(labtest.Main(m))) }
@@ -183,6 +192,14 @@ func freeBase(n int) (int, error) {
 // instead and never returns (localkafka.MaybeNetd).
 func Main(m *testing.M) int {
 	localkafka.MaybeNetd()
+	reaped, rerr := reap(os.TempDir())
+	for _, r := range reaped {
+		fmt.Fprintf(os.Stderr, "labtest: stopped the lab %s of test binary %d, which is gone (pids %v)\n", r.Dir, r.Owner, r.Stopped)
+	}
+	if rerr != nil {
+		fmt.Fprintf(os.Stderr, "labtest: stopping the labs of test binaries that are gone: %v\n", rerr)
+		return 1
+	}
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()
