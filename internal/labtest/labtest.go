@@ -16,11 +16,14 @@ package labtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,9 +158,38 @@ func start(o Options) (*Lab, string, error) {
 	return l, d, nil
 }
 
-// freeBase finds a base port whose lab ports are all free.
+// BasePortEnv names the environment variable that sets where freeBase
+// starts looking (default 21092 plus 200 per pid modulo 50): `make
+// integration` gives the packages it runs beside the others a range of
+// their own, away from the fixed and pid-derived ports of the labs that
+// tests start without the pool.
+const BasePortEnv = "KPLAN_LABTEST_BASE_PORT"
+
+// portLocks holds the lock of every base this process took, for its
+// lifetime (the descriptors are close-on-exec: the JVMs do not hold them).
+var portLocks []*os.File
+
+// freeBase finds a base port whose lab ports are all free and that no
+// other test binary is taking: each base of the 200-port grid has a lock
+// file in os.TempDir(), held while the binary runs, so that two binaries
+// starting labs at the same moment never pick the same ports.
 func freeBase(n int) (int, error) {
-	for base := 21092 + (os.Getpid()%50)*200; base < 60000; base += 200 {
+	start := 21092 + (os.Getpid()%50)*200
+	if v := os.Getenv(BasePortEnv); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p <= 0 || p >= 60000 {
+			return 0, fmt.Errorf("$%s=%q: want a port below 60000", BasePortEnv, v)
+		}
+		start = p
+	}
+	for base := start; base < 60000; base += 200 {
+		lock, lerr := lockBase(base)
+		if lerr != nil {
+			return 0, lerr
+		}
+		if lock == nil {
+			continue // another binary's
+		}
 		ok := true
 		for i := 0; i < (n+3)*10 && ok; i++ {
 			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i)))
@@ -168,10 +200,29 @@ func freeBase(n int) (int, error) {
 			_ = l.Close()
 		}
 		if ok {
+			portLocks = append(portLocks, lock)
 			return base, nil
 		}
+		_ = lock.Close()
 	}
 	return 0, fmt.Errorf("no free port range for a %d-broker lab", n)
+}
+
+// lockBase takes base's lock file without waiting: nil when another
+// process holds it.
+func lockBase(base int) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("kplan-labports-%d.lock", base)), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("locking port range %d: %w", base, err)
+	}
+	return f, nil
 }
 
 // Main runs the tests and then stops every lab of the pool, even when

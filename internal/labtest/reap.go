@@ -120,6 +120,9 @@ func reap(root string) ([]Reaped, error) {
 	var out []Reaped
 	var errs []error
 	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
 		o, ok, err := readOwner(dir)
 		if err != nil {
 			errs = append(errs, err)

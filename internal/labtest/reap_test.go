@@ -66,6 +66,8 @@ func TestReapStopsTheLabsOfGoneOwnersOnly(t *testing.T) {
 	extra := standIn(t, filepath.Join(orphan, "format.properties"))
 	mine, mineJVM := labDir(t, root, "mine", &me)
 	unowned, unownedJVM := labDir(t, root, "unowned", nil)
+	// A file matching the pattern is no lab.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "kplan-labtest-file"), nil, 0o644))
 
 	reaped, err := reap(root)
 	require.NoError(t, err)
