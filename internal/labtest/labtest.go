@@ -208,6 +208,14 @@ func freeBase(n int) (int, error) {
 	return 0, fmt.Errorf("no free port range for a %d-broker lab", n)
 }
 
+// FreeBase returns a base port for a lab of n brokers that a test starts
+// without the pool (localkafka.Config.BasePort): free now, on the pool's
+// grid (which starts below the ephemeral ports, where a client
+// connection's local port can take a broker's: a fixed base up there
+// failed TestBrokerCPU once), and locked against every other binary's
+// labtest labs while this binary runs.
+func FreeBase(n int) (int, error) { return freeBase(n) }
+
 // lockBase takes base's lock file without waiting: nil when another
 // process holds it.
 func lockBase(base int) (*os.File, error) {
