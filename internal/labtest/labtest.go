@@ -126,6 +126,8 @@ func start(o Options) (*Lab, string, error) {
 	if ferr != nil {
 		return nil, "", ferr
 	}
+	// d holds the owner file and the lab's own directory (localkafka.Up
+	// wants that one empty).
 	d, derr := os.MkdirTemp("", dirPattern)
 	if derr != nil {
 		return nil, "", derr
@@ -133,16 +135,17 @@ func start(o Options) (*Lab, string, error) {
 	if oerr := writeOwner(d); oerr != nil {
 		return nil, d, oerr
 	}
+	labDir := filepath.Join(d, labSubdir)
 	base, perr := freeBase(o.Brokers)
 	if perr != nil {
 		return nil, d, perr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cfg := localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: d, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker, Racks: o.Racks, Security: o.Security}
+	cfg := localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: labDir, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker, Racks: o.Racks, Security: o.Security}
 	clientConfig := ""
 	if localkafka.Secured(o.Security) {
-		clientConfig = localkafka.ClientConfigPath(d)
+		clientConfig = localkafka.ClientConfigPath(labDir)
 	}
 	s, uerr := localkafka.Up(ctx, cfg, kafka.BrokersReady(clientConfig))
 	if uerr != nil {

@@ -17,7 +17,10 @@ import (
 // dirPattern names the directories of the pool's labs under os.TempDir().
 const dirPattern = "kplan-labtest-*"
 
-// ownerFile, in a lab directory of the pool, names the test binary that
+// labSubdir is the lab's own directory inside a directory of the pool.
+const labSubdir = "lab"
+
+// ownerFile, in a directory of the pool (beside the lab's), names the test binary that
 // started the lab: its pid and that process's start time (the 22nd field
 // of /proc/PID/stat, in clock ticks since boot), so that a reused pid is
 // not taken for the owner.
@@ -132,7 +135,7 @@ func reap(root string) ([]Reaped, error) {
 			continue
 		}
 		r := Reaped{Dir: dir, Owner: o.PID}
-		if s, lerr := localkafka.Load(dir); lerr == nil {
+		if s, lerr := localkafka.Load(filepath.Join(dir, labSubdir)); lerr == nil {
 			for _, n := range s.Nodes {
 				if n.Alive() {
 					r.Stopped = append(r.Stopped, n.PID)

@@ -35,13 +35,14 @@ func standIn(t *testing.T, path string) *exec.Cmd {
 func labDir(t *testing.T, root, name string, o *owner) (string, *exec.Cmd) {
 	t.Helper()
 	dir := filepath.Join(root, "kplan-labtest-"+name)
-	require.NoError(t, os.Mkdir(dir, 0o755))
-	cfg := filepath.Join(dir, "node-1.properties")
+	lab := filepath.Join(dir, labSubdir)
+	require.NoError(t, os.MkdirAll(lab, 0o755))
+	cfg := filepath.Join(lab, "node-1.properties")
 	cmd := standIn(t, cfg)
-	s := localkafka.State{Dir: dir, Nodes: []localkafka.Node{{ID: 1, Broker: true, Config: cfg, PID: cmd.Process.Pid}}}
+	s := localkafka.State{Dir: lab, Nodes: []localkafka.Node{{ID: 1, Broker: true, Config: cfg, PID: cmd.Process.Pid}}}
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "lab.json"), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(lab, "lab.json"), b, 0o644))
 	if o != nil {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, ownerFile), []byte(o.String()+"\n"), 0o644))
 	}
