@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 )
 
@@ -65,9 +66,11 @@ func bandwidthLab(t *testing.T) string {
 	jars, err := localkafka.FindJars("")
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "bwlab")
+	base, err := labtest.FreeBase(3)
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s, err := localkafka.Up(ctx, localkafka.Config{Brokers: 3, JarsDir: jars, Dir: dir, BasePort: 19092, FastFailover: true, BandwidthBps: 5_000_000}, kafka.WaitBrokers)
+	s, err := localkafka.Up(ctx, localkafka.Config{Brokers: 3, JarsDir: jars, Dir: dir, BasePort: base, FastFailover: true, BandwidthBps: 5_000_000}, kafka.WaitBrokers)
 	require.NoError(t, err)
 	require.NotNil(t, s.Net)
 	subnet := s.Net.Subnet
@@ -114,9 +117,11 @@ func TestBrokerCPU(t *testing.T) {
 	jars, err := localkafka.FindJars("")
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "cpulab")
+	base, err := labtest.FreeBase(3)
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s, err := localkafka.Up(ctx, localkafka.Config{Brokers: 3, JarsDir: jars, Dir: dir, BasePort: 39092, FastFailover: true, CPUQuota: 0.5}, kafka.WaitBrokers)
+	s, err := localkafka.Up(ctx, localkafka.Config{Brokers: 3, JarsDir: jars, Dir: dir, BasePort: base, FastFailover: true, CPUQuota: 0.5}, kafka.WaitBrokers)
 	require.NoError(t, err)
 	var groups []string
 	for _, n := range s.Brokers() {

@@ -16,11 +16,14 @@ package labtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,20 +126,26 @@ func start(o Options) (*Lab, string, error) {
 	if ferr != nil {
 		return nil, "", ferr
 	}
-	d, derr := os.MkdirTemp("", "kplan-labtest-")
+	// d holds the owner file and the lab's own directory (localkafka.Up
+	// wants that one empty).
+	d, derr := os.MkdirTemp("", dirPattern)
 	if derr != nil {
 		return nil, "", derr
 	}
+	if oerr := writeOwner(d); oerr != nil {
+		return nil, d, oerr
+	}
+	labDir := filepath.Join(d, labSubdir)
 	base, perr := freeBase(o.Brokers)
 	if perr != nil {
 		return nil, d, perr
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cfg := localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: d, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker, Racks: o.Racks, Security: o.Security}
+	cfg := localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: labDir, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker, Racks: o.Racks, Security: o.Security}
 	clientConfig := ""
 	if localkafka.Secured(o.Security) {
-		clientConfig = localkafka.ClientConfigPath(d)
+		clientConfig = localkafka.ClientConfigPath(labDir)
 	}
 	s, uerr := localkafka.Up(ctx, cfg, kafka.BrokersReady(clientConfig))
 	if uerr != nil {
@@ -152,9 +161,38 @@ func start(o Options) (*Lab, string, error) {
 	return l, d, nil
 }
 
-// freeBase finds a base port whose lab ports are all free.
+// BasePortEnv names the environment variable that sets where freeBase
+// starts looking (default 21092 plus 200 per pid modulo 50): `make
+// integration` gives the packages it runs beside the others a range of
+// their own, away from the fixed and pid-derived ports of the labs that
+// tests start without the pool.
+const BasePortEnv = "KPLAN_LABTEST_BASE_PORT"
+
+// portLocks holds the lock of every base this process took, for its
+// lifetime (the descriptors are close-on-exec: the JVMs do not hold them).
+var portLocks []*os.File
+
+// freeBase finds a base port whose lab ports are all free and that no
+// other test binary is taking: each base of the 200-port grid has a lock
+// file in os.TempDir(), held while the binary runs, so that two binaries
+// starting labs at the same moment never pick the same ports.
 func freeBase(n int) (int, error) {
-	for base := 21092 + (os.Getpid()%50)*200; base < 60000; base += 200 {
+	start := 21092 + (os.Getpid()%50)*200
+	if v := os.Getenv(BasePortEnv); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p <= 0 || p >= 60000 {
+			return 0, fmt.Errorf("$%s=%q: want a port below 60000", BasePortEnv, v)
+		}
+		start = p
+	}
+	for base := start; base < 60000; base += 200 {
+		lock, lerr := lockBase(base)
+		if lerr != nil {
+			return 0, lerr
+		}
+		if lock == nil {
+			continue // another binary's
+		}
 		ok := true
 		for i := 0; i < (n+3)*10 && ok; i++ {
 			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i)))
@@ -165,14 +203,47 @@ func freeBase(n int) (int, error) {
 			_ = l.Close()
 		}
 		if ok {
+			portLocks = append(portLocks, lock)
 			return base, nil
 		}
+		_ = lock.Close()
 	}
 	return 0, fmt.Errorf("no free port range for a %d-broker lab", n)
 }
 
+// FreeBase returns a base port for a lab of n brokers that a test starts
+// without the pool (localkafka.Config.BasePort): free now, on the pool's
+// grid (which starts below the ephemeral ports, where a client
+// connection's local port can take a broker's: a fixed base up there
+// failed TestBrokerCPU once), and locked against every other binary's
+// labtest labs while this binary runs.
+func FreeBase(n int) (int, error) { return freeBase(n) }
+
+// lockBase takes base's lock file without waiting: nil when another
+// process holds it.
+func lockBase(base int) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("kplan-labports-%d.lock", base)), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("locking port range %d: %w", base, err)
+	}
+	return f, nil
+}
+
 // Main runs the tests and then stops every lab of the pool, even when
 // tests failed, and fails the run if any lab JVM is left.
+//
+// A binary killed before its Main returns (a timeout's SIGQUIT, a
+// developer's Ctrl-C on go test, SIGKILL) leaves its labs running: each
+// lab directory names the binary that owns it, and Main first stops the
+// labs whose owner is gone (reap), so the next integration run reaps them
+// before it starts labs of its own.
 //
 // With k8stest in the same binary, stop the control plane too:
 //
@@ -183,6 +254,14 @@ func freeBase(n int) (int, error) {
 // instead and never returns (localkafka.MaybeNetd).
 func Main(m *testing.M) int {
 	localkafka.MaybeNetd()
+	reaped, rerr := reap(os.TempDir())
+	for _, r := range reaped {
+		fmt.Fprintf(os.Stderr, "labtest: stopped the lab %s of test binary %d, which is gone (pids %v)\n", r.Dir, r.Owner, r.Stopped)
+	}
+	if rerr != nil {
+		fmt.Fprintf(os.Stderr, "labtest: stopping the labs of test binaries that are gone: %v\n", rerr)
+		return 1
+	}
 	code := m.Run()
 	mu.Lock()
 	defer mu.Unlock()

@@ -100,3 +100,36 @@ func (f *fatalT) Fatalf(format string, a ...any) {
 	f.msg = fmt.Sprintf(format, a...)
 	panic(f.msg)
 }
+
+func TestFreeBaseSkipsARangeAnotherBinaryHolds(t *testing.T) {
+	t.Setenv(BasePortEnv, "45092")
+	saved := portLocks
+	t.Cleanup(func() {
+		for _, f := range portLocks[len(saved):] {
+			_ = f.Close()
+		}
+		portLocks = saved
+	})
+	// Another binary (here a lock taken through another descriptor,
+	// which flock treats alike) holds 45092's range.
+	other, err := lockBase(45092)
+	require.NoError(t, err)
+	require.NotNil(t, other)
+	t.Cleanup(func() { _ = other.Close() })
+
+	base, err := freeBase(3)
+	require.NoError(t, err)
+	assert.Greater(t, base, 45092, "the held range is skipped")
+	assert.Equal(t, 0, (base-45092)%200, "bases stay on the 200-port grid")
+	again, err := lockBase(base)
+	require.NoError(t, err)
+	assert.Nil(t, again, "the chosen range stays locked while the binary runs")
+}
+
+func TestFreeBaseRefusesABadBasePort(t *testing.T) {
+	for _, v := range []string{"x", "0", "70000"} {
+		t.Setenv(BasePortEnv, v)
+		_, err := freeBase(3)
+		assert.ErrorContains(t, err, BasePortEnv, v)
+	}
+}

@@ -53,6 +53,8 @@ type sequence struct {
 // sequenceResult is what a sequence measured and planned.
 type sequenceResult struct {
 	Before, After *chaos.KillEach
+	// BeforeLog and AfterLog are the two kill-each runs' standard error.
+	BeforeLog, AfterLog string
 	// Plan is the partitions the plan changes, with their new replicas.
 	Plan []planPartition
 }
@@ -64,24 +66,25 @@ type planPartition struct {
 	Replicas  []int32 `json:"replicas"`
 }
 
-// kplan runs the CLI in process and returns its standard output; any exit
-// code but 0 fails the test.
-func kplan(ctx context.Context, t *testing.T, args ...string) string {
+// kplan runs the CLI in process and returns its standard output and
+// standard error; any exit code but 0 fails the test.
+func kplan(ctx context.Context, t *testing.T, args ...string) (string, string) {
 	t.Helper()
 	t.Logf("$ kplan %s", strings.Join(args, " "))
 	ios, _, out, errOut := iostreams.Test()
 	code := app.Run(ctx, &cmdutil.Factory{IOStreams: ios, Version: "test", Now: time.Now}, args)
 	require.Equal(t, 0, code, "kplan %s\n%s", strings.Join(args, " "), errOut.String())
-	return out.String()
+	return out.String(), errOut.String()
 }
 
-// killEach runs `kplan chaos --kill each -o json` with args and decodes it.
-func killEach(ctx context.Context, t *testing.T, args ...string) *chaos.KillEach {
+// killEach runs `kplan chaos --kill each -o json` with args and decodes it;
+// it returns the result and the run's standard error.
+func killEach(ctx context.Context, t *testing.T, args ...string) (*chaos.KillEach, string) {
 	t.Helper()
-	out := kplan(ctx, t, append(append([]string{"chaos"}, args...), "--kill", "each", "--partitioner", "roundrobin", "--sequential", "-o", "json")...)
+	out, errOut := kplan(ctx, t, append(append([]string{"chaos"}, args...), "--kill", "each", "--partitioner", "roundrobin", "--sequential", "-o", "json")...)
 	var got chaos.KillEach
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
-	return &got
+	return &got, errOut
 }
 
 // run runs the sequence on lab.
@@ -92,7 +95,7 @@ func (s sequence) run(ctx context.Context, t *testing.T, lab *labtest.Lab) seque
 
 	// Before: the workload creates Prefix-F2 and Prefix-F3 with the
 	// layout's assignment, which the lab keeps.
-	res.Before = killEach(ctx, t, append([]string{"--cluster", "lab", "--lab-dir", lab.State.Dir, "--workload", workloadFile, "--topic", s.Prefix}, s.Timing...)...)
+	res.Before, res.BeforeLog = killEach(ctx, t, append([]string{"--cluster", "lab", "--lab-dir", lab.State.Dir, "--workload", workloadFile, "--topic", s.Prefix}, s.Timing...)...)
 
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	kplan(ctx, t, append([]string{"reassign", "--bootstrap-server", lab.Bootstrap, "--topics", topics, "--out", plan}, planFlags...)...)
@@ -110,7 +113,7 @@ func (s sequence) run(ctx context.Context, t *testing.T, lab *labtest.Lab) seque
 	// producer and phases (Timing overrides them as before: the last
 	// value of a flag wins).
 	args := append([]string{"--cluster", "lab", "--lab-dir", lab.State.Dir, "--topics", topics}, workloadFlags...)
-	res.After = killEach(ctx, t, append(args, s.Timing...)...)
+	res.After, res.AfterLog = killEach(ctx, t, append(args, s.Timing...)...)
 	return res
 }
 
