@@ -71,7 +71,12 @@ func TestThesis64Workload(t *testing.T) {
 		assert.Equal(t, []int32{1, 2, 3}, before.Leaders, p.Name)
 		assert.Equal(t, []int32{1, 3}, after.Leaders, p.Name)
 		switch p.Name {
-		case "roundrobin", "node", "sqf":
+		case "roundrobin":
+			// Every partition the same records: exact whatever the
+			// machine's load. node's and sqf's shares depend on timing
+			// (rate caps, queue depths), which a loaded machine skews by
+			// several points: their agreement is an acceptance figure
+			// (TestAcceptLabThesis64Prediction, on real brokers).
 			checkPrediction(t, p, "before", 2)
 			checkPrediction(t, p, "after", 2)
 		default:
