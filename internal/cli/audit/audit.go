@@ -65,9 +65,7 @@ const failoverTopics = 10
 // NewCmdAudit returns `kplan audit`. runF replaces the run function in tests.
 func NewCmdAudit(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, f: f}
-	var out cmdutil.OutputFlag
-	var by, failOn, rates, ratesFile, keys string
-	var whatIf []string
+	var raw rawFlags
 	cmd := &cobra.Command{
 		Use:   "audit (--from FILE | --bootstrap-server HOST:PORT) [flags]",
 		Short: "Find where a layout skews broker load: max groups, overlaps, spreads",
@@ -142,75 +140,8 @@ them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
   $ kplan audit --bootstrap-server 127.0.0.1:19092 --by replicas --fail-on warning`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if opts.Format, err = out.Format(); err != nil {
+			if err := opts.complete(cmd, &raw); err != nil {
 				return err
-			}
-			switch by {
-			case "leaders":
-				opts.By = audit.ByLeaders
-			case "replicas":
-				opts.By = audit.ByReplicas
-			default:
-				return errkind.Usagef("", "--by: want leaders or replicas, got %q", by)
-			}
-			switch failOn {
-			case "", "never":
-			case "info", "warning", "error":
-				opts.FailOn = audit.Severity(failOn)
-			default:
-				return errkind.Usagef("", "--fail-on: want info, warning or error, got %q", failOn)
-			}
-			for _, w := range whatIf {
-				if w == "all" {
-					opts.WhatIfAll = true
-					continue
-				}
-				id, err := strconv.ParseInt(strings.TrimPrefix(w, "broker-"), 10, 32)
-				if err != nil || id < 0 {
-					return errkind.Usagef("", "--what-if: %q is not broker-N or all", w)
-				}
-				opts.WhatIf = append(opts.WhatIf, int32(id))
-			}
-			if cmd.Flags().Changed("min-insync") && opts.MinInsync < 1 {
-				return errkind.Usagef("", "--min-insync: want 1 or more, got %d", opts.MinInsync)
-			}
-			if opts.FailoverThreshold < 0 {
-				return errkind.Usagef("", "--failover-threshold: want 0 or more leaders, got %d", opts.FailoverThreshold)
-			}
-			if opts.MaxOverlaps < 0 {
-				return errkind.Usagef("", "--max-overlaps: want 0 (all) or more, got %d", opts.MaxOverlaps)
-			}
-			if err := opts.Source.Validate(); err != nil {
-				return err
-			}
-			opts.Rates = audit.EqualRates()
-			switch {
-			case rates != "" && ratesFile != "":
-				return errkind.Usagef("", "--rates and --rates-file: give one, not both")
-			case rates != "":
-				if opts.Rates, err = audit.ParseRates(rates); err != nil {
-					return errkind.Usagef("", "--rates: %w", err)
-				}
-				opts.RatesGiven, opts.RatesFlag = true, "--rates"
-			case ratesFile != "":
-				data, err := os.ReadFile(ratesFile)
-				if err != nil {
-					return errkind.Usagef("", "--rates-file: %w", err)
-				}
-				if opts.Rates, err = audit.ParseRatesFile(data, ratesFile); err != nil {
-					return errkind.Usagef("", "--rates-file: %w", err)
-				}
-				opts.RatesGiven, opts.RatesFlag = true, "--rates-file"
-			}
-			if cmd.Flags().Changed("keys") {
-				if opts.Keys, err = workload.ParseTopicKeys(keys); err != nil {
-					if errkind.FieldOf(err) == workload.FieldKeys {
-						return cmdutil.SpellFlag(err, nil)
-					}
-					return errkind.Usagef("", "--keys: %w", err)
-				}
-				opts.KeysGiven = true
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -218,20 +149,126 @@ them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
 			return runAudit(cmd.Context(), opts)
 		},
 	}
+	addFlags(cmd, opts, &raw)
+	return cmd
+}
+
+// rawFlags are the flags of `kplan audit` as typed, before complete parses
+// them into Options.
+type rawFlags struct {
+	out                                cmdutil.OutputFlag
+	by, failOn, rates, ratesFile, keys string
+	whatIf                             []string
+}
+
+// addFlags declares the flags of `kplan audit` on cmd, into opts and raw.
+func addFlags(cmd *cobra.Command, opts *Options, raw *rawFlags) {
 	source.AddFlags(cmd, &opts.Source)
-	cmd.Flags().StringVar(&by, "by", "leaders", "group topics by their leader brokers or by every replica's broker: leaders or replicas")
+	cmd.Flags().StringVar(&raw.by, "by", "leaders", "group topics by their leader brokers or by every replica's broker: leaders or replicas")
 	cmd.Flags().StringVar(&opts.SaveSnapshot, "save-snapshot", "", "also write the layout read (with leaders and ISR) to this JSON file, to audit offline later with --from")
-	cmd.Flags().StringSliceVar(&whatIf, "what-if", nil, "simulate losing brokers: broker-N (repeatable, comma list) or all")
-	cmd.Flags().StringVar(&rates, "rates", "", "producers' rate per topic for the predicted load: topic=100MB/s,... or relative weights topic=3,...; *=rate for the others (default: every topic weighs 1)")
-	cmd.Flags().StringVar(&ratesFile, "rates-file", "", "file of topic=rate lines for the predicted load (# comments)")
-	cmd.Flags().StringVar(&keys, "keys", "", "record keys for the predicted load of hash and default: none, uniform:N or zipf:S:N for every topic, or TOPIC=SPEC,... (*=SPEC for the others)")
+	cmd.Flags().StringSliceVar(&raw.whatIf, "what-if", nil, "simulate losing brokers: broker-N (repeatable, comma list) or all")
+	cmd.Flags().StringVar(&raw.rates, "rates", "", "producers' rate per topic for the predicted load: topic=100MB/s,... or relative weights topic=3,...; *=rate for the others (default: every topic weighs 1)")
+	cmd.Flags().StringVar(&raw.ratesFile, "rates-file", "", "file of topic=rate lines for the predicted load (# comments)")
+	cmd.Flags().StringVar(&raw.keys, "keys", "", "record keys for the predicted load of hash and default: none, uniform:N or zipf:S:N for every topic, or TOPIC=SPEC,... (*=SPEC for the others)")
 	cmd.Flags().BoolVar(&opts.Saturated, "saturated", false, "predict sqf-shared with producers writing as fast as they can (queues full: the combined flow is balanced); default: rate-capped, as node")
 	cmd.Flags().IntVar(&opts.MaxOverlaps, "max-overlaps", audit.MaxOverlaps, "list at most this many overlapping pairs of max groups (0: all); overlap_count always counts them all")
 	cmd.Flags().IntVar(&opts.FailoverThreshold, "failover-threshold", audit.DefaultFailoverThreshold, "warn when the busiest survivor of the worst broker or rack loss leads more than this many partitions above the optimum, ceil(online partitions / survivors)")
 	cmd.Flags().IntVar(&opts.MinInsync, "min-insync", 0, "min.insync.replicas every topic is judged against for the worst pair of broker losses (default: each topic's own, read from a live cluster; Kafka's default, 1, for --from)")
-	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
-	cmdutil.AddOutputFlag(cmd, &out)
-	return cmd
+	cmd.Flags().StringVar(&raw.failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
+	cmdutil.AddOutputFlag(cmd, &raw.out)
+}
+
+// complete parses raw and the flags cmd was given into o and validates them.
+func (o *Options) complete(cmd *cobra.Command, raw *rawFlags) error {
+	var err error
+	if o.Format, err = raw.out.Format(); err != nil {
+		return err
+	}
+	switch raw.by {
+	case "leaders":
+		o.By = audit.ByLeaders
+	case "replicas":
+		o.By = audit.ByReplicas
+	default:
+		return errkind.Usagef("", "--by: want leaders or replicas, got %q", raw.by)
+	}
+	switch raw.failOn {
+	case "", "never":
+	case "info", "warning", "error":
+		o.FailOn = audit.Severity(raw.failOn)
+	default:
+		return errkind.Usagef("", "--fail-on: want info, warning or error, got %q", raw.failOn)
+	}
+	if err := o.parseWhatIf(raw.whatIf); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("min-insync") && o.MinInsync < 1 {
+		return errkind.Usagef("", "--min-insync: want 1 or more, got %d", o.MinInsync)
+	}
+	if o.FailoverThreshold < 0 {
+		return errkind.Usagef("", "--failover-threshold: want 0 or more leaders, got %d", o.FailoverThreshold)
+	}
+	if o.MaxOverlaps < 0 {
+		return errkind.Usagef("", "--max-overlaps: want 0 (all) or more, got %d", o.MaxOverlaps)
+	}
+	if err := o.Source.Validate(); err != nil {
+		return err
+	}
+	if err := o.parseRates(raw.rates, raw.ratesFile); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("keys") {
+		if o.Keys, err = workload.ParseTopicKeys(raw.keys); err != nil {
+			if errkind.FieldOf(err) == workload.FieldKeys {
+				return cmdutil.SpellFlag(err, nil)
+			}
+			return errkind.Usagef("", "--keys: %w", err)
+		}
+		o.KeysGiven = true
+	}
+	return nil
+}
+
+// parseWhatIf parses --what-if: broker-N or all.
+func (o *Options) parseWhatIf(whatIf []string) error {
+	for _, w := range whatIf {
+		if w == "all" {
+			o.WhatIfAll = true
+			continue
+		}
+		id, err := strconv.ParseInt(strings.TrimPrefix(w, "broker-"), 10, 32)
+		if err != nil || id < 0 {
+			return errkind.Usagef("", "--what-if: %q is not broker-N or all", w)
+		}
+		o.WhatIf = append(o.WhatIf, int32(id))
+	}
+	return nil
+}
+
+// parseRates parses --rates or --rates-file into o.Rates; every topic
+// weighs the same without either.
+func (o *Options) parseRates(rates, ratesFile string) error {
+	var err error
+	o.Rates = audit.EqualRates()
+	switch {
+	case rates != "" && ratesFile != "":
+		return errkind.Usagef("", "--rates and --rates-file: give one, not both")
+	case rates != "":
+		if o.Rates, err = audit.ParseRates(rates); err != nil {
+			return errkind.Usagef("", "--rates: %w", err)
+		}
+		o.RatesGiven, o.RatesFlag = true, "--rates"
+	case ratesFile != "":
+		data, err := os.ReadFile(ratesFile)
+		if err != nil {
+			return errkind.Usagef("", "--rates-file: %w", err)
+		}
+		if o.Rates, err = audit.ParseRatesFile(data, ratesFile); err != nil {
+			return errkind.Usagef("", "--rates-file: %w", err)
+		}
+		o.RatesGiven, o.RatesFlag = true, "--rates-file"
+	}
+	return nil
 }
 
 func runAudit(ctx context.Context, opts *Options) error {
@@ -239,24 +276,11 @@ func runAudit(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range slices.Sorted(maps.Keys(opts.Rates.ByTopic)) {
-		if !hasTopic(c, t) {
-			return errkind.Usagef("", "%s: no topic %q in this layout", opts.RatesFlag, t)
-		}
+	if err := checkTopics(c, opts); err != nil {
+		return err
 	}
-	for _, t := range slices.Sorted(maps.Keys(opts.Keys.ByTopic)) {
-		if !hasTopic(c, t) {
-			return errkind.Usagef("", "--keys: no topic %q in this layout", t)
-		}
-	}
-	if opts.SaveSnapshot != "" {
-		var b bytes.Buffer
-		if err := topology.WriteSnapshot(&b, c); err != nil {
-			return err
-		}
-		if err := report.WriteFileAtomic(opts.SaveSnapshot, b.Bytes()); err != nil {
-			return errkind.Usagef("", "--save-snapshot: %w", err)
-		}
+	if err := saveSnapshot(c, opts.SaveSnapshot); err != nil {
+		return err
 	}
 	r := audit.RunWith(c, audit.Options{By: opts.By, ListOverlaps: opts.MaxOverlaps})
 	po := audit.PredictOptions{Keys: opts.Keys}
@@ -269,32 +293,10 @@ func runAudit(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	if opts.WhatIfAll || len(opts.WhatIf) > 0 {
-		for _, id := range opts.WhatIf {
-			if _, ok := c.Broker(id); !ok {
-				return errkind.Usagef("", "--what-if: no broker-%d in this layout", id)
-			}
-		}
-		lost := opts.WhatIf
-		if opts.WhatIfAll {
-			lost = nil
-		}
-		r.AddWhatIf(c, opts.By, lost)
-		if predicting {
-			if err := r.AddLossPredictions(c, opts.Rates, opts.RatesGiven, po, lost); err != nil {
-				return err
-			}
-		}
+	if err := addWhatIf(&r, c, opts, predicting, po); err != nil {
+		return err
 	}
-	fo := audit.FailoverOptions{Rates: opts.Rates, RatesGiven: opts.RatesGiven, Threshold: opts.FailoverThreshold, MinInsync: opts.MinInsync}
-	if opts.MinInsync == 0 && opts.Source.From == "" && maxRF(c) >= 3 {
-		// The pair loss judges each topic by its own min.insync.replicas. A
-		// user allowed to describe topics but not their configs still gets
-		// the audit, judged by Kafka's default, and a line saying so.
-		if fo.MinInsyncByTopic, err = opts.Source.MinInsync(ctx, opts.f, topicNames(c)); err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "warning: reading min.insync.replicas: %v; the worst pair of broker losses is judged by Kafka's default, %d (--min-insync sets it)\n", err, audit.DefaultMinInsync)
-		}
-	}
+	fo := failoverOptions(ctx, c, opts)
 	if err := r.AddFailover(c, fo); err != nil {
 		return err
 	}
@@ -305,6 +307,76 @@ func runAudit(ctx context.Context, opts *Options) error {
 		return errkind.Silent(errkind.Negative)
 	}
 	return nil
+}
+
+// checkTopics fails when --rates or --keys names a topic c does not have.
+func checkTopics(c *topology.Cluster, opts *Options) error {
+	for _, t := range slices.Sorted(maps.Keys(opts.Rates.ByTopic)) {
+		if !hasTopic(c, t) {
+			return errkind.Usagef("", "%s: no topic %q in this layout", opts.RatesFlag, t)
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(opts.Keys.ByTopic)) {
+		if !hasTopic(c, t) {
+			return errkind.Usagef("", "--keys: no topic %q in this layout", t)
+		}
+	}
+	return nil
+}
+
+// saveSnapshot writes c to path (--save-snapshot) when path is set.
+func saveSnapshot(c *topology.Cluster, path string) error {
+	if path == "" {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := topology.WriteSnapshot(&b, c); err != nil {
+		return err
+	}
+	if err := report.WriteFileAtomic(path, b.Bytes()); err != nil {
+		return errkind.Usagef("", "--save-snapshot: %w", err)
+	}
+	return nil
+}
+
+// addWhatIf adds to r the losses --what-if simulates and, when predicting,
+// the load after each.
+func addWhatIf(r *audit.Report, c *topology.Cluster, opts *Options, predicting bool, po audit.PredictOptions) error {
+	if !opts.WhatIfAll && len(opts.WhatIf) == 0 {
+		return nil
+	}
+	for _, id := range opts.WhatIf {
+		if _, ok := c.Broker(id); !ok {
+			return errkind.Usagef("", "--what-if: no broker-%d in this layout", id)
+		}
+	}
+	lost := opts.WhatIf
+	if opts.WhatIfAll {
+		lost = nil
+	}
+	r.AddWhatIf(c, opts.By, lost)
+	if predicting {
+		if err := r.AddLossPredictions(c, opts.Rates, opts.RatesGiven, po, lost); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failoverOptions are the options of the failover section, with each
+// topic's min.insync.replicas read from a live cluster when needed.
+func failoverOptions(ctx context.Context, c *topology.Cluster, opts *Options) audit.FailoverOptions {
+	fo := audit.FailoverOptions{Rates: opts.Rates, RatesGiven: opts.RatesGiven, Threshold: opts.FailoverThreshold, MinInsync: opts.MinInsync}
+	if opts.MinInsync == 0 && opts.Source.From == "" && maxRF(c) >= 3 {
+		// The pair loss judges each topic by its own min.insync.replicas. A
+		// user allowed to describe topics but not their configs still gets
+		// the audit, judged by Kafka's default, and a line saying so.
+		var err error
+		if fo.MinInsyncByTopic, err = opts.Source.MinInsync(ctx, opts.f, topicNames(c)); err != nil {
+			fmt.Fprintf(opts.IO.ErrOut, "warning: reading min.insync.replicas: %v; the worst pair of broker losses is judged by Kafka's default, %d (--min-insync sets it)\n", err, audit.DefaultMinInsync)
+		}
+	}
+	return fo
 }
 
 // maxRF is the largest replication factor in c.
