@@ -418,11 +418,38 @@ func ints[T ~int | ~int32](v []T) string {
 
 func doc(r audit.Report) report.Document {
 	d := report.Document{Title: fmt.Sprintf("kplan audit: %d brokers, %d topics, %d partitions; groups by %s", r.Brokers, r.Topics, r.Partitions, r.By)}
+	d.Sections = append(d.Sections, groupsSection(r), overlapsSection(r))
+	if len(r.BrokerGroups) > 0 {
+		d.Sections = append(d.Sections, brokerGroupsSection(r))
+	}
+	d.Sections = append(d.Sections, loadSection(r))
+	if len(r.Predicted) > 0 {
+		d.Sections = append(d.Sections, predictedSection(r))
+	}
+	if len(r.WhatIf) > 0 {
+		d.Sections = append(d.Sections, whatIfSection(r))
+	}
+	for _, l := range r.PredictedAfterLoss {
+		d.Sections = append(d.Sections, lossSection(r, l))
+	}
+	if r.Failover != nil {
+		d.Sections = append(d.Sections, failoverSections(r)...)
+	}
+	d.Sections = append(d.Sections, findingsSection(r))
+	return d
+}
+
+// groupsSection lists the max groups.
+func groupsSection(r audit.Report) report.Section {
 	groups := report.Section{Title: fmt.Sprintf("Max groups (%d)", len(r.MaxGroups)), Header: []string{"GROUP", "BROKERS", "TOPICS"}}
 	for _, g := range r.MaxGroups {
 		groups.Rows = append(groups.Rows, []string{strconv.Itoa(g.ID), ints(g.Brokers), strings.Join(g.Topics, ",")})
 	}
-	d.Sections = append(d.Sections, groups)
+	return groups
+}
+
+// overlapsSection lists the partial overlaps between max groups.
+func overlapsSection(r audit.Report) report.Section {
 	ovTitle := fmt.Sprintf("Partial overlaps (%d)", r.OverlapCount)
 	if r.OverlapsTruncated {
 		ovTitle = fmt.Sprintf("Partial overlaps (%d, the first %d listed; --max-overlaps 0 lists all)", r.OverlapCount, len(r.Overlaps))
@@ -434,14 +461,20 @@ func doc(r audit.Report) report.Document {
 	if r.OverlapCount == 0 {
 		ov.Header, ov.Notes = nil, []string{"none: every pair of max groups is identical or disjoint"}
 	}
-	d.Sections = append(d.Sections, ov)
-	if len(r.BrokerGroups) > 0 {
-		bv := report.Section{Title: "Brokers in more than one group", Header: []string{"BROKER", "GROUPS"}}
-		for _, b := range r.BrokerGroups {
-			bv.Rows = append(bv.Rows, []string{strconv.Itoa(int(b.Broker)), ints(b.Groups)})
-		}
-		d.Sections = append(d.Sections, bv)
+	return ov
+}
+
+// brokerGroupsSection lists the brokers in more than one max group.
+func brokerGroupsSection(r audit.Report) report.Section {
+	bv := report.Section{Title: "Brokers in more than one group", Header: []string{"BROKER", "GROUPS"}}
+	for _, b := range r.BrokerGroups {
+		bv.Rows = append(bv.Rows, []string{strconv.Itoa(int(b.Broker)), ints(b.Groups)})
 	}
+	return bv
+}
+
+// loadSection lists leaders and replicas per broker and their skew.
+func loadSection(r audit.Report) report.Section {
 	ld := report.Section{Title: "Load per broker", Header: []string{"BROKER", "RACK", "LEADERS", "REPLICAS"}}
 	for _, l := range r.Load {
 		ld.Rows = append(ld.Rows, []string{strconv.Itoa(int(l.Broker)), l.Rack, strconv.Itoa(l.Leaders), strconv.Itoa(l.Replicas)})
@@ -450,28 +483,25 @@ func doc(r audit.Report) report.Document {
 		fmt.Sprintf("leaders: %d-%d per broker, mean %g, max/mean %g", r.LeaderSkew.Min, r.LeaderSkew.Max, r.LeaderSkew.Mean, r.LeaderSkew.MaxOverMean),
 		fmt.Sprintf("replicas: %d-%d per broker, mean %g, max/mean %g", r.ReplicaSkew.Min, r.ReplicaSkew.Max, r.ReplicaSkew.Mean, r.ReplicaSkew.MaxOverMean),
 	}
-	d.Sections = append(d.Sections, ld)
-	if len(r.Predicted) > 0 {
-		d.Sections = append(d.Sections, predictedSection(r))
+	return ld
+}
+
+// whatIfSection lists what each simulated broker loss does (--what-if).
+func whatIfSection(r audit.Report) report.Section {
+	wi := report.Section{Title: "What if a broker is lost", Header: []string{"LOST", "LEADERS MOVED", "OFFLINE", "ONE ISR LEFT", "BUSIEST", "LEADERS MAX/MEAN", "TOPICS ON NEW BROKERS", "NEW OVERLAPS"}}
+	for _, w := range r.WhatIf {
+		wi.Rows = append(wi.Rows, []string{fmt.Sprintf("broker-%d", w.Broker), strconv.Itoa(w.LeadersMoved), strconv.Itoa(w.OfflineCount),
+			strconv.Itoa(w.SingleISRCount), fmt.Sprintf("broker-%d (%d)", w.BusiestBroker, w.LeadersMax), strconv.FormatFloat(w.LeadersMaxOverMean, 'f', -1, 64),
+			strconv.Itoa(w.TopicsGainingBrokers), strconv.Itoa(w.NewOverlaps)})
 	}
-	if len(r.WhatIf) > 0 {
-		wi := report.Section{Title: "What if a broker is lost", Header: []string{"LOST", "LEADERS MOVED", "OFFLINE", "ONE ISR LEFT", "BUSIEST", "LEADERS MAX/MEAN", "TOPICS ON NEW BROKERS", "NEW OVERLAPS"}}
-		for _, w := range r.WhatIf {
-			wi.Rows = append(wi.Rows, []string{fmt.Sprintf("broker-%d", w.Broker), strconv.Itoa(w.LeadersMoved), strconv.Itoa(w.OfflineCount),
-				strconv.Itoa(w.SingleISRCount), fmt.Sprintf("broker-%d (%d)", w.BusiestBroker, w.LeadersMax), strconv.FormatFloat(w.LeadersMaxOverMean, 'f', -1, 64),
-				strconv.Itoa(w.TopicsGainingBrokers), strconv.Itoa(w.NewOverlaps)})
-		}
-		wi.Notes = []string{"each partition the lost broker led elects its first replica in assignment order that is alive and in sync",
-			"leaders moved: partitions that elect a new leader; offline: those left with no live in-sync replica, not counted as moved (-o json lists each one's new leader under elections)",
-			"new overlaps: pairs of max groups that share a broker after the loss although none of their topics shared a leader broker before"}
-		d.Sections = append(d.Sections, wi)
-	}
-	for _, l := range r.PredictedAfterLoss {
-		d.Sections = append(d.Sections, lossSection(r, l))
-	}
-	if r.Failover != nil {
-		d.Sections = append(d.Sections, failoverSections(r)...)
-	}
+	wi.Notes = []string{"each partition the lost broker led elects its first replica in assignment order that is alive and in sync",
+		"leaders moved: partitions that elect a new leader; offline: those left with no live in-sync replica, not counted as moved (-o json lists each one's new leader under elections)",
+		"new overlaps: pairs of max groups that share a broker after the loss although none of their topics shared a leader broker before"}
+	return wi
+}
+
+// findingsSection lists the findings, or none.
+func findingsSection(r audit.Report) report.Section {
 	fs := report.Section{Title: fmt.Sprintf("Findings (%d)", len(r.Findings)), Header: []string{"SEVERITY", "RULE", "SUBJECT", "MESSAGE"}}
 	for _, f := range r.Findings {
 		fs.Rows = append(fs.Rows, []string{string(f.Severity), f.Rule, f.Subject, f.Message})
@@ -479,8 +509,7 @@ func doc(r audit.Report) report.Document {
 	if len(r.Findings) == 0 {
 		fs.Header, fs.Notes = nil, []string{"none"}
 	}
-	d.Sections = append(d.Sections, fs)
-	return d
+	return fs
 }
 
 // loadUnit formats a predicted load in the rates' unit.
