@@ -62,9 +62,7 @@ type ApplyOptions struct {
 // in tests.
 func NewCmdApply(f *cmdutil.Factory, runF func(context.Context, *ApplyOptions) error) *cobra.Command {
 	opts := &ApplyOptions{IO: f.IOStreams, f: f, Poll: time.Second}
-	var out cmdutil.OutputFlag
-	var throttle string
-	var verify, cancel bool
+	var raw applyFlags
 	cmd := &cobra.Command{
 		Use:   "apply PLAN.json --bootstrap-server HOST:PORT [--throttle RATE] [--verify | --cancel] [--no-elect] [--yes]",
 		Short: "Execute, verify or cancel a reassignment plan through the Admin API",
@@ -120,37 +118,8 @@ delete them (exit 1).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if opts.Format, err = out.Format(); err != nil {
+			if err := opts.complete(args, &raw); err != nil {
 				return err
-			}
-			opts.Plan = args[0]
-			if opts.BootstrapServers == "" && opts.CommandConfig == "" {
-				return errkind.Usagef("", "--bootstrap-server: required (or --command-config with bootstrap.servers)")
-			}
-			if verify && cancel {
-				return errkind.Usagef("", "--verify and --cancel: give one")
-			}
-			opts.Mode = apply.ModeExecute
-			switch {
-			case verify:
-				opts.Mode = apply.ModeVerify
-			case cancel:
-				opts.Mode = apply.ModeCancel
-			}
-			switch strings.ToLower(strings.TrimSpace(throttle)) {
-			case "", "none", "0":
-				opts.Throttle = 0
-			default:
-				if opts.Throttle, err = units.ParseRate(throttle); err != nil {
-					return errkind.Usagef("", "--throttle: %w", err)
-				}
-			}
-			if err := opts.Validate(); err != nil {
-				return err
-			}
-			if opts.WaitTimeout < 0 {
-				return errkind.Usagef("", "--wait-timeout: must not be negative, got %v", opts.WaitTimeout)
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -158,17 +127,68 @@ delete them (exit 1).`,
 			return runApply(cmd.Context(), opts)
 		},
 	}
+	addApplyFlags(cmd, opts, &raw)
+	return cmd
+}
+
+// applyFlags are the flags of `kplan reassign apply` as typed, before
+// complete parses them into ApplyOptions.
+type applyFlags struct {
+	out            cmdutil.OutputFlag
+	throttle       string
+	verify, cancel bool
+}
+
+// addApplyFlags declares the flags of `kplan reassign apply` on cmd, into
+// opts and raw.
+func addApplyFlags(cmd *cobra.Command, opts *ApplyOptions, raw *applyFlags) {
 	fs := cmd.Flags()
-	opts.AddFlags(fs, target.Conn|target.LabDir, target.Notes{LabDir: "its brokers need no --yes"})
-	fs.StringVar(&throttle, "throttle", "none", "replication throttle while replicas move, e.g. 50MB/s (none: no throttle)")
-	fs.BoolVar(&verify, "verify", false, "report the plan's progress; remove the throttle once it is complete")
-	fs.BoolVar(&cancel, "cancel", false, "cancel the plan's reassignments in progress and remove the throttle")
+	opts.Options.AddFlags(fs, target.Conn|target.LabDir, target.Notes{LabDir: "its brokers need no --yes"})
+	fs.StringVar(&raw.throttle, "throttle", "none", "replication throttle while replicas move, e.g. 50MB/s (none: no throttle)")
+	fs.BoolVar(&raw.verify, "verify", false, "report the plan's progress; remove the throttle once it is complete")
+	fs.BoolVar(&raw.cancel, "cancel", false, "cancel the plan's reassignments in progress and remove the throttle")
 	fs.BoolVar(&opts.Yes, "yes", false, "execute or cancel on a cluster that is not the local kplan lab")
 	fs.BoolVar(&opts.NoWait, "no-wait", false, "return once the controller accepted the plan (then use --verify)")
 	fs.BoolVar(&opts.NoElect, "no-elect", false, "move replicas only: no preferred leader election once the plan is complete")
 	fs.DurationVar(&opts.WaitTimeout, "wait-timeout", 0, "stop waiting for completion after this long (0: wait until done); the reassignment goes on")
-	cmdutil.AddOutputFlag(cmd, &out)
-	return cmd
+	cmdutil.AddOutputFlag(cmd, &raw.out)
+}
+
+// complete parses args and raw into o and validates them.
+func (o *ApplyOptions) complete(args []string, raw *applyFlags) error {
+	var err error
+	if o.Format, err = raw.out.Format(); err != nil {
+		return err
+	}
+	o.Plan = args[0]
+	if o.BootstrapServers == "" && o.CommandConfig == "" {
+		return errkind.Usagef("", "--bootstrap-server: required (or --command-config with bootstrap.servers)")
+	}
+	if raw.verify && raw.cancel {
+		return errkind.Usagef("", "--verify and --cancel: give one")
+	}
+	o.Mode = apply.ModeExecute
+	switch {
+	case raw.verify:
+		o.Mode = apply.ModeVerify
+	case raw.cancel:
+		o.Mode = apply.ModeCancel
+	}
+	switch strings.ToLower(strings.TrimSpace(raw.throttle)) {
+	case "", "none", "0":
+		o.Throttle = 0
+	default:
+		if o.Throttle, err = units.ParseRate(raw.throttle); err != nil {
+			return errkind.Usagef("", "--throttle: %w", err)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.WaitTimeout < 0 {
+		return errkind.Usagef("", "--wait-timeout: must not be negative, got %v", o.WaitTimeout)
+	}
+	return nil
 }
 
 // output is the JSON of `kplan reassign apply -o json`.
