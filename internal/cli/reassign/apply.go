@@ -215,46 +215,21 @@ type output struct {
 // The Admin of internal/kafka is what the workflow talks to.
 var _ apply.Admin = (*kafka.Admin)(nil)
 
+// runApply loads the plan, connects, executes, verifies or cancels it, and
+// renders the result.
 func runApply(ctx context.Context, o *ApplyOptions) error {
 	plan, err := o.loadPlan()
 	if err != nil {
 		return err
 	}
-	adm, clock := o.admin, o.clock
-	if adm == nil {
-		conn, err := o.ConnOptions()
-		if err != nil {
-			return err
-		}
-		ka := kafka.NewAdmin(conn, o.f.Version)
-		defer ka.Close()
-		if _, err := ka.Client(); err != nil {
-			return errkind.Wrap(errkind.Usage, "", err)
-		}
-		adm = ka
+	adm, closeAdmin, err := o.connect()
+	if err != nil {
+		return err
 	}
-	if clock == nil {
-		clock = sysclock.System{}
-	}
-	ao := apply.Options{
-		Throttle:    o.Throttle,
-		Yes:         o.Yes,
-		Lab:         o.isLab(ctx, adm),
-		NoWait:      o.NoWait,
-		WaitTimeout: o.WaitTimeout,
-		Poll:        o.Poll,
-		Clock:       clock,
-		NoElect:     o.NoElect,
-	}
-	ao.Progress = o.progress()
-	ao.CleanupTimeout = o.Timeout
-	sigs := o.signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 2)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(ch)
-		sigs = ch
-	}
+	defer closeAdmin()
+	ao := o.applyOptions(ctx, adm)
+	sigs, stopSignals := o.interrupts()
+	defer stopSignals()
 	done := make(chan struct{})
 	defer close(done)
 	ao.Abort = cmdutil.SecondInterrupt(sigs, done, func() {
@@ -278,6 +253,62 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	if err != nil {
 		return o.spell(err)
 	}
+	return o.finish(res)
+}
+
+// connect returns the cluster's Admin (o.admin in tests) and the function
+// that closes it.
+func (o *ApplyOptions) connect() (apply.Admin, func(), error) {
+	if o.admin != nil {
+		return o.admin, func() {}, nil
+	}
+	conn, err := o.ConnOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	ka := kafka.NewAdmin(conn, o.f.Version)
+	if _, err := ka.Client(); err != nil {
+		ka.Close()
+		return nil, nil, errkind.Wrap(errkind.Usage, "", err)
+	}
+	return ka, ka.Close, nil
+}
+
+// applyOptions are the options of the apply workflow, without Abort.
+func (o *ApplyOptions) applyOptions(ctx context.Context, adm apply.Admin) apply.Options {
+	clock := o.clock
+	if clock == nil {
+		clock = sysclock.System{}
+	}
+	ao := apply.Options{
+		Throttle:    o.Throttle,
+		Yes:         o.Yes,
+		Lab:         o.isLab(ctx, adm),
+		NoWait:      o.NoWait,
+		WaitTimeout: o.WaitTimeout,
+		Poll:        o.Poll,
+		Clock:       clock,
+		NoElect:     o.NoElect,
+	}
+	ao.Progress = o.progress()
+	ao.CleanupTimeout = o.Timeout
+	return ao
+}
+
+// interrupts returns SIGINT and SIGTERM (o.signals in tests) and the
+// function that stops relaying them.
+func (o *ApplyOptions) interrupts() (<-chan os.Signal, func()) {
+	if o.signals != nil {
+		return o.signals, func() {}
+	}
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// finish renders res, says how to elect the leaders --no-elect left, and
+// returns the exit status of the outcome.
+func (o *ApplyOptions) finish(res *apply.Result) error {
 	if err := o.render(res, nil); err != nil {
 		return err
 	}
