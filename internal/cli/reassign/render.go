@@ -44,10 +44,45 @@ func bytesText(b *int64) string {
 	return ""
 }
 
+// doc is the text and Markdown of `kplan reassign`: one section per part
+// of the summary, the files written and the notes.
 func doc(r result) report.Document {
 	s := r.Summary
 	d := report.Document{Title: fmt.Sprintf("kplan reassign: %d partitions, %d target brokers (drained: %s; added: %s)",
 		s.Partitions, len(s.TargetBrokers), ints(s.DrainedBrokers), ints(s.AddedBrokers))}
+	d.Sections = append(d.Sections, planSection(s), balanceSection(s))
+	if fo := failoverSection(s.Failover); fo != nil {
+		d.Sections = append(d.Sections, *fo)
+	}
+	d.Sections = append(d.Sections, perBrokerSection(s))
+	if s.RackBound != nil {
+		d.Sections = append(d.Sections, rackSections(s)...)
+	}
+	if len(s.Cells) > 0 {
+		d.Sections = append(d.Sections, cellsSection(s))
+	}
+	if len(s.UnevenTopics) > 0 {
+		d.Sections = append(d.Sections, unevenTopicsSection(s))
+	}
+	if len(s.RemainingOverlaps) > 0 {
+		d.Sections = append(d.Sections, remainingOverlapsSection(s))
+	}
+	if len(s.Waves) > 0 {
+		d.Sections = append(d.Sections, wavesSection(s))
+	}
+	files := report.Section{Title: "Files"}
+	if len(r.Files) == 0 {
+		files.Notes = []string{"none written (give --out, --rollback, --election-out)"}
+	} else {
+		files.Notes = r.Files
+	}
+	d.Sections = append(d.Sections, files)
+	d.Notes = s.Notes
+	return d
+}
+
+// planSection is the plan's moves, bounds and limits.
+func planSection(s reassign.Summary) report.Section {
 	plan := report.Section{Title: "Plan", Header: []string{"WHAT", "VALUE"}, Rows: [][]string{
 		{"replicas moved", strconv.Itoa(s.ReplicasMoved)},
 		{"lower bound", boundText(s)},
@@ -70,8 +105,12 @@ func doc(r result) report.Document {
 	if s.MovesLeft > 0 {
 		plan.Rows = append(plan.Rows, []string{"left by --max-moves", fmt.Sprintf("%d moves in %d partitions", s.MovesLeft, s.PartitionsLeft)})
 	}
-	d.Sections = append(d.Sections, plan)
-	bal := report.Section{Title: "Balance", Header: []string{"", "BEFORE", "AFTER"}, Rows: [][]string{
+	return plan
+}
+
+// balanceSection compares the balance before and after the plan.
+func balanceSection(s reassign.Summary) report.Section {
+	return report.Section{Title: "Balance", Header: []string{"", "BEFORE", "AFTER"}, Rows: [][]string{
 		{"replicas per broker", skewCells(s.Before.Replicas), skewCells(s.After.Replicas)},
 		{"leaders per broker", skewCells(s.Before.Leaders), skewCells(s.After.Leaders)},
 		{"topics with leaders within one of the mean", fmt.Sprintf("%d of %d", s.Before.TopicsLeadersWithinOne, s.Before.Topics), fmt.Sprintf("%d of %d", s.After.TopicsLeadersWithinOne, s.After.Topics)},
@@ -79,61 +118,57 @@ func doc(r result) report.Document {
 		{"max groups (by leaders)", strconv.Itoa(s.Before.MaxGroups), strconv.Itoa(s.After.MaxGroups)},
 		{"overlapping group pairs", strconv.Itoa(s.Before.Overlaps), strconv.Itoa(s.After.Overlaps)},
 	}}
-	d.Sections = append(d.Sections, bal)
-	if fo := failoverSection(s.Failover); fo != nil {
-		d.Sections = append(d.Sections, *fo)
-	}
+}
+
+// perBrokerSection lists each broker's replicas and leaders before and after.
+func perBrokerSection(s reassign.Summary) report.Section {
 	pb := report.Section{Title: "Per broker", Header: []string{"BROKER", "RACK", "STATUS", "REPLICAS", "LEADERS"}}
 	for _, b := range s.PerBroker {
 		pb.Rows = append(pb.Rows, []string{strconv.Itoa(int(b.Broker)), b.Rack, b.Status,
 			fmt.Sprintf("%d -> %d", b.ReplicasBefore, b.ReplicasAfter), fmt.Sprintf("%d -> %d", b.LeadersBefore, b.LeadersAfter)})
 	}
-	d.Sections = append(d.Sections, pb)
-	if s.RackBound != nil {
-		d.Sections = append(d.Sections, rackSections(s)...)
+	return pb
+}
+
+// cellsSection lists the cells.
+func cellsSection(s reassign.Summary) report.Section {
+	cs := report.Section{Title: "Cells", Header: []string{"CELL", "BROKERS", "RACKS", "TOPICS", "REPLICAS"}}
+	for _, c := range s.Cells {
+		cs.Rows = append(cs.Rows, []string{strconv.Itoa(c.Cell), ints(c.Brokers), dash(strings.Join(c.Racks, ",")), strconv.Itoa(c.Topics), strconv.Itoa(c.Replicas)})
 	}
-	if len(s.Cells) > 0 {
-		cs := report.Section{Title: "Cells", Header: []string{"CELL", "BROKERS", "RACKS", "TOPICS", "REPLICAS"}}
-		for _, c := range s.Cells {
-			cs.Rows = append(cs.Rows, []string{strconv.Itoa(c.Cell), ints(c.Brokers), dash(strings.Join(c.Racks, ",")), strconv.Itoa(c.Topics), strconv.Itoa(c.Replicas)})
-		}
-		d.Sections = append(d.Sections, cs)
+	return cs
+}
+
+// unevenTopicsSection lists the topics whose leaders stay uneven.
+func unevenTopicsSection(s reassign.Summary) report.Section {
+	ut := report.Section{Title: "Topics whose leaders stay uneven", Header: []string{"TOPIC", "PARTITIONS", "BROKERS", "LEADERS PER BROKER"}}
+	for _, t := range s.UnevenTopics {
+		ut.Rows = append(ut.Rows, []string{t.Topic, strconv.Itoa(t.Partitions), strconv.Itoa(t.Brokers), fmt.Sprintf("%d-%d", t.MinLeaders, t.MaxLeaders)})
 	}
-	if len(s.UnevenTopics) > 0 {
-		ut := report.Section{Title: "Topics whose leaders stay uneven", Header: []string{"TOPIC", "PARTITIONS", "BROKERS", "LEADERS PER BROKER"}}
-		for _, t := range s.UnevenTopics {
-			ut.Rows = append(ut.Rows, []string{t.Topic, strconv.Itoa(t.Partitions), strconv.Itoa(t.Brokers), fmt.Sprintf("%d-%d", t.MinLeaders, t.MaxLeaders)})
-		}
-		ut.Notes = []string{"a topic's leaders are even when every broker of its cell leads floor or ceil of partitions/brokers; a broker without a replica of the topic cannot lead it"}
-		d.Sections = append(d.Sections, ut)
+	ut.Notes = []string{"a topic's leaders are even when every broker of its cell leads floor or ceil of partitions/brokers; a broker without a replica of the topic cannot lead it"}
+	return ut
+}
+
+// remainingOverlapsSection lists the overlaps the plan leaves and why.
+func remainingOverlapsSection(s reassign.Summary) report.Section {
+	ov := report.Section{Title: fmt.Sprintf("Remaining overlaps (%d)", s.After.Overlaps), Header: []string{"GROUP", "GROUP", "SHARED BROKERS", "WHY"}}
+	for _, o := range s.RemainingOverlaps {
+		ov.Rows = append(ov.Rows, []string{strings.Join(o.Groups[0], ","), strings.Join(o.Groups[1], ","), ints(o.SharedBrokers), o.Reason})
 	}
-	if len(s.RemainingOverlaps) > 0 {
-		ov := report.Section{Title: fmt.Sprintf("Remaining overlaps (%d)", s.After.Overlaps), Header: []string{"GROUP", "GROUP", "SHARED BROKERS", "WHY"}}
-		for _, o := range s.RemainingOverlaps {
-			ov.Rows = append(ov.Rows, []string{strings.Join(o.Groups[0], ","), strings.Join(o.Groups[1], ","), ints(o.SharedBrokers), o.Reason})
-		}
-		if len(s.RemainingOverlaps) < s.After.Overlaps {
-			ov.Notes = []string{fmt.Sprintf("the first %d are listed", len(s.RemainingOverlaps))}
-		}
-		d.Sections = append(d.Sections, ov)
+	if len(s.RemainingOverlaps) < s.After.Overlaps {
+		ov.Notes = []string{fmt.Sprintf("the first %d are listed", len(s.RemainingOverlaps))}
 	}
-	if len(s.Waves) > 0 {
-		wv := report.Section{Title: "Waves", Header: []string{"WAVE", "PARTITIONS", "REPLICAS MOVED", "LEADER CHANGES", "MAX IN", "MAX OUT"}}
-		for _, w := range s.Waves {
-			wv.Rows = append(wv.Rows, []string{strconv.Itoa(w.Wave), strconv.Itoa(w.Partitions), strconv.Itoa(w.ReplicasMoved), strconv.Itoa(w.LeaderChanges), strconv.Itoa(w.MaxIn), strconv.Itoa(w.MaxOut)})
-		}
-		wv.Notes = []string{"max in/out: the most replicas one broker receives or gives up in the wave"}
-		d.Sections = append(d.Sections, wv)
+	return ov
+}
+
+// wavesSection lists the plan's waves.
+func wavesSection(s reassign.Summary) report.Section {
+	wv := report.Section{Title: "Waves", Header: []string{"WAVE", "PARTITIONS", "REPLICAS MOVED", "LEADER CHANGES", "MAX IN", "MAX OUT"}}
+	for _, w := range s.Waves {
+		wv.Rows = append(wv.Rows, []string{strconv.Itoa(w.Wave), strconv.Itoa(w.Partitions), strconv.Itoa(w.ReplicasMoved), strconv.Itoa(w.LeaderChanges), strconv.Itoa(w.MaxIn), strconv.Itoa(w.MaxOut)})
 	}
-	files := report.Section{Title: "Files"}
-	if len(r.Files) == 0 {
-		files.Notes = []string{"none written (give --out, --rollback, --election-out)"}
-	} else {
-		files.Notes = r.Files
-	}
-	d.Sections = append(d.Sections, files)
-	d.Notes = s.Notes
-	return d
+	wv.Notes = []string{"max in/out: the most replicas one broker receives or gives up in the wave"}
+	return wv
 }
 
 func gapText(gap int, ratio *float64) string {
