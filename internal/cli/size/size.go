@@ -248,8 +248,19 @@ func fixed2(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
 
 var constraintOrder = []sizing.Constraint{sizing.Throughput, sizing.OSLoad, sizing.ReplicationLatency, sizing.Unavailability, sizing.Brokers}
 
+// sizeDoc is the text and Markdown of `kplan size`: the summary of every
+// strategy, then one section per strategy.
 func sizeDoc(out Output) report.Document {
 	doc := report.Document{Title: "kplan size: " + out.Summary}
+	doc.Sections = append(doc.Sections, summarySection(out))
+	for _, r := range out.Results {
+		doc.Sections = append(doc.Sections, strategySection(r))
+	}
+	return doc
+}
+
+// summarySection lists each strategy's size and binding constraint.
+func summarySection(out Output) report.Section {
 	sum := report.Section{Header: []string{"STRATEGY", "FEASIBLE", "PARTITIONS", "BROKERS", "PER BROKER", "BINDING"}}
 	for _, r := range out.Results {
 		p, b, per := strconv.FormatInt(r.Partitions, 10), strconv.FormatInt(r.Brokers, 10), fixed2(r.PartitionsPerBroker)
@@ -258,61 +269,74 @@ func sizeDoc(out Output) report.Document {
 		}
 		sum.Rows = append(sum.Rows, []string{string(r.Strategy), yesNo(r.Feasible), p, b, per, string(r.Binding)})
 	}
-	doc.Sections = append(doc.Sections, sum)
-	for _, r := range out.Results {
-		title := fmt.Sprintf("%s: constraints at P=%d, b=%d (P >= %d from %s)", r.Strategy, r.Partitions, r.Brokers, r.MinPartitions, r.MinBound)
-		switch {
-		case r.Strategy == sizing.StrategyMSCNFL:
-			title = fmt.Sprintf("ms-cnfl: constraints at the median draw P=%d, b=%d", r.Partitions, r.Brokers)
-		case !r.Feasible:
-			title = fmt.Sprintf("%s: infeasible; constraints at the minimum P=%d on all b=%d brokers", r.Strategy, r.MinPartitions, r.Brokers)
-			if r.Brokers == 0 {
-				title = fmt.Sprintf("%s: infeasible; constraints at the minimum P=%d on all brokers", r.Strategy, r.MinPartitions)
-			}
+	return sum
+}
+
+// strategySection lists r's constraints, then its reason, fixes, draws
+// and cluster as notes.
+func strategySection(r sizing.Result) report.Section {
+	sec := report.Section{Title: constraintsTitle(r), Header: []string{"CONSTRAINT", "VALUE", "LIMIT", "SLACK", "UNIT", "OK", "BINDING"}}
+	for _, name := range constraintOrder {
+		c := r.Constraints[name]
+		op := "<="
+		if c.Bound == "min" {
+			op = ">="
 		}
-		sec := report.Section{Title: title, Header: []string{"CONSTRAINT", "VALUE", "LIMIT", "SLACK", "UNIT", "OK", "BINDING"}}
-		for _, name := range constraintOrder {
-			c := r.Constraints[name]
-			op := "<="
-			if c.Bound == "min" {
-				op = ">="
-			}
-			bind := ""
-			if c.Binding {
-				bind = "binding"
-			}
-			sec.Rows = append(sec.Rows, []string{string(name), num(c.Value), op + " " + num(c.Threshold), num(c.Slack), c.Unit, yesNo(c.Satisfied), bind})
+		bind := ""
+		if c.Binding {
+			bind = "binding"
 		}
-		if r.Reason != "" {
-			sec.Notes = append(sec.Notes, r.Reason)
-		}
-		for _, fx := range r.Fixes {
-			sec.Notes = append(sec.Notes, "  "+fx.String())
-		}
-		if m := r.MSCNFL; m != nil {
-			sec.Notes = append(sec.Notes,
-				fmt.Sprintf("%d draws (seed %d): P min/p50/mean/max %d/%d/%s/%d, b %d/%d/%s/%d, all constraints met in %s%% of draws",
-					m.Draws, m.Seed, m.Partitions.Min, m.Partitions.P50, num(m.Partitions.Mean), m.Partitions.Max,
-					m.Brokers.Min, m.Brokers.P50, num(m.Brokers.Mean), m.Brokers.Max, pct(m.FeasibleRate)))
-			names := make([]string, 0, len(m.ViolationRate))
-			for k := range m.ViolationRate {
-				names = append(names, string(k))
-			}
-			sort.Strings(names)
-			line := "violation rate:"
-			for _, n := range names {
-				line += fmt.Sprintf(" %s %s%%", n, pct(m.ViolationRate[sizing.Constraint(n)]))
-			}
-			sec.Notes = append(sec.Notes, line)
-		}
-		if cc := r.Cluster; cc != nil {
-			sec.Notes = append(sec.Notes, fmt.Sprintf("cluster: %d partition replicas, %d per broker; OS needs open files >= %d and vm.max_map_count >= %d",
-				cc.PartitionReplicas, cc.ReplicasPerBroker, cc.MinOpenFiles, cc.MinMaxMapCount))
-			for _, w := range cc.Warnings {
-				sec.Notes = append(sec.Notes, "warning: "+w)
-			}
-		}
-		doc.Sections = append(doc.Sections, sec)
+		sec.Rows = append(sec.Rows, []string{string(name), num(c.Value), op + " " + num(c.Threshold), num(c.Slack), c.Unit, yesNo(c.Satisfied), bind})
 	}
-	return doc
+	if r.Reason != "" {
+		sec.Notes = append(sec.Notes, r.Reason)
+	}
+	for _, fx := range r.Fixes {
+		sec.Notes = append(sec.Notes, "  "+fx.String())
+	}
+	if m := r.MSCNFL; m != nil {
+		sec.Notes = append(sec.Notes, drawsNotes(m)...)
+	}
+	if cc := r.Cluster; cc != nil {
+		sec.Notes = append(sec.Notes, fmt.Sprintf("cluster: %d partition replicas, %d per broker; OS needs open files >= %d and vm.max_map_count >= %d",
+			cc.PartitionReplicas, cc.ReplicasPerBroker, cc.MinOpenFiles, cc.MinMaxMapCount))
+		for _, w := range cc.Warnings {
+			sec.Notes = append(sec.Notes, "warning: "+w)
+		}
+	}
+	return sec
+}
+
+// constraintsTitle says at which size r's constraints are evaluated.
+func constraintsTitle(r sizing.Result) string {
+	title := fmt.Sprintf("%s: constraints at P=%d, b=%d (P >= %d from %s)", r.Strategy, r.Partitions, r.Brokers, r.MinPartitions, r.MinBound)
+	switch {
+	case r.Strategy == sizing.StrategyMSCNFL:
+		title = fmt.Sprintf("ms-cnfl: constraints at the median draw P=%d, b=%d", r.Partitions, r.Brokers)
+	case !r.Feasible:
+		title = fmt.Sprintf("%s: infeasible; constraints at the minimum P=%d on all b=%d brokers", r.Strategy, r.MinPartitions, r.Brokers)
+		if r.Brokers == 0 {
+			title = fmt.Sprintf("%s: infeasible; constraints at the minimum P=%d on all brokers", r.Strategy, r.MinPartitions)
+		}
+	}
+	return title
+}
+
+// drawsNotes summarize ms-cnfl's draws and each constraint's violation rate.
+func drawsNotes(m *sizing.MSCNFLResult) []string {
+	names := make([]string, 0, len(m.ViolationRate))
+	for k := range m.ViolationRate {
+		names = append(names, string(k))
+	}
+	sort.Strings(names)
+	line := "violation rate:"
+	for _, n := range names {
+		line += fmt.Sprintf(" %s %s%%", n, pct(m.ViolationRate[sizing.Constraint(n)]))
+	}
+	return []string{
+		fmt.Sprintf("%d draws (seed %d): P min/p50/mean/max %d/%d/%s/%d, b %d/%d/%s/%d, all constraints met in %s%% of draws",
+			m.Draws, m.Seed, m.Partitions.Min, m.Partitions.P50, num(m.Partitions.Mean), m.Partitions.Max,
+			m.Brokers.Min, m.Brokers.P50, num(m.Brokers.Mean), m.Brokers.Max, pct(m.FeasibleRate)),
+		line,
+	}
 }
