@@ -143,7 +143,7 @@ type applyFlags struct {
 // opts and raw.
 func addApplyFlags(cmd *cobra.Command, opts *ApplyOptions, raw *applyFlags) {
 	fs := cmd.Flags()
-	opts.Options.AddFlags(fs, target.Conn|target.LabDir, target.Notes{LabDir: "its brokers need no --yes"})
+	opts.AddFlags(fs, target.Conn|target.LabDir, target.Notes{LabDir: "its brokers need no --yes"})
 	fs.StringVar(&raw.throttle, "throttle", "none", "replication throttle while replicas move, e.g. 50MB/s (none: no throttle)")
 	fs.BoolVar(&raw.verify, "verify", false, "report the plan's progress; remove the throttle once it is complete")
 	fs.BoolVar(&raw.cancel, "cancel", false, "cancel the plan's reassignments in progress and remove the throttle")
