@@ -264,8 +264,14 @@ func (r *runner) cleanup(ctx context.Context, runErr error, cons *consumer, star
 		r.stopLeg(bg, l)
 	}
 	r.cleanupFault(bg)
+	restartCut := false
 	if runErr != nil && r.dead >= 0 && cfg.Restore && !r.aborted() {
-		if err := r.c.Restart(bg, r.dead); err != nil {
+		if err := r.c.Restart(bg, r.dead); err != nil && r.aborted() {
+			// The second signal came while the broker was being started:
+			// its process may be up already, or not.
+			restartCut = true
+			r.notes = append(r.notes, fmt.Sprintf("restart of broker %d cut short before it was confirmed: the broker may or may not come up; check it (kplan lab status, or the cluster's metadata)", r.dead))
+		} else if err != nil {
 			r.notes = append(r.notes, fmt.Sprintf("restart of broker %d after the interruption failed: %v", r.dead, err))
 		} else {
 			r.notes = append(r.notes, fmt.Sprintf("broker %d restarted after the interruption", r.dead))
@@ -275,7 +281,7 @@ func (r *runner) cleanup(ctx context.Context, runErr error, cons *consumer, star
 	r.closeProducers()
 	if r.aborted() {
 		r.notes = append(r.notes, "cleanup cut short: the loss check was skipped; lost counts are upper bounds")
-		if r.dead >= 0 {
+		if r.dead >= 0 && !restartCut {
 			r.notes = append(r.notes, fmt.Sprintf("broker %d is still down", r.dead))
 		}
 		return
