@@ -79,8 +79,8 @@ unit:
 ## time (191 s against 179 s, 2026-11-26), most of the time being the JVMs'
 ## and the tests' own waits.
 INTEGRATION_FILES = $(shell grep -rl --include='*_test.go' '^//go:build integration' cmd internal)
-INTEGRATION_LANE2 := internal/chaos/chaosmesh internal/k8stest internal/e2e/secure internal/e2e/measuresec \
-  internal/e2e/mtls internal/cli/chaos internal/cli/audit internal/cli/reassign
+INTEGRATION_LANE2 := internal/chaos/chaosmesh internal/k8stest internal/e2e/secure \
+  internal/cli/chaos internal/cli/audit internal/cli/reassign
 INTEGRATION_LANE2_PORT := 30092
 integration: kafka k8s iptables
 	@failed=$$(mktemp); trap 'rm -f $$failed' EXIT; \

@@ -192,7 +192,10 @@ func Write(dir string, f Figure) error {
 	return nil
 }
 
-// Read reads every figure in dir, sorted by name.
+// Read reads every figure in dir, sorted by name. A JSON file that is no
+// figure (no name, or a kind other than AtMost and AtLeast) is an error
+// naming the file: the directory holds figures only, and a stray file
+// would otherwise become an empty row of the table.
 func Read(dir string) ([]Figure, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
@@ -207,6 +210,12 @@ func Read(dir string) ([]Figure, error) {
 		var f Figure
 		if err := json.Unmarshal(b, &f); err != nil {
 			return nil, fmt.Errorf("read figure %s: %w", p, err)
+		}
+		switch {
+		case f.Name == "":
+			return nil, fmt.Errorf("read figure %s: field name: missing (not an acceptance figure; keep other files out of this directory)", p)
+		case f.Kind != AtMost && f.Kind != AtLeast:
+			return nil, fmt.Errorf("read figure %s: field kind: %q is neither %q nor %q", p, f.Kind, AtMost, AtLeast)
 		}
 		out = append(out, f)
 	}

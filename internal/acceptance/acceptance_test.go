@@ -2,6 +2,8 @@ package acceptance
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -126,4 +128,26 @@ func TestUpdateSection(t *testing.T) {
 	assert.Error(t, err)
 	_, err = UpdateSection("x "+BeginMarker, "y")
 	assert.Error(t, err)
+}
+
+func TestReadRefusesAFileThatIsNoFigure(t *testing.T) {
+	for _, tc := range []struct{ name, body, field string }{
+		{"detail", `{"workload": "chaos/failover-5.yaml", "kills": []}`, "field name"},
+		{"kind", `{"name": "x", "kind": "about"}`, "field kind"},
+		{"json", `{"name": `, "unexpected end"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f, err := Evaluate("ok", AtMost, 2, []float64{1, 1.1})
+			require.NoError(t, err)
+			require.NoError(t, Write(dir, f))
+			p := filepath.Join(dir, "stray.json")
+			require.NoError(t, os.WriteFile(p, []byte(tc.body), 0o644))
+			_, err = Read(dir)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), p)
+			assert.Contains(t, err.Error(), tc.field)
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
 }

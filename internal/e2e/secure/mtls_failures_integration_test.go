@@ -1,6 +1,6 @@
 //go:build integration
 
-package mtls
+package secure
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build integration
 
-package failover5
+package e2e
 
 import (
 	"context"

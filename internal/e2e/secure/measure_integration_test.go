@@ -1,30 +1,21 @@
 //go:build integration
 
-package measuresec
+package secure
 
 import (
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kplan-dev/kplan/internal/app"
-	"github.com/kplan-dev/kplan/internal/cmdutil"
-	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 )
-
-func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
-
-var passwordRe = regexp.MustCompile(`password="([^"]+)"`)
 
 // TestMeasureSASLSSL is the regression test of `kplan measure` on the
 // SASL_SSL lab, which failed with "rate below 1kB/s" when the producer's
@@ -37,25 +28,14 @@ func TestMeasureSASLSSL(t *testing.T) {
 	lab := labtest.Start(t, labtest.Options{Security: localkafka.SecuritySASLSSL})
 	require.NotNil(t, lab.State.Security)
 	cc := lab.State.Security.ClientConfig
-	b, err := os.ReadFile(cc)
-	require.NoError(t, err)
-	m := passwordRe.FindStringSubmatch(string(b))
-	require.NotNil(t, m, "%s has no password", cc)
-	secret := m[1]
-	require.NotEmpty(t, secret)
+	secret := password(t, cc)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var transcript strings.Builder
+	var tr transcript
 	kplan := func(args ...string) (int, string, string) {
 		t.Helper()
-		t.Logf("$ kplan %s", strings.Join(args, " "))
-		ios, _, out, errOut := iostreams.Test()
-		f := &cmdutil.Factory{IOStreams: ios, Version: "test", Now: time.Now}
-		code := app.Run(ctx, f, args)
-		transcript.WriteString(out.String())
-		transcript.WriteString(errOut.String())
-		return code, out.String(), errOut.String()
+		return tr.kplan(t, ctx, args...)
 	}
 	small := []string{"--duration", "3s", "--replication-samples", "20", "--election-partitions", "10", "--election-rounds", "1", "-o", "json"}
 	work := t.TempDir()
@@ -107,6 +87,6 @@ func TestMeasureSASLSSL(t *testing.T) {
 			assert.NotContains(t, string(text), secret, "the plan holds the password")
 		})
 	}
-	assert.NotContains(t, transcript.String(), secret, "kplan's output holds the password")
-	assert.Contains(t, transcript.String(), "partition_produce_rate", "the transcript holds the verbs' output")
+	assert.NotContains(t, tr.b.String(), secret, "kplan's output holds the password")
+	assert.Contains(t, tr.b.String(), "partition_produce_rate", "the transcript holds the verbs' output")
 }

@@ -1,29 +1,21 @@
 //go:build integration
 
-package mtls
+package secure
 
 import (
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kplan-dev/kplan/internal/app"
-	"github.com/kplan-dev/kplan/internal/cmdutil"
-	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 )
-
-func TestMain(m *testing.M) { os.Exit(labtest.Main(m)) }
 
 // TestMTLSLab: on a lab with client certificates required, kplan's verbs
 // and Kafka's TopicCommand connect with the client.properties kplan wrote
@@ -43,22 +35,16 @@ func TestMTLSLab(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	jars, err := localkafka.FindJars("")
-	require.NoError(t, err)
-	out, err := exec.CommandContext(ctx, "java", "-cp", filepath.Join(jars, "*"), "org.apache.kafka.tools.TopicCommand",
-		"--bootstrap-server", lab.Bootstrap, "--command-config", cc,
-		"--create", "--topic", "mtls-a", "--partitions", "3", "--replication-factor", "3").CombinedOutput()
+	out, err := kafkaTool(t, ctx, topicTool, "--bootstrap-server", lab.Bootstrap, "--command-config", cc,
+		"--create", "--topic", "mtls-a", "--partitions", "3", "--replication-factor", "3")
 	require.NoError(t, err, "%s", out)
 
-	var printed strings.Builder
+	var printed transcript
 	run := func(args ...string) string {
 		t.Helper()
-		t.Logf("$ kplan %s", strings.Join(args, " "))
-		ios, _, o, e := iostreams.Test()
-		code := app.Run(ctx, &cmdutil.Factory{IOStreams: ios, Version: "test", Now: time.Now}, args)
-		printed.WriteString(o.String() + e.String())
-		require.Equal(t, 0, code, "%s", e.String())
-		return o.String()
+		code, o, e := printed.kplan(t, ctx, args...)
+		require.Equal(t, 0, code, "%s", e)
+		return o
 	}
 	var st struct {
 		Security   string `json:"security"`
@@ -88,32 +74,9 @@ func TestMTLSLab(t *testing.T) {
 
 	snapText, err := os.ReadFile(snap)
 	require.NoError(t, err)
-	key := clientKeyLines(t, filepath.Join(lab.State.Dir, "tls", "client.pem"))
+	key := keyLines(t, filepath.Join(lab.State.Dir, "tls", "client.pem"))
 	for _, l := range key {
-		assert.NotContains(t, printed.String(), l, "kplan's output shows the client key")
+		assert.NotContains(t, printed.b.String(), l, "kplan's output shows the client key")
 		assert.NotContains(t, string(snapText), l, "the snapshot shows the client key")
-	}
-}
-
-// clientKeyLines are the base64 lines of the private key in a PEM keystore.
-func clientKeyLines(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	for rest := b; ; {
-		var blk *pem.Block
-		blk, rest = pem.Decode(rest)
-		require.NotNil(t, blk, "%s holds no private key", path)
-		if blk.Type != "PRIVATE KEY" {
-			continue
-		}
-		var lines []string
-		for _, l := range strings.Split(string(pem.EncodeToMemory(blk)), "\n") {
-			if l != "" && !strings.HasPrefix(l, "-----") {
-				lines = append(lines, l)
-			}
-		}
-		require.NotEmpty(t, lines)
-		return lines
 	}
 }

@@ -1,6 +1,6 @@
 //go:build integration || acceptance
 
-package failover5
+package e2e
 
 import (
 	"context"
@@ -10,22 +10,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kplan-dev/kplan/internal/app"
 	"github.com/kplan-dev/kplan/internal/chaos"
-	"github.com/kplan-dev/kplan/internal/cmdutil"
-	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
 // workloadFile is the shipped failover workload, from this package.
-const workloadFile = "../../../chaos/failover-5.yaml"
+const workloadFile = "../../chaos/failover-5.yaml"
 
 // workloadFlags are chaos/failover-5.yaml's producer and phases as flags,
 // for the run on the existing topics after the plan (--topics takes no
@@ -66,22 +62,21 @@ type planPartition struct {
 	Replicas  []int32 `json:"replicas"`
 }
 
-// kplan runs the CLI in process and returns its standard output and
-// standard error; any exit code but 0 fails the test.
-func kplan(ctx context.Context, t *testing.T, args ...string) (string, string) {
+// mustKplan runs the CLI in process, logging the command, and returns its
+// standard output and standard error; any exit code but 0 fails the test.
+func mustKplan(ctx context.Context, t *testing.T, args ...string) (string, string) {
 	t.Helper()
 	t.Logf("$ kplan %s", strings.Join(args, " "))
-	ios, _, out, errOut := iostreams.Test()
-	code := app.Run(ctx, &cmdutil.Factory{IOStreams: ios, Version: "test", Now: time.Now}, args)
-	require.Equal(t, 0, code, "kplan %s\n%s", strings.Join(args, " "), errOut.String())
-	return out.String(), errOut.String()
+	code, out, errOut := kplan(ctx, args...)
+	require.Equal(t, 0, code, "kplan %s\n%s", strings.Join(args, " "), errOut)
+	return out, errOut
 }
 
 // killEach runs `kplan chaos --kill each -o json` with args and decodes it;
 // it returns the result and the run's standard error.
 func killEach(ctx context.Context, t *testing.T, args ...string) (*chaos.KillEach, string) {
 	t.Helper()
-	out, errOut := kplan(ctx, t, append(append([]string{"chaos"}, args...), "--kill", "each", "--partitioner", "roundrobin", "--sequential", "-o", "json")...)
+	out, errOut := mustKplan(ctx, t, append(append([]string{"chaos"}, args...), "--kill", "each", "--partitioner", "roundrobin", "--sequential", "-o", "json")...)
 	var got chaos.KillEach
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
 	return &got, errOut
@@ -98,7 +93,7 @@ func (s sequence) run(ctx context.Context, t *testing.T, lab *labtest.Lab) seque
 	res.Before, res.BeforeLog = killEach(ctx, t, append([]string{"--cluster", "lab", "--lab-dir", lab.State.Dir, "--workload", workloadFile, "--topic", s.Prefix}, s.Timing...)...)
 
 	plan := filepath.Join(t.TempDir(), "plan.json")
-	kplan(ctx, t, append([]string{"reassign", "--bootstrap-server", lab.Bootstrap, "--topics", topics, "--out", plan}, planFlags...)...)
+	mustKplan(ctx, t, append([]string{"reassign", "--bootstrap-server", lab.Bootstrap, "--topics", topics, "--out", plan}, planFlags...)...)
 	b, err := os.ReadFile(plan)
 	require.NoError(t, err)
 	var pj struct {
@@ -106,7 +101,7 @@ func (s sequence) run(ctx context.Context, t *testing.T, lab *labtest.Lab) seque
 	}
 	require.NoError(t, json.Unmarshal(b, &pj), string(b))
 	res.Plan = pj.Partitions
-	kplan(ctx, t, "reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--lab-dir", lab.State.Dir)
+	mustKplan(ctx, t, "reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--lab-dir", lab.State.Dir)
 	checkApplied(ctx, t, lab, res.Plan)
 
 	// After: the same topics, as the plan left them, with the workload's
