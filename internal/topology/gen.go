@@ -41,6 +41,10 @@ type GenOptions struct {
 	// Uneven is the fraction (0..1) of topics whose partitions are packed
 	// onto fewer leader brokers than partitions, unevenly (thesis Fig 3.8).
 	Uneven float64
+	// Sizes, when set, draws every partition's SizeBytes from it (after
+	// placement, in partition order, so the placement of a seed is the
+	// same with or without sizes); nil leaves sizes unknown (-1).
+	Sizes *SizeDist
 }
 
 // Validate checks the options.
@@ -116,6 +120,11 @@ func Generate(o GenOptions, rng *rand.Rand) (*Cluster, error) {
 			backing = append(backing, place(p)...)
 			reps := backing[start:len(backing):len(backing)]
 			c.Partitions = append(c.Partitions, Partition{Topic: name, Partition: int32(p), Replicas: reps, Leader: reps[0], SizeBytes: -1})
+		}
+	}
+	if o.Sizes != nil {
+		for i := range c.Partitions {
+			c.Partitions[i].SizeBytes = o.Sizes.Draw(rng)
 		}
 	}
 	return c, nil
