@@ -77,7 +77,9 @@ type Summary struct {
 	Waves []Wave `json:"waves,omitempty"`
 	// Failover is the worst loss per failure domain before and after.
 	Failover *Failover `json:"failover,omitempty"`
-	Notes    []string  `json:"notes"`
+	// Bytes is the disk balance of a --balance bytes plan.
+	Bytes *BytesBalance `json:"bytes,omitempty"`
+	Notes []string      `json:"notes"`
 }
 
 // MaxListed bounds the topics and overlaps a summary lists.
@@ -216,10 +218,10 @@ func (w *work) changes(pl *Plan) {
 			})
 		}
 		if moves > 0 {
-			if p.SizeBytes < 0 {
+			if cb := p.CopyBytes(); cb < 0 {
 				bytesKnown = false
 			} else {
-				bytes += int64(moves) * p.SizeBytes
+				bytes += int64(moves) * cb
 			}
 		}
 		s.ReplicasMoved += moves
