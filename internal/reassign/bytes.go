@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -189,7 +190,7 @@ func computeBytes(c *topology.Cluster, opts Options) (*Plan, error) {
 	var curve []curvePoint
 	if opts.MaxMoveBytes > 0 {
 		slots := slices.Clone(w.slots)
-		cnt, tc, moves := slices.Clone(w.cnt), slices.Clone(w.tc), w.moves
+		cnt, tc, moves, moved := slices.Clone(w.cnt), slices.Clone(w.tc), w.moves, bs.moved
 		disk := slices.Clone(bs.disk)
 		bs.balance(-1)
 		curve = bs.curve
@@ -197,10 +198,12 @@ func computeBytes(c *topology.Cluster, opts Options) (*Plan, error) {
 		copy(w.cnt, cnt)
 		copy(w.tc, tc)
 		copy(bs.disk, disk)
-		w.moves, bs.spent, bs.curve = moves, forced, nil
+		w.moves, bs.spent, bs.moved, bs.curve = moves, forced, moved, nil
 		bs.balance(opts.MaxMoveBytes)
+		bs.search(opts.MaxMoveBytes, searchRand(opts))
 	} else {
 		bs.balance(-1)
+		bs.search(-1, searchRand(opts))
 		curve = bs.curve
 	}
 	w.assignLeaders()
@@ -227,6 +230,15 @@ func computeBytes(c *topology.Cluster, opts Options) (*Plan, error) {
 	return pl, nil
 }
 
+// searchRand is the exchange search's randomness: Options.Rand, or a
+// fixed seed so that the plan stays deterministic.
+func searchRand(o Options) *rand.Rand {
+	if o.Rand != nil {
+		return o.Rand
+	}
+	return rand.New(rand.NewPCG(22, 0x6b706c616e))
+}
+
 // bytesState is the disk view of a work during the bytes placement.
 type bytesState struct {
 	w      *work
@@ -242,6 +254,7 @@ type bytesState struct {
 	onB   [][]int32
 	slotP []int32 // slot -> partition
 	spent int64   // bytes copied so far, counted against the original
+	moved int     // replicas on brokers that did not hold them
 	curve []curvePoint
 	// bound is the lower bound after the forced moves (lowerBound).
 	bound int64
@@ -312,6 +325,12 @@ func (bs *bytesState) move(s, d int32) {
 	i := int(bs.slotP[s])
 	a := bs.w.slots[s]
 	bs.spent += bs.marginal(i, a, d)
+	if !bs.w.origHas(i, d) {
+		bs.moved++
+	}
+	if a >= 0 && !bs.w.origHas(i, a) {
+		bs.moved--
+	}
 	if a >= 0 {
 		bs.disk[a] -= bs.size[i]
 	}
@@ -323,7 +342,7 @@ func (bs *bytesState) move(s, d int32) {
 // canTake reports whether broker d may receive slot s's partition.
 func (bs *bytesState) canTake(s, d int32) bool {
 	i := int(bs.slotP[s])
-	return bs.w.target[d] && !bs.cordon[d] && !bs.w.holds(i, d) && bs.w.rackFree(i, d, s)
+	return bs.w.target[d] && (!bs.cordon[d] || bs.w.origHas(i, d)) && !bs.w.holds(i, d) && bs.w.rackFree(i, d, s)
 }
 
 // emptiest returns the target broker with the least disk that can take
@@ -582,7 +601,7 @@ func (bs *bytesState) pull(d int32, budget int64) bool {
 // record appends the balance after the moves so far to the curve.
 func (bs *bytesState) record() {
 	hi, lo, within := bs.extremes()
-	bs.curve = append(bs.curve, curvePoint{spent: bs.spent, moves: bs.w.moves, max: hi / bs.mean, min: lo / bs.mean, within: within})
+	bs.curve = append(bs.curve, curvePoint{spent: bs.spent, moves: bs.moved, max: hi / bs.mean, min: lo / bs.mean, within: within})
 }
 
 // extremes returns the most and least disk over target brokers and whether
