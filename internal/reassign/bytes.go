@@ -303,7 +303,10 @@ func newBytesState(w *work, cordon []bool) *bytesState {
 		}
 	}
 	bs.mean = float64(total) / float64(len(bs.tb))
-	bs.lo, bs.hi = bs.mean*(1-w.opts.Tolerance), bs.mean*(1+w.opts.Tolerance)
+	// Disk sums are integers: the band's edges rounded inwards change no
+	// answer and keep every distance outside it an exact integer (as a
+	// float64, exact below 2^53 bytes, 8 PiB, per broker).
+	bs.lo, bs.hi = math.Ceil(bs.mean*(1-w.opts.Tolerance)), math.Floor(bs.mean*(1+w.opts.Tolerance))
 	return bs
 }
 

@@ -100,7 +100,7 @@ func (bs *bytesState) restore(s snapshot) {
 // search runs the exchange search within budget (< 0: none).
 func (bs *bytesState) search(budget int64, rng *rand.Rand) {
 	effort := searchEffort
-	eps := 0.5 // bytes: disk sums are exact integers, floats hold them to well below a byte
+	eps := 0.5 // distances outside the band are whole bytes (newBytesState)
 	bs.climb(budget, eps, &effort, nil)
 	best := bs.save()
 	for k, stale := 0, 0; k < searchKicks && stale < searchStale && effort > 0; k++ {
