@@ -185,8 +185,10 @@ func computeBytes(c *topology.Cluster, opts Options) (*Plan, error) {
 	}
 	forced := bs.spent
 	bs.setBound()
-	// The trade-off comes from the plan without a budget; with one, the
-	// plan is the same greedy with moves beyond the budget left out.
+	// The trade-off comes from the greedy placement without a budget:
+	// every point of it is a placement within that many bytes. With a
+	// budget, the plan is the same greedy with moves beyond the budget
+	// left out, then the search within the budget.
 	var curve []curvePoint
 	if opts.MaxMoveBytes > 0 {
 		slots := slices.Clone(w.slots)
@@ -212,6 +214,9 @@ func computeBytes(c *topology.Cluster, opts Options) (*Plan, error) {
 	if w.widened {
 		pl.Summary.Tolerance = opts.Tolerance
 	}
+	bs.curve = nil
+	bs.record()
+	curve = append(curve, bs.curve...) // the plan itself
 	bb := bs.summary(forced, curve)
 	if opts.MaxMoveBytes > 0 && forced > opts.MaxMoveBytes {
 		w.notes = append(w.notes, fmt.Sprintf("--max-move-bytes %d: the replicas that must move (drained brokers, rack rules, a new replication factor) copy %d bytes alone", opts.MaxMoveBytes, forced))
@@ -662,22 +667,27 @@ func (bs *bytesState) lowerBound() int64 {
 	return bs.bound
 }
 
-// tradeOff picks budget steps from the curve: the forced bytes, then
-// 10%, 25%, 50%, 75% and all of what the plan copies beyond them; each
-// step shows the balance after the plan's moves up to that budget.
+// tradeOff picks budget steps: the forced bytes, then 10%, 25%, 50% and
+// 75% of what the plan copies beyond them, and the plan itself (the last
+// point of curve). Each step shows the best balance among the placements
+// of the curve within its budget: the greedy's placements, in its order
+// (the fullest broker first), then the plan.
 func tradeOff(curve []curvePoint, forced int64) []BudgetStep {
 	if len(curve) == 0 {
 		return []BudgetStep{}
 	}
-	total := curve[len(curve)-1].spent
+	plan := curve[len(curve)-1]
 	var out []BudgetStep
 	for _, f := range []float64{0, 0.1, 0.25, 0.5, 0.75, 1} {
-		budget := forced + int64(f*float64(total-forced))
-		k := 0
+		budget := forced + int64(f*float64(plan.spent-forced))
+		k := -1
 		for j, p := range curve {
-			if p.spent <= budget {
+			if p.spent <= budget && (k < 0 || p.within && !curve[k].within || p.within == curve[k].within && p.max < curve[k].max) {
 				k = j
 			}
+		}
+		if k < 0 {
+			continue
 		}
 		p := curve[k]
 		st := BudgetStep{Budget: budget, BytesMoved: p.spent, Moves: p.moves, MaxOverMean: round3(p.max), MinOverMean: round3(p.min), Within: p.within}

@@ -241,7 +241,6 @@ func (bs *bytesState) climb(budget int64, eps float64, effort *int, tabu map[int
 			bs.move(mv[0], mv[1])
 			bs.move(mv[2], mv[3])
 		}
-		bs.record()
 	}
 }
 

@@ -349,3 +349,133 @@ func TestBytesNearOptimum(t *testing.T) {
 	require.GreaterOrEqual(t, solved, 150, "the brute force gave up too often")
 	require.GreaterOrEqual(t, feasible, 80)
 }
+
+// A tiered partition whose remote bytes need no copy: tiered-4's broker 1
+// sheds its 100 GiB tiered partition (5 GiB local) rather than 100 GiB of
+// others; without local_bytes the same layout copies 100 GiB.
+func TestBytesPrefersTiered(t *testing.T) {
+	c := load(t, "../../testdata/layouts/tiered-4.json")
+	pl, err := Compute(c, Options{Balance: BalanceBytes, Tolerance: 0.05})
+	require.NoError(t, err)
+	require.Len(t, pl.Changes, 1)
+	assert.Equal(t, topology.Key{Topic: "logs", Partition: 0}, pl.Changes[0].New.Key())
+	assert.Equal(t, int64(5<<30), pl.Summary.Bytes.BytesMoved)
+	assert.Equal(t, int64(5<<30), *pl.Summary.BytesMoved)
+	assert.True(t, pl.Summary.Bytes.Within)
+	assert.Zero(t, pl.Summary.Bytes.LowerBound, "no bound holds when moves cost less than they relieve")
+
+	flat := c.Clone()
+	for i := range flat.Partitions {
+		flat.Partitions[i].LocalBytes = 0
+	}
+	pf, err := Compute(flat, Options{Balance: BalanceBytes, Tolerance: 0.05})
+	require.NoError(t, err)
+	assert.Equal(t, int64(100<<30), pf.Summary.Bytes.BytesMoved, "untiered, 100 GiB must leave broker 1 whichever partitions go")
+	assert.Equal(t, int64(95<<30), pf.Summary.Bytes.LowerBound, "broker 1 may keep 105 GiB: 95 GiB must leave it")
+}
+
+// Unknown sizes: --balance bytes refuses with one line naming how many
+// partitions lack one; the count plan still runs.
+func TestBytesRefusesUnknownSizes(t *testing.T) {
+	c := load(t, "../../testdata/layouts/sized-6.json")
+	c.Partitions[3].SizeBytes = -1
+	c.Partitions[7].SizeBytes = -1
+	_, err := Compute(c, Options{Balance: BalanceBytes, Tolerance: 0.05})
+	var te *TargetError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, "balance", te.Field)
+	assert.Equal(t, "bytes needs every partition's size: 2 of 36 partitions have none (size_bytes in the layout, or a live cluster's DescribeLogDirs)", te.Msg)
+	_, err = Compute(c, Options{Tolerance: 0.05})
+	assert.NoError(t, err)
+}
+
+func TestBytesOptionErrors(t *testing.T) {
+	c := load(t, "../../testdata/layouts/sized-6.json")
+	bytes := Options{Balance: BalanceBytes, Tolerance: 0.05}
+	with := func(f func(*Options)) Options { o := bytes; f(&o); return o }
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		field string
+	}{
+		{"unknown objective", Options{Balance: "load"}, "balance"},
+		{"cordon with replicas", Options{Cordon: []int32{1}}, "cordon"},
+		{"budget with replicas", Options{MaxMoveBytes: 1}, "max-move-bytes"},
+		{"no band", with(func(o *Options) { o.Tolerance = 0 }), "tolerance"},
+		{"negative budget", with(func(o *Options) { o.MaxMoveBytes = -1 }), "max-move-bytes"},
+		{"fix overlaps", with(func(o *Options) { o.FixOverlaps = true }), "fix-overlaps"},
+		{"reorder only", with(func(o *Options) { o.ReorderOnly = true }), "reorder-only"},
+		{"max moves", with(func(o *Options) { o.MaxMoves = 3 }), "max-moves"},
+		{"failover moves", with(func(o *Options) { o.FailoverMoves = 2 }), "failover-moves"},
+		{"cordon unknown broker", with(func(o *Options) { o.Cordon = []int32{9} }), "cordon"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Compute(c, tc.opts)
+			var te *TargetError
+			require.ErrorAs(t, err, &te)
+			assert.Equal(t, tc.field, te.Field, te.Error())
+			assert.NotContains(t, te.Error(), "\n")
+		})
+	}
+}
+
+// With a budget the plan copies no more than it, never ends worse than it
+// started, and the trade-off's steps never cost more than their budget;
+// a drained broker's replicas move whatever the budget (forced), never to
+// a cordoned broker.
+func TestBytesBudgetAndDrain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 22))
+	for k := 0; k < 60; k++ {
+		in := randomSized(rng, 30)
+		full, err := Compute(in.c, Options{Balance: BalanceBytes, Tolerance: in.tol, Cordon: in.cordon})
+		require.NoError(t, err)
+		budget := full.Summary.Bytes.BytesMoved / 2
+		if budget == 0 {
+			continue
+		}
+		pl, err := Compute(in.c, Options{Balance: BalanceBytes, Tolerance: in.tol, Cordon: in.cordon, MaxMoveBytes: budget})
+		require.NoError(t, err)
+		copied, _ := planBytes(t, in, pl)
+		assert.LessOrEqual(t, copied, budget, "instance %d", k)
+		assert.LessOrEqual(t, pl.Summary.Bytes.After.MaxOverMean, pl.Summary.Bytes.Before.MaxOverMean, "instance %d", k)
+		for _, st := range full.Summary.Bytes.TradeOff {
+			assert.LessOrEqual(t, st.BytesMoved, st.Budget, "instance %d", k)
+		}
+
+		// Drain the last broker (not cordoned), if the rest can hold the
+		// replication factor.
+		last := in.c.Brokers[len(in.c.Brokers)-1]
+		if slices.Contains(in.cordon, last.ID) || len(in.c.Brokers)-1-len(in.cordon) < len(in.c.Partitions[0].Replicas) {
+			continue
+		}
+		target := in.c.Brokers[:len(in.c.Brokers)-1]
+		dr, err := Compute(in.c, Options{Balance: BalanceBytes, Tolerance: in.tol, Cordon: in.cordon, Brokers: target, MaxMoveBytes: 1})
+		if err != nil {
+			var te *TargetError
+			require.ErrorAs(t, err, &te, "instance %d", k)
+			continue // racks or cordons leave no room
+		}
+		var onLast int64
+		for _, p := range in.c.Partitions {
+			if slices.Contains(p.Replicas, last.ID) {
+				onLast += p.CopyBytes()
+			}
+		}
+		assert.Equal(t, onLast, dr.Summary.Bytes.ForcedBytes, "instance %d", k)
+		for _, p := range dr.Final.Partitions {
+			assert.NotContains(t, p.Replicas, last.ID)
+		}
+		require.NoError(t, Check(in.c, dr, Options{Brokers: target, Cordon: in.cordon}))
+	}
+}
+
+// The same input gives the same plan.
+func TestBytesDeterministic(t *testing.T) {
+	c := load(t, "../../testdata/layouts/sized-6.json")
+	a, err := Compute(c, Options{Balance: BalanceBytes, Tolerance: 0.05})
+	require.NoError(t, err)
+	b, err := Compute(c, Options{Balance: BalanceBytes, Tolerance: 0.05})
+	require.NoError(t, err)
+	assert.Equal(t, a.New(), b.New())
+	assert.Equal(t, a.Summary, b.Summary)
+}

@@ -301,3 +301,31 @@ func containsID(v []int32, id int32) bool {
 	}
 	return false
 }
+
+// KafkaGenerate models kafka-reassign-partitions --generate: every topic
+// of c placed anew over brokers as Kafka's AdminUtils places a new topic
+// (a random first broker, leaders round robin from it, followers at a
+// random shift; rack-aware when every broker has a rack), whatever its
+// replicas were. Each topic keeps its partitions' replication factor
+// (that of its first partition) and sizes. It returns a new cluster; c is
+// not changed. The tool knows nothing of sizes or of the current
+// assignment, so it moves most replicas: the baseline kplan's plans are
+// compared with.
+func KafkaGenerate(c *Cluster, brokers []Broker, rng *rand.Rand) *Cluster {
+	racks := len(brokers) > 0
+	for _, b := range brokers {
+		racks = racks && b.Rack != ""
+	}
+	ordered := rackOrder(brokers)
+	out := &Cluster{Brokers: slices.Clone(brokers), Partitions: make([]Partition, 0, len(c.Partitions))}
+	for _, t := range c.Topics() {
+		rf := min(len(t.Partitions[0].Replicas), len(brokers))
+		place := kafkaPlacer(ordered, rf, racks, rng)
+		for j, p := range t.Partitions {
+			reps := slices.Clone(place(j))
+			out.Partitions = append(out.Partitions, Partition{Topic: p.Topic, Partition: p.Partition, Replicas: reps, Leader: reps[0],
+				SizeBytes: p.SizeBytes, LocalBytes: p.LocalBytes})
+		}
+	}
+	return out
+}
