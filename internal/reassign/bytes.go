@@ -254,6 +254,8 @@ type bytesState struct {
 	disk   []int64 // per dense broker
 	lo, hi float64 // the band
 	mean   float64
+	// invMean is 1/mean, for pen.
+	invMean float64
 	// onB lists, per broker, slots that held it at some point (stale
 	// entries are skipped: w.slots is the truth).
 	onB   [][]int32
@@ -308,6 +310,7 @@ func newBytesState(w *work, cordon []bool) *bytesState {
 		}
 	}
 	bs.mean = float64(total) / float64(len(bs.tb))
+	bs.invMean = 1 / max(bs.mean, 1)
 	// Disk sums are integers: the band's edges rounded inwards change no
 	// answer and keep every distance outside it an exact integer (as a
 	// float64, exact below 2^53 bytes, 8 PiB, per broker).

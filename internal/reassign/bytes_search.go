@@ -30,14 +30,18 @@ const (
 	searchStale = 100
 )
 
-// pen is how far broker b is outside the band with disk v.
+// pen is how far broker b is outside the band with disk v, d, plus d²/mean:
+// the square makes one broker far outside cost more than two a little
+// outside, so that a budget too small to reach the band goes first to the
+// fullest and emptiest brokers (the max/mean an operator reads), and the
+// linear term keeps a distance of one byte from vanishing in rounding.
 func (bs *bytesState) pen(b int32, v int64) float64 {
 	x := float64(v)
-	p := max(0, x-bs.hi)
+	d := max(0, x-bs.hi)
 	if !bs.cordon[b] {
-		p += max(0, bs.lo-x)
+		d += max(0, bs.lo-x)
 	}
-	return p
+	return d + d*d*bs.invMean
 }
 
 // violation sums pen over target brokers.
@@ -209,12 +213,30 @@ func (bs *bytesState) climb(budget int64, eps float64, effort *int, tabu map[int
 				bestDV, bestDC, mv, found = dv, dc, [4]int32{s, d, -1, -1}, true
 			}
 		}
-		// Swaps: s on a goes to b, t on b goes to a.
-		for s := int32(0); s < ns && *effort > 0; s++ {
+		// Swaps: s on a goes to b, t on b goes to a. A swap of two
+		// replicas on their original brokers inside the band gains
+		// nothing (it copies both, and no distance can shrink), so one of
+		// them must be active: moved by the plan, or on a broker outside.
+		active := make([]bool, ns)
+		var act []int32
+		for s := int32(0); s < ns; s++ {
+			a := w.slots[s]
+			if bs.pen(a, bs.disk[a]) > 0 || !w.origHas(int(bs.slotP[s]), a) {
+				active[s] = true
+				act = append(act, s)
+			}
+		}
+		for _, s := range act {
+			if *effort <= 0 {
+				break
+			}
 			a := w.slots[s]
 			i := int(bs.slotP[s])
-			for t := s + 1; t < ns; t++ {
+			for t := int32(0); t < ns; t++ {
 				*effort--
+				if t == s || active[t] && t < s {
+					continue // the same pair from t's side
+				}
 				b := w.slots[t]
 				j := int(bs.slotP[t])
 				if a == b || i == j {

@@ -313,7 +313,7 @@ func planBytes(t *testing.T, in bfInstance, pl *Plan) (int64, bool) {
 func TestBytesNearOptimum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, 2026))
 	solved, feasible, worst := 0, 0, 1.0
-	for k := 0; k < 200; k++ {
+	for k := 0; k < 150; k++ {
 		in := randomSized(rng, 30)
 		pl, err := Compute(in.c, Options{Balance: BalanceBytes, Tolerance: in.tol, Cordon: in.cordon})
 		require.NoError(t, err, "instance %d", k)
@@ -345,9 +345,9 @@ func TestBytesNearOptimum(t *testing.T) {
 		assert.LessOrEqual(t, r, 1.10, "instance %d: %d bytes against the optimum %d (%d brokers, %d partitions, tol %g)",
 			k, copied, opt, len(in.c.Brokers), len(in.c.Partitions), in.tol)
 	}
-	t.Logf("solved %d of 200 (%d within reach), worst bytes/optimum %.3f", solved, feasible, worst)
-	require.GreaterOrEqual(t, solved, 150, "the brute force gave up too often")
-	require.GreaterOrEqual(t, feasible, 80)
+	t.Logf("solved %d of 150 (%d within reach), worst bytes/optimum %.3f", solved, feasible, worst)
+	require.GreaterOrEqual(t, solved, 120, "the brute force gave up too often")
+	require.GreaterOrEqual(t, feasible, 60)
 }
 
 // A tiered partition whose remote bytes need no copy: tiered-4's broker 1
