@@ -425,12 +425,15 @@ func choose(cands []cand, need, room float64) []int32 {
 	}
 	// Greedy: cheapest per byte, then largest, never past need.
 	order := slices.Clone(cands)
-	slices.SortStableFunc(order, func(a, b cand) int {
+	slices.SortFunc(order, func(a, b cand) int {
 		// a.cost/a.size < b.cost/b.size without division.
 		if x, y := float64(a.cost)*float64(b.size), float64(b.cost)*float64(a.size); x != y {
 			return cmp.Compare(x, y)
 		}
-		return cmp.Compare(b.size, a.size)
+		if c := cmp.Compare(b.size, a.size); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.s, b.s) // slots are unique: a total order
 	})
 	var fill []int32
 	var got float64
@@ -576,7 +579,9 @@ func (bs *bytesState) pull(d int32, budget int64) bool {
 	room := bs.hi - float64(bs.disk[d])
 	var cands []cand
 	for _, a := range bs.tb {
-		if a == d || float64(bs.disk[a]) <= bs.lo {
+		// Sources above the mean: pulling from a broker below it only
+		// moves the deficit.
+		if a == d || float64(bs.disk[a]) <= max(bs.lo, bs.mean) {
 			continue
 		}
 		for _, s := range bs.onB[a] {
@@ -584,7 +589,7 @@ func (bs *bytesState) pull(d int32, budget int64) bool {
 				continue
 			}
 			i := int(bs.slotP[s])
-			if bs.size[i] == 0 || float64(bs.disk[a]-bs.size[i]) < bs.lo || !bs.canTake(s, d) {
+			if bs.size[i] == 0 || float64(bs.size[i]) > room || float64(bs.disk[a]-bs.size[i]) < bs.lo || !bs.canTake(s, d) {
 				continue
 			}
 			m := bs.marginal(i, a, d)
