@@ -76,14 +76,13 @@ func preferred(dv float64, dc int64, bv float64, bc int64, eps float64) bool {
 }
 
 type snapshot struct {
-	slots     []int32
-	cnt       []int
-	tc        []int32
-	disk      []int64
-	spent     int64
-	moved     int
-	viol      float64
-	onBLength int
+	slots []int32
+	cnt   []int
+	tc    []int32
+	disk  []int64
+	spent int64
+	moved int
+	viol  float64
 }
 
 func (bs *bytesState) save() snapshot {

@@ -33,7 +33,8 @@ type Summary struct {
 	// PreferredElections is the size of the election list.
 	PreferredElections int `json:"preferred_elections"`
 	// BytesMoved is the data copied, when every moved partition's size is
-	// known (live input reads DescribeLogDirs).
+	// known (live input reads DescribeLogDirs): each new replica copies
+	// its partition's CopyBytes (the local bytes of a tiered topic).
 	BytesMoved *int64 `json:"bytes_moved,omitempty"`
 	// LowerBound is the least number of replica moves any plan that
 	// balances replica counts needs: replicas on drained brokers (and
