@@ -93,6 +93,7 @@ func TestBytesGolden(t *testing.T) {
 		{"sized-6-bytes-cordon-5.txt", []string{"--from", sized, "--balance", "bytes", "--cordon", "5"}},
 		{"sized-6-bytes-budget-20GiB.txt", []string{"--from", sized, "--balance", "bytes", "--max-move-bytes", "20GiB"}},
 		{"tiered-4-bytes.txt", []string{"--from", tiered, "--balance", "bytes"}},
+		{"tiered-4-bytes.json", []string{"--from", tiered, "--balance", "bytes", "-o", "json"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			code, out, errOut := run(append([]string{"reassign"}, tc.args...)...)
