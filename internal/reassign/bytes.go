@@ -318,6 +318,16 @@ func newBytesState(w *work, cordon []bool) *bytesState {
 	return bs
 }
 
+// floor is the least disk broker b may end with: the band's bottom, or
+// nothing for a cordoned broker (it cannot be filled, so the band's bottom
+// does not bind it).
+func (bs *bytesState) floor(b int32) float64 {
+	if bs.cordon[b] {
+		return 0
+	}
+	return bs.lo
+}
+
 // marginal is what moving partition i's replica from a (or a hole, -1) to
 // d adds to the bytes copied against the original assignment.
 func (bs *bytesState) marginal(i int, a, d int32) int64 {
@@ -533,7 +543,7 @@ func (bs *bytesState) affordable(m, budget int64) bool {
 func (bs *bytesState) shed(a int32, budget int64) bool {
 	w := bs.w
 	need := float64(bs.disk[a]) - bs.hi
-	room := float64(bs.disk[a]) - bs.lo
+	room := float64(bs.disk[a]) - bs.floor(a)
 	var cands []cand
 	live := bs.onB[a][:0]
 	for _, s := range bs.onB[a] {
@@ -561,7 +571,7 @@ func (bs *bytesState) shed(a int32, budget int64) bool {
 	for _, s := range choose(cands, need, room) {
 		d := bs.emptiest(s, bs.hi, a)
 		i := int(bs.slotP[s])
-		if d < 0 || float64(bs.disk[a]-bs.size[i]) < bs.lo || !bs.affordable(bs.marginal(i, a, d), budget) {
+		if d < 0 || float64(bs.disk[a]-bs.size[i]) < bs.floor(a) || !bs.affordable(bs.marginal(i, a, d), budget) {
 			continue
 		}
 		bs.move(s, d)
@@ -589,7 +599,7 @@ func (bs *bytesState) pull(d int32, budget int64) bool {
 				continue
 			}
 			i := int(bs.slotP[s])
-			if bs.size[i] == 0 || float64(bs.size[i]) > room || float64(bs.disk[a]-bs.size[i]) < bs.lo || !bs.canTake(s, d) {
+			if bs.size[i] == 0 || float64(bs.size[i]) > room || float64(bs.disk[a]-bs.size[i]) < bs.floor(a) || !bs.canTake(s, d) {
 				continue
 			}
 			m := bs.marginal(i, a, d)
@@ -603,7 +613,7 @@ func (bs *bytesState) pull(d int32, budget int64) bool {
 	for _, s := range choose(cands, need, room) {
 		i := int(bs.slotP[s])
 		a := w.slots[s]
-		if a < 0 || float64(bs.disk[a]-bs.size[i]) < bs.lo || float64(bs.disk[d]+bs.size[i]) > bs.hi || !bs.canTake(s, d) ||
+		if a < 0 || float64(bs.disk[a]-bs.size[i]) < bs.floor(a) || float64(bs.disk[d]+bs.size[i]) > bs.hi || !bs.canTake(s, d) ||
 			!bs.affordable(bs.marginal(i, a, d), budget) {
 			continue
 		}
