@@ -555,8 +555,11 @@ func (bs *bytesState) shed(a int32, budget int64) bool {
 		if bs.size[i] == 0 || bs.emptiest(s, bs.hi, a) < 0 {
 			continue
 		}
-		// The cost is what the emptiest destination adds; a destination
-		// that held the partition would be free, found below.
+		// The cost to choose by: a copy, unless the replica is one this
+		// plan placed (moving it on copies nothing more). The exact
+		// marginal, with the destination, is checked against the budget
+		// when it moves; the exchange search finds returns to a broker
+		// that held the partition, which cost nothing.
 		m := bs.cost[i]
 		if !w.origHas(i, a) {
 			m = 0 // moving a replica this plan placed costs nothing more
