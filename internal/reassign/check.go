@@ -23,6 +23,11 @@ func Check(c *topology.Cluster, p *Plan, o Options) error {
 	}
 	for _, ch := range p.Changes {
 		k := ch.New.Key()
+		for _, r := range ch.New.Replicas {
+			if slices.Contains(o.Cordon, r) && !slices.Contains(ch.Old.Replicas, r) {
+				return fmt.Errorf("%s: cordoned broker %d receives a replica", k, r)
+			}
+		}
 		switch {
 		case len(ch.New.Replicas) == 0:
 			return fmt.Errorf("%s: empty replica list", k)

@@ -33,7 +33,8 @@ type Summary struct {
 	// PreferredElections is the size of the election list.
 	PreferredElections int `json:"preferred_elections"`
 	// BytesMoved is the data copied, when every moved partition's size is
-	// known (live input reads DescribeLogDirs).
+	// known (live input reads DescribeLogDirs): each new replica copies
+	// its partition's CopyBytes (the local bytes of a tiered topic).
 	BytesMoved *int64 `json:"bytes_moved,omitempty"`
 	// LowerBound is the least number of replica moves any plan that
 	// balances replica counts needs: replicas on drained brokers (and
@@ -77,7 +78,9 @@ type Summary struct {
 	Waves []Wave `json:"waves,omitempty"`
 	// Failover is the worst loss per failure domain before and after.
 	Failover *Failover `json:"failover,omitempty"`
-	Notes    []string  `json:"notes"`
+	// Bytes is the disk balance of a --balance bytes plan.
+	Bytes *BytesBalance `json:"bytes,omitempty"`
+	Notes []string      `json:"notes"`
 }
 
 // MaxListed bounds the topics and overlaps a summary lists.
@@ -216,10 +219,10 @@ func (w *work) changes(pl *Plan) {
 			})
 		}
 		if moves > 0 {
-			if p.SizeBytes < 0 {
+			if cb := p.CopyBytes(); cb < 0 {
 				bytesKnown = false
 			} else {
-				bytes += int64(moves) * p.SizeBytes
+				bytes += int64(moves) * cb
 			}
 		}
 		s.ReplicasMoved += moves

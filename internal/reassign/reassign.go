@@ -100,6 +100,16 @@ type Options struct {
 	// Rand breaks ties between equally loaded brokers when non-nil; nil
 	// breaks them by broker id.
 	Rand *rand.Rand
+	// Balance is the objective: "" or BalanceReplicas balances replica
+	// counts with the fewest moves; BalanceBytes balances disk bytes per
+	// broker within Tolerance with the fewest bytes copied (bytes.go).
+	Balance string
+	// Cordon lists brokers that receive no new replica (their own may
+	// leave); BalanceBytes only.
+	Cordon []int32
+	// MaxMoveBytes, when > 0, is a budget of bytes copied: the plan
+	// reaches the best balance it finds within it (BalanceBytes only).
+	MaxMoveBytes int64
 }
 
 // TargetError is a target the cluster cannot meet, or an input the planner
@@ -200,6 +210,12 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	}
 	if err := checkReorderOnly(opts); err != nil {
 		return nil, err
+	}
+	if err := checkBalance(c, opts); err != nil {
+		return nil, err
+	}
+	if opts.Balance == BalanceBytes {
+		return computeBytes(c, opts)
 	}
 	c, settled := settle(c, opts.Ongoing)
 	if opts.ReorderOnly {

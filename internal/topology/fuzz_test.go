@@ -64,7 +64,8 @@ func FuzzLoad(f *testing.F) {
 		}
 		for i := range c.Partitions {
 			a, b := c.Partitions[i], back.Partitions[i]
-			if a.Key() != b.Key() || !equalIDs(a.Replicas, b.Replicas) || a.Leader != b.Leader || !equalIDs(a.ISR, b.ISR) {
+			if a.Key() != b.Key() || !equalIDs(a.Replicas, b.Replicas) || a.Leader != b.Leader || !equalIDs(a.ISR, b.ISR) ||
+				a.SizeBytes != b.SizeBytes || a.LocalBytes != b.LocalBytes {
 				t.Fatalf("partition %d: %+v came back as %+v", i, a, b)
 			}
 		}

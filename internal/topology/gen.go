@@ -41,6 +41,10 @@ type GenOptions struct {
 	// Uneven is the fraction (0..1) of topics whose partitions are packed
 	// onto fewer leader brokers than partitions, unevenly (thesis Fig 3.8).
 	Uneven float64
+	// Sizes, when set, draws every partition's SizeBytes from it (after
+	// placement, in partition order, so the placement of a seed is the
+	// same with or without sizes); nil leaves sizes unknown (-1).
+	Sizes *SizeDist
 }
 
 // Validate checks the options.
@@ -116,6 +120,11 @@ func Generate(o GenOptions, rng *rand.Rand) (*Cluster, error) {
 			backing = append(backing, place(p)...)
 			reps := backing[start:len(backing):len(backing)]
 			c.Partitions = append(c.Partitions, Partition{Topic: name, Partition: int32(p), Replicas: reps, Leader: reps[0], SizeBytes: -1})
+		}
+	}
+	if o.Sizes != nil {
+		for i := range c.Partitions {
+			c.Partitions[i].SizeBytes = o.Sizes.Draw(rng)
 		}
 	}
 	return c, nil
@@ -291,4 +300,32 @@ func containsID(v []int32, id int32) bool {
 		}
 	}
 	return false
+}
+
+// KafkaGenerate models kafka-reassign-partitions --generate: every topic
+// of c placed anew over brokers as Kafka's AdminUtils places a new topic
+// (a random first broker, leaders round robin from it, followers at a
+// random shift; rack-aware when every broker has a rack), whatever its
+// replicas were. Each topic keeps its partitions' replication factor
+// (that of its first partition) and sizes. It returns a new cluster; c is
+// not changed. The tool knows nothing of sizes or of the current
+// assignment, so it moves most replicas: the baseline kplan's plans are
+// compared with.
+func KafkaGenerate(c *Cluster, brokers []Broker, rng *rand.Rand) *Cluster {
+	racks := len(brokers) > 0
+	for _, b := range brokers {
+		racks = racks && b.Rack != ""
+	}
+	ordered := rackOrder(brokers)
+	out := &Cluster{Brokers: slices.Clone(brokers), Partitions: make([]Partition, 0, len(c.Partitions))}
+	for _, t := range c.Topics() {
+		rf := min(len(t.Partitions[0].Replicas), len(brokers))
+		place := kafkaPlacer(ordered, rf, racks, rng)
+		for j, p := range t.Partitions {
+			reps := slices.Clone(place(j))
+			out.Partitions = append(out.Partitions, Partition{Topic: p.Topic, Partition: p.Partition, Replicas: reps, Leader: reps[0],
+				SizeBytes: p.SizeBytes, LocalBytes: p.LocalBytes})
+		}
+	}
+	return out
 }

@@ -93,6 +93,10 @@ type jsonPartition struct {
 	Leader    *int64   `json:"leader"`
 	ISR       []int64  `json:"isr"`
 	Offline   []int64  `json:"offline_replicas"`
+	// SizeBytes and LocalBytes are kplan's keys (WriteLayout): the
+	// partition's size and, for a tiered topic, its local bytes.
+	SizeBytes  *int64 `json:"size_bytes"`
+	LocalBytes *int64 `json:"local_bytes"`
 }
 
 // LoadJSON reads Kafka's version-1 reassignment JSON. The layouts kplan
@@ -330,6 +334,23 @@ func (jp jsonPartition) partition(topics map[string]string) (Partition, string, 
 		p.LogDirs = jp.LogDirs
 	}
 	p.SizeBytes = -1
+	if jp.SizeBytes != nil {
+		if *jp.SizeBytes < -1 {
+			return p, "size_bytes", fmt.Sprintf("%s: %d is negative (-1: unknown)", p.Key(), *jp.SizeBytes)
+		}
+		p.SizeBytes = *jp.SizeBytes
+	}
+	if jp.LocalBytes != nil {
+		switch l := *jp.LocalBytes; {
+		case l < 0:
+			return p, "local_bytes", fmt.Sprintf("%s: %d is negative", p.Key(), l)
+		case p.SizeBytes < 0:
+			return p, "local_bytes", fmt.Sprintf("%s: local bytes without size_bytes", p.Key())
+		case l > p.SizeBytes:
+			return p, "local_bytes", fmt.Sprintf("%s: %d local bytes exceed size_bytes %d", p.Key(), l, p.SizeBytes)
+		}
+		p.LocalBytes = *jp.LocalBytes
+	}
 	return p, "", ""
 }
 

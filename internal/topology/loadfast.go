@@ -293,15 +293,15 @@ func (s *fastScanner) partitions(c *Cluster, topics map[string]string) bool {
 		return true
 	}
 	var topic string
-	var part, leader int64
+	var part, leader, size, local int64
 	var reps, isr, offline []int64
 	for {
 		if !s.lit('{') {
 			return false
 		}
 		var jp jsonPartition
-		var seen uint8
-		field := func(bit uint8) bool {
+		var seen uint16
+		field := func(bit uint16) bool {
 			if seen&bit != 0 {
 				return false
 			}
@@ -352,6 +352,16 @@ func (s *fastScanner) partitions(c *Cluster, topics map[string]string) bool {
 					if jp.LogDirs, ok = s.strArray(); !ok || !field(64) {
 						return false
 					}
+				case "size_bytes":
+					if size, ok = s.int(); !ok || !field(128) {
+						return false
+					}
+					jp.SizeBytes = &size
+				case "local_bytes":
+					if local, ok = s.int(); !ok || !field(256) {
+						return false
+					}
+					jp.LocalBytes = &local
 				default:
 					return false
 				}

@@ -15,15 +15,16 @@ import (
 // partition, replicas and log_dirs (when present) are written; Kafka's tool
 // rejects unknown fields in no version, but kplan keeps its files minimal.
 func WriteReassignment(w io.Writer, parts []Partition) error {
-	return writePartitions(w, parts, nil, false, false)
+	return writePartitions(w, parts, nil, false, false, false)
 }
 
 // WriteLayout writes a layout as WriteReassignment does plus kplan's
 // "brokers" key ([{"id":1,"rack":"r1"},...]), so brokers' racks and brokers
-// holding nothing survive the round trip through Load. Kafka's tools ignore
-// the extra key.
+// holding nothing survive the round trip through Load, and each known
+// partition size ("size_bytes", and "local_bytes" for a tiered one). Kafka's
+// tools ignore the extra keys.
 func WriteLayout(w io.Writer, c *Cluster) error {
-	return writePartitions(w, c.Partitions, c.Brokers, false, false)
+	return writePartitions(w, c.Partitions, c.Brokers, false, false, true)
 }
 
 // WriteSnapshot writes a layout in the same JSON form with each partition's
@@ -32,7 +33,7 @@ func WriteLayout(w io.Writer, c *Cluster) error {
 // later; Load reads it back unchanged. Brokers (with racks) are written as
 // WriteLayout does.
 func WriteSnapshot(w io.Writer, c *Cluster) error {
-	return writePartitions(w, c.Partitions, c.Brokers, c.Live, true)
+	return writePartitions(w, c.Partitions, c.Brokers, c.Live, true, true)
 }
 
 func writeInts(b *bytes.Buffer, v []int32) {
@@ -46,7 +47,7 @@ func writeInts(b *bytes.Buffer, v []int32) {
 	b.WriteByte(']')
 }
 
-func writePartitions(w io.Writer, parts []Partition, brokers []Broker, live, state bool) error {
+func writePartitions(w io.Writer, parts []Partition, brokers []Broker, live, state, sizes bool) error {
 	sorted := parts
 	if !slices.IsSortedFunc(parts, ComparePartitions) {
 		sorted = slices.Clone(parts)
@@ -96,6 +97,15 @@ func writePartitions(w io.Writer, parts []Partition, brokers []Broker, live, sta
 				writeJSONString(&b, d)
 			}
 			b.WriteByte(']')
+		}
+		if sizes {
+			// Layouts and snapshots, never a plan: sizes when known.
+			if p.SizeBytes >= 0 {
+				fmt.Fprintf(&b, ",\"size_bytes\":%d", p.SizeBytes)
+			}
+			if p.LocalBytes > 0 {
+				fmt.Fprintf(&b, ",\"local_bytes\":%d", p.LocalBytes)
+			}
 		}
 		if state {
 			fmt.Fprintf(&b, ",\"leader\":%d", p.Leader)

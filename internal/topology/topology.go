@@ -44,7 +44,27 @@ type Partition struct {
 	// LogDirs as given in a reassignment file; kept, never interpreted.
 	LogDirs []string `json:"log_dirs,omitempty"`
 	// SizeBytes is the partition's size on its leader, or -1 when unknown.
+	// A layout file gives it as "size_bytes"; a live cluster's comes from
+	// DescribeLogDirs. `kplan reassign --balance bytes` counts it as the
+	// replica's weight on its broker's disk.
 	SizeBytes int64 `json:"size_bytes,omitempty"`
+	// LocalBytes is what a new follower copies when it is smaller than
+	// SizeBytes: a tiered topic's local tail (KIP-405 with KIP-1023, a new
+	// follower fetches from the leader's local log start). 0 means not
+	// known to be tiered: a new follower copies SizeBytes. (A tiered
+	// partition always keeps its active segment locally, so its local
+	// bytes are above 0 unless it is empty.) A layout file gives it as
+	// "local_bytes".
+	LocalBytes int64 `json:"local_bytes,omitempty"`
+}
+
+// CopyBytes returns the bytes a new replica of p copies: LocalBytes when
+// set and below SizeBytes, else SizeBytes (-1 when unknown).
+func (p *Partition) CopyBytes() int64 {
+	if p.LocalBytes > 0 && p.SizeBytes >= 0 && p.LocalBytes < p.SizeBytes {
+		return p.LocalBytes
+	}
+	return p.SizeBytes
 }
 
 // Cluster is a layout: brokers and partitions, both sorted.

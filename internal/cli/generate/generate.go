@@ -60,6 +60,7 @@ func NewCmdGenerate(f *cmdutil.Factory, runF func(context.Context, *Options) err
 func newCmdLayout(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams}
 	var firstID int
+	var sizes string
 	var out cmdutil.OutputFlag
 	cmd := &cobra.Command{
 		Use:   "layout --brokers N --topics T --partitions P --replication-factor R [flags]",
@@ -78,6 +79,14 @@ overlap); --scatter places that fraction of topics on random brokers (more
 overlap); --uneven packs that fraction of topics onto fewer leader brokers
 than partitions (thesis Fig 3.8).
 
+--sizes draws every partition's size ("size_bytes", read by kplan reassign
+--balance bytes) from a heavy-tailed distribution, seeded by --seed:
+lognormal:median=SIZE,sigma=X (size = median·e^(sigma·Z); sigma 2 puts the
+largest of 100,000 partitions about 5,000x the median) or
+pareto:alpha=X,min=SIZE (alpha 1.2: a few partitions hold much of the data).
+Sizes take B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB). The placement of a
+seed is the same with or without --sizes.
+
 With --out the layout goes to that file and a summary of it to stdout, as
 a table or in the -o format; without --out stdout is the layout itself.`,
 		Example: `  $ kplan generate layout --brokers 6 --topics 20 --partitions 120 --replication-factor 3 --seed 7
@@ -85,7 +94,8 @@ a table or in the -o format; without --out stdout is the layout itself.`,
   $ kplan generate layout --brokers 1000 --topics 30000 --partitions 2000000 --replication-factor 3 --out /tmp/big.json
   $ kplan generate layout --brokers 1000 --topics 30000 --partitions 2000000 --replication-factor 3 --scatter 1 --out /tmp/scattered.json -o json
   $ kplan generate layout --brokers 12 --racks 3 --topics 40 --partitions 400 --replication-factor 3 --skew 1 --scatter 0.2 --uneven 0.1
-  $ kplan generate layout --brokers 9 --racks 3 --cells 3 --topics 30 --partitions 180 --replication-factor 3 --out /tmp/cells.json`,
+  $ kplan generate layout --brokers 9 --racks 3 --cells 3 --topics 30 --partitions 180 --replication-factor 3 --out /tmp/cells.json
+  $ kplan generate layout --brokers 100 --racks 3 --topics 1000 --partitions 100000 --sizes lognormal:median=1GiB,sigma=2 --out /tmp/sized.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -99,6 +109,13 @@ a table or in the -o format; without --out stdout is the layout itself.`,
 				return errkind.Usagef("", "--first-id: %d is out of range", firstID)
 			}
 			opts.Layout.FirstID = int32(firstID)
+			if sizes != "" {
+				d, err := topology.ParseSizeDist(sizes)
+				if err != nil {
+					return errkind.Usagef("", "--sizes: %w", err)
+				}
+				opts.Layout.Sizes = &d
+			}
 			if err := opts.Layout.Validate(); err != nil {
 				return errkind.Usagef("", "--%w", err)
 			}
@@ -119,6 +136,7 @@ a table or in the -o format; without --out stdout is the layout itself.`,
 	fs.IntVar(&opts.Layout.Cells, "cells", 0, "place each topic inside one of this many disjoint broker cells (0: one cell)")
 	fs.Float64Var(&opts.Layout.Scatter, "scatter", 0, "fraction of topics placed on random brokers (partial overlap)")
 	fs.Float64Var(&opts.Layout.Uneven, "uneven", 0, "fraction of topics led unevenly by fewer brokers than partitions")
+	fs.StringVar(&sizes, "sizes", "", "draw partition sizes: lognormal:median=1GiB,sigma=2 or pareto:alpha=1.2,min=64MiB (default: none)")
 	fs.Uint64Var(&opts.Seed, "seed", 1, "random seed")
 	fs.StringVar(&opts.Out, "out", "", "write to this file (atomically) instead of stdout, and print a summary")
 	cmdutil.AddOutputFlag(cmd, &out)

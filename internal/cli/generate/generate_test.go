@@ -91,6 +91,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--brokers", "x"}, `invalid argument "x" for "--brokers" flag`},
 		{[]string{"-o", "json"}, "--output: the summary is printed only with --out"},
 		{[]string{"--out", filepath.Join(dir, "x.json"), "-o", "xml"}, "--output: "},
+		{[]string{"--sizes", "zipf"}, `--sizes: "zipf": want lognormal:median=SIZE,sigma=X or pareto:alpha=X,min=SIZE`},
+		{[]string{"--sizes", "lognormal:median=0"}, `--sizes: median: "0" is not a size`},
 	} {
 		code, out, errOut := run(append([]string{"generate", "layout"}, tt.args...)...)
 		assert.Equal(t, cmdutil.ExitUsage, code, tt.args)
@@ -101,4 +103,24 @@ func TestBadFlags(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing half-written")
+}
+
+// --sizes draws sizes from the seed: the same flags give the same file,
+// every partition sized, and the placement that of the run without sizes.
+func TestLayoutSizes(t *testing.T) {
+	args := []string{"generate", "layout", "--brokers", "6", "--racks", "2", "--topics", "3", "--partitions", "30", "--replication-factor", "2", "--seed", "9"}
+	_, plain, _ := run(args...)
+	code, sized, errOut := run(append(args, "--sizes", "lognormal:median=1GiB,sigma=2")...)
+	require.Equal(t, 0, code, errOut)
+	_, again, _ := run(append(args, "--sizes", "lognormal:median=1GiB,sigma=2")...)
+	assert.Equal(t, sized, again)
+	a, err := topology.LoadJSON([]byte(plain), "plain.json")
+	require.NoError(t, err)
+	b, err := topology.LoadJSON([]byte(sized), "sized.json")
+	require.NoError(t, err)
+	for i := range a.Partitions {
+		assert.Equal(t, a.Partitions[i].Replicas, b.Partitions[i].Replicas)
+		assert.Equal(t, int64(-1), a.Partitions[i].SizeBytes)
+		assert.Positive(t, b.Partitions[i].SizeBytes)
+	}
 }

@@ -56,6 +56,15 @@ type Options struct {
 	// auto), parsed from failoverMoves.
 	FailoverMoves int
 	failoverMoves string
+	// Balance is --balance: replicas (default) or bytes.
+	Balance string
+	// Cordon is --cordon: brokers that receive no new replica.
+	Cordon []int32
+	// MaxMoveBytes is --max-move-bytes (0: no budget), parsed from
+	// maxMoveBytes.
+	MaxMoveBytes int64
+	maxMoveBytes string
+	cordon       string
 	// Seed shuffles ties between equally loaded brokers when SeedSet.
 	Seed    uint64
 	SeedSet bool
@@ -131,12 +140,29 @@ leader blocks move more by design. Without --out nothing is written.
 
 --reorder-only keeps every replica set and changes only orders (the best
 leaders and failover order the sets allow): no data moves, and kplan
-reassign apply sets no throttle for it.`,
+reassign apply sets no throttle for it.
+
+--balance bytes balances disk bytes instead of replica counts: every target
+broker's disk (the sum of its replicas' sizes) ends within --tolerance of
+the mean (default 5%), with the fewest bytes copied, where a move costs what
+the new replica copies (size_bytes, or local_bytes for a tiered topic, whose
+new followers copy only the local tail). It needs every partition's size:
+"size_bytes" in the layout (kplan generate layout --sizes draws them) or a
+live cluster's log dirs; without them it refuses, naming how many lack one.
+Rack rules, replication factors, leader balance and the failover order hold
+as in the count plan. The summary shows disk bytes per broker before and
+after, the bytes copied, the lower bound, the count plan's bytes and balance
+on the same input, and the balance reached within several budgets of bytes
+copied. --max-move-bytes SIZE plans the best balance it finds within that
+budget. --cordon 3,5 names brokers that receive no new replica (their own
+may leave).`,
 		Example: `  $ kplan reassign --from testdata/layouts/kafkakit-optimize-input.json
   $ kplan reassign --from layout.json --brokers 1,2,3,4,5:rack-b --out plan.json --rollback rollback.json
   $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
   $ kplan reassign --from layout.json --fix-overlaps --cell-size 3 -o json
-  $ kplan reassign --from layout.json --reorder-only --out reorder.json`,
+  $ kplan reassign --from layout.json --reorder-only --out reorder.json
+  $ kplan reassign --from sized.json --balance bytes --tolerance 0.05 --out plan.json
+  $ kplan reassign --from sized.json --balance bytes --max-move-bytes 500GiB --cordon 3,5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -177,6 +203,9 @@ reassign apply sets no throttle for it.`,
 	fs.StringVar(&opts.FailoverDomain, "failover-domain", "", "order followers so the leaderships of every lost broker, rack, or both spread evenly over the survivors: broker, rack, both or none (default: both when every broker has a rack, else broker)")
 	fs.BoolVar(&opts.ReorderOnly, "reorder-only", false, "keep every replica set and change only replica order, to the best leaders and failover spread the sets allow: no data moves (apply sets no throttle)")
 	fs.StringVar(&opts.failoverMoves, "failover-moves", "0", "allow this many replica moves beyond the plan's to place followers so every single-broker loss reaches its failover optimum; auto: the fewest that reach it (at most a tenth of the plan's moves, at least 32; none if it cannot)")
+	fs.StringVar(&opts.Balance, "balance", reassign.BalanceReplicas, "what to balance: replicas (counts, fewest replica moves) or bytes (disk bytes, fewest bytes copied)")
+	fs.StringVar(&opts.cordon, "cordon", "", "with --balance bytes: brokers (comma list or FIRST-LAST ranges) that receive no new replica")
+	fs.StringVar(&opts.maxMoveBytes, "max-move-bytes", "", "with --balance bytes: copy at most this many bytes (e.g. 500GiB), the best balance within it (default: no budget)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
 	cmd.AddCommand(NewCmdApply(f, nil))
@@ -184,6 +213,39 @@ reassign apply sets no throttle for it.`,
 }
 
 func (o *Options) validate() error {
+	switch o.Balance {
+	case reassign.BalanceReplicas, reassign.BalanceBytes:
+	default:
+		return errkind.Usagef("", "--balance: want replicas or bytes, got %q", o.Balance)
+	}
+	if o.cordon != "" {
+		bs, err := ParseBrokers(o.cordon)
+		if err != nil || slices.ContainsFunc(bs, func(b topology.Broker) bool { return b.Rack != "" }) {
+			if err == nil {
+				err = errors.New("want broker ids, no racks")
+			}
+			return errkind.Usagef("", "--cordon: %w", err)
+		}
+		o.Cordon = nil
+		for _, b := range bs {
+			o.Cordon = append(o.Cordon, b.ID)
+		}
+	}
+	if v := o.maxMoveBytes; v != "" && v != "0" {
+		x, err := topology.ParseBytes(v)
+		if err != nil {
+			return errkind.Usagef("", "--max-move-bytes: %w", err)
+		}
+		o.MaxMoveBytes = int64(x)
+	}
+	if o.Balance != reassign.BalanceBytes {
+		switch {
+		case len(o.Cordon) > 0:
+			return errkind.Usagef("", "--cordon: applies with --balance bytes only")
+		case o.MaxMoveBytes > 0:
+			return errkind.Usagef("", "--max-move-bytes: applies with --balance bytes only")
+		}
+	}
 	switch v := o.failoverMoves; v {
 	case "", "0":
 	case "auto":
@@ -311,7 +373,8 @@ func runReassign(ctx context.Context, opts *Options) error {
 		admin.Close()
 	}
 	ro := reassign.Options{Ongoing: ongoing, Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
-		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly, FailoverMoves: opts.FailoverMoves}
+		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly, FailoverMoves: opts.FailoverMoves,
+		Balance: opts.Balance, Cordon: opts.Cordon, MaxMoveBytes: opts.MaxMoveBytes}
 	if opts.SeedSet {
 		ro.Rand = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	}

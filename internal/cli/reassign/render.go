@@ -50,7 +50,11 @@ func doc(r result) report.Document {
 	s := r.Summary
 	d := report.Document{Title: fmt.Sprintf("kplan reassign: %d partitions, %d target brokers (drained: %s; added: %s)",
 		s.Partitions, len(s.TargetBrokers), ints(s.DrainedBrokers), ints(s.AddedBrokers))}
-	d.Sections = append(d.Sections, planSection(s), balanceSection(s))
+	d.Sections = append(d.Sections, planSection(s))
+	if s.Bytes != nil {
+		d.Sections = append(d.Sections, bytesSections(s.Bytes)...)
+	}
+	d.Sections = append(d.Sections, balanceSection(s))
 	if fo := failoverSection(s.Failover); fo != nil {
 		d.Sections = append(d.Sections, *fo)
 	}
@@ -85,9 +89,11 @@ func doc(r result) report.Document {
 func planSection(s reassign.Summary) report.Section {
 	plan := report.Section{Title: "Plan", Header: []string{"WHAT", "VALUE"}, Rows: [][]string{
 		{"replicas moved", strconv.Itoa(s.ReplicasMoved)},
-		{"lower bound", boundText(s)},
-		{"gap (moves over bound)", gapText(s.Gap, s.MovesOverBound)},
 	}}
+	if s.Bytes == nil {
+		// The bound counts replicas: a bytes plan has its own (Disk bytes).
+		plan.Rows = append(plan.Rows, []string{"lower bound", boundText(s)}, []string{"gap (moves over bound)", gapText(s.Gap, s.MovesOverBound)})
+	}
 	if b := s.CountBalanceBound; b != nil && (len(s.Cells) > 0 || *b != s.LowerBound) {
 		// Cells have a bound of their own; without them both are one.
 		plan.Rows = append(plan.Rows, []string{"count-balance bound", countBoundText(s)})
