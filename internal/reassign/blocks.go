@@ -256,7 +256,7 @@ func (w *work) anchor() {
 				return tie[d] < tie[best]
 			}
 			for _, d := range block {
-				if !w.holds(i, d) && w.rackFree(i, d, bestS) && better(d) {
+				if !w.holds(i, d) && w.rackFree(i, d, bestS) && w.mayTake(i, d) && better(d) {
 					best = d
 				}
 			}
@@ -335,7 +335,7 @@ func (w *work) spreadSole() {
 			}
 			best := int32(-1)
 			for _, d := range block {
-				if w.holds(i, d) || !w.rackFree(i, d, out) {
+				if w.holds(i, d) || !w.rackFree(i, d, out) || !w.mayTake(i, d) {
 					continue
 				}
 				if best < 0 || w.tc[t*n+int(d)] < w.tc[t*n+int(best)] || w.tc[t*n+int(d)] == w.tc[t*n+int(best)] && tie[d] < tie[best] {

@@ -121,8 +121,8 @@ func checkBalance(c *topology.Cluster, o Options) error {
 	switch o.Balance {
 	case "", BalanceReplicas:
 		switch {
-		case len(o.Cordon) > 0:
-			return targetErr("cordon", "applies with --balance bytes only (the count plan does not model cordons yet)")
+		case len(o.Cordon) > 0 && o.FailoverMoves != 0:
+			return targetErr("failover-moves", "moves followers without regard to cordons: it cannot go with --cordon (or a cluster's cordoned brokers) yet")
 		case o.MaxMoveBytes != 0:
 			return targetErr("max-move-bytes", "applies with --balance bytes only (the count plan's cap is --max-moves)")
 		}

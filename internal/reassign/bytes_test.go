@@ -399,7 +399,7 @@ func TestBytesOptionErrors(t *testing.T) {
 		field string
 	}{
 		{"unknown objective", Options{Balance: "load"}, "balance"},
-		{"cordon with replicas", Options{Cordon: []int32{1}}, "cordon"},
+		{"cordon with failover moves", Options{Cordon: []int32{1}, FailoverMoves: FailoverMovesAuto}, "failover-moves"},
 		{"budget with replicas", Options{MaxMoveBytes: 1}, "max-move-bytes"},
 		{"no band", with(func(o *Options) { o.Tolerance = 0 }), "tolerance"},
 		{"negative budget", with(func(o *Options) { o.MaxMoveBytes = -1 }), "max-move-bytes"},

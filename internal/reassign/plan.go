@@ -18,6 +18,9 @@ type Summary struct {
 	Schema         string  `json:"schema"`
 	TargetBrokers  []int32 `json:"target_brokers"`
 	DrainedBrokers []int32 `json:"drained_brokers"`
+	// CordonedBrokers are the target brokers that took no new replica
+	// (Options.Cordon: --cordon, or a live cluster's cordoned.log.dirs).
+	CordonedBrokers []int32 `json:"cordoned_brokers,omitempty"`
 	AddedBrokers   []int32 `json:"added_brokers"`
 	Partitions     int     `json:"partitions"`
 	// ChangedPartitions are the partitions in the plan file.
@@ -290,6 +293,9 @@ func (w *work) brokers(s *Summary) {
 		switch {
 		case w.target[b]:
 			s.TargetBrokers = append(s.TargetBrokers, w.ids[b])
+			if w.cordon != nil && w.cordon[b] {
+				s.CordonedBrokers = append(s.CordonedBrokers, w.ids[b])
+			}
 			if !current {
 				s.AddedBrokers = append(s.AddedBrokers, w.ids[b])
 			}

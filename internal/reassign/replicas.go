@@ -281,7 +281,7 @@ func (w *work) bestDestIn(i int, slot int32, deficitOnly bool, tie []int32, doma
 		if deficitOnly && def <= 0 {
 			continue
 		}
-		if w.holds(i, d) || !w.rackFree(i, d, slot) {
+		if w.holds(i, d) || !w.rackFree(i, d, slot) || !w.mayTake(i, d) {
 			continue
 		}
 		tc := w.tc[t*n+int(d)]
@@ -351,7 +351,7 @@ func (w *work) fillHoles() {
 // and cells; validation makes one exist.
 func (w *work) anyDest(i int) int32 {
 	for b := range w.ids {
-		if w.target[b] && !w.holds(i, int32(b)) {
+		if w.target[b] && !w.holds(i, int32(b)) && w.mayTake(i, int32(b)) {
 			return int32(b)
 		}
 	}
@@ -415,7 +415,7 @@ func (w *work) cover() {
 func (w *work) coverFrom(t int, d int32, need int32, ok func(int) bool) {
 	n := w.n()
 	for i := int(w.tstart[t]); i < int(w.tstart[t+1]) && w.tc[t*n+int(d)] < need; i++ {
-		if w.holds(i, d) || !ok(i) {
+		if w.holds(i, d) || !ok(i) || !w.mayTake(i, d) {
 			continue
 		}
 		bestS, bestScore := int32(-1), 0
@@ -676,7 +676,7 @@ func (w *work) repair() {
 					}
 					for _, m := range w.cells[w.tcell[t]] {
 						budget--
-						if m == s || w.cnt[m] > w.tgt[m] || w.holds(i, m) || !w.rackFree(i, m, slot) {
+						if m == s || w.cnt[m] > w.tgt[m] || w.holds(i, m) || !w.rackFree(i, m, slot) || !w.mayTake(i, m) {
 							continue
 						}
 						if w.opts.FixOverlaps && w.inBlock(s, t) && !w.inBlock(m, t) && w.inBlockReplicas(i, t) == 1 {

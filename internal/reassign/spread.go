@@ -107,14 +107,14 @@ func (w *work) swapAny(i int, s, b int32, t int, caps []int32, on [][]int32, bud
 	bestJ, bestD, bestDelta := -1, int32(-1), noSwap
 	cell := w.cellOf[b]
 	for d := range int32(n) {
-		if d == b || !w.target[d] || w.cellOf[d] != cell || row[d]+1 > caps[t] || row[d]+1 >= row[b] || w.holds(i, d) || !w.rackFree(i, d, s) {
+		if d == b || !w.target[d] || w.cellOf[d] != cell || row[d]+1 > caps[t] || row[d]+1 >= row[b] || w.holds(i, d) || !w.rackFree(i, d, s) || !w.mayTake(i, d) {
 			continue
 		}
 		di := w.movesAdded(i, b, d)
 		for _, j32 := range on[d] {
 			j := int(j32)
 			u := int(w.ptopic[j])
-			if u == t || w.tc[u*n+int(b)]+1 > caps[u] || w.holds(j, b) || !w.mayLeave(j, u, d) {
+			if u == t || w.tc[u*n+int(b)]+1 > caps[u] || w.holds(j, b) || !w.mayTake(j, b) || !w.mayLeave(j, u, d) {
 				continue
 			}
 			sj := w.slotOf(j, d)
@@ -176,11 +176,11 @@ func (w *work) swapOut(i int, s, b int32, t int, caps []int32) bool {
 	row := w.tc[t*n : (t+1)*n]
 	for k, m := range w.shedLog[b] {
 		j, d := int(m.i), m.to
-		if j < 0 || row[d]+1 > caps[t] || row[d]+1 >= row[b] || w.holds(i, d) || !w.rackFree(i, d, s) {
+		if j < 0 || row[d]+1 > caps[t] || row[d]+1 >= row[b] || w.holds(i, d) || !w.rackFree(i, d, s) || !w.mayTake(i, d) {
 			continue
 		}
 		u := int(w.ptopic[j])
-		if u == t || w.tc[u*n+int(b)]+1 > caps[u] || w.holds(j, b) || slices.Contains(w.c.Partitions[j].Replicas, w.ids[d]) {
+		if u == t || w.tc[u*n+int(b)]+1 > caps[u] || w.holds(j, b) || !w.mayTake(j, b) || slices.Contains(w.c.Partitions[j].Replicas, w.ids[d]) {
 			continue
 		}
 		sj := w.slotOf(j, d)

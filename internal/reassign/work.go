@@ -19,6 +19,7 @@ type work struct {
 	ids    []int32 // dense index -> broker id
 	pos    map[int32]int32
 	target []bool  // in the target set
+	cordon []bool  // cordoned (Options.Cordon): no new replica; nil when none
 	rack   []int32 // rack index, -1 when unknown
 	nrack  int
 	names  []string // rack names by rack index
@@ -104,6 +105,9 @@ func newWork(c *topology.Cluster, o Options) (*work, error) {
 	nTarget := len(targetSet)
 	if maxRF > nTarget {
 		return nil, targetErr(rfField(o), "%s cannot hold replication factor %d", plural(nTarget, "target broker"), maxRF)
+	}
+	if err := w.indexCordons(nTarget, maxRF); err != nil {
+		return nil, err
 	}
 	if err := w.makeCells(nTarget, maxRF); err != nil {
 		return nil, err
@@ -377,6 +381,40 @@ func (w *work) splitCells(k int) [][]int32 {
 }
 
 // holds reports whether partition i has a replica on broker b.
+// indexCordons marks Options.Cordon's brokers, which must be target
+// brokers: a cordoned broker keeps the replicas it holds but takes no new
+// one (KIP-1066).
+// Enough others must remain for the largest replication factor, so that a
+// replica that has to move always finds a broker.
+func (w *work) indexCordons(nTarget, maxRF int) error {
+	if len(w.opts.Cordon) == 0 {
+		return nil
+	}
+	w.cordon = make([]bool, w.n())
+	n := 0
+	for _, id := range w.opts.Cordon {
+		b, ok := w.pos[id]
+		if !ok || !w.target[b] {
+			return targetErr("cordon", "broker %d is not a target broker", id)
+		}
+		if !w.cordon[b] {
+			n++
+		}
+		w.cordon[b] = true
+	}
+	if w.opts.Balance != BalanceBytes && nTarget-n < maxRF {
+		return targetErr("cordon", "%s cordoned leave %s to take new replicas; replication factor %d needs %d",
+			plural(n, "broker"), plural(nTarget-n, "target broker"), maxRF, maxRF)
+	}
+	return nil
+}
+
+// mayTake reports whether broker b may hold partition i in the plan: it
+// is not cordoned, or it held i before.
+func (w *work) mayTake(i int, b int32) bool {
+	return w.cordon == nil || !w.cordon[b] || slices.Contains(w.c.Partitions[i].Replicas, w.ids[b])
+}
+
 func (w *work) holds(i int, b int32) bool {
 	return slices.Contains(w.slots[w.off[i]:w.off[i+1]], b)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -154,8 +155,15 @@ as in the count plan. The summary shows disk bytes per broker before and
 after, the bytes copied, the lower bound, the count plan's bytes and balance
 on the same input, and the balance reached within several budgets of bytes
 copied. --max-move-bytes SIZE plans the best balance it finds within that
-budget. --cordon 3,5 names brokers that receive no new replica (their own
-may leave).`,
+budget.
+
+Cordons (KIP-1066): --cordon 3,5 names brokers that receive no new replica
+in any plan (their own may leave). From a live cluster, the brokers whose
+every log dir is in cordoned.log.dirs (kafka-configs --alter --entity-type
+brokers --entity-name 3 --add-config cordoned.log.dirs=*) are added, and
+the summary's title names them. A count plan with cordons may leave the
+brokers around them above their targets; --failover-moves is refused with
+cordons.`,
 		Example: `  $ kplan reassign --from testdata/layouts/kafkakit-optimize-input.json
   $ kplan reassign --from layout.json --brokers 1,2,3,4,5:rack-b --out plan.json --rollback rollback.json
   $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
@@ -204,7 +212,7 @@ may leave).`,
 	fs.BoolVar(&opts.ReorderOnly, "reorder-only", false, "keep every replica set and change only replica order, to the best leaders and failover spread the sets allow: no data moves (apply sets no throttle)")
 	fs.StringVar(&opts.failoverMoves, "failover-moves", "0", "allow this many replica moves beyond the plan's to place followers so every single-broker loss reaches its failover optimum; auto: the fewest that reach it (at most a tenth of the plan's moves, at least 32; none if it cannot)")
 	fs.StringVar(&opts.Balance, "balance", reassign.BalanceReplicas, "what to balance: replicas (counts, fewest replica moves) or bytes (disk bytes, fewest bytes copied)")
-	fs.StringVar(&opts.cordon, "cordon", "", "with --balance bytes: brokers (comma list or FIRST-LAST ranges) that receive no new replica")
+	fs.StringVar(&opts.cordon, "cordon", "", "brokers (comma list or FIRST-LAST ranges) that receive no new replica; from a live cluster, its cordoned brokers (cordoned.log.dirs) are added")
 	fs.StringVar(&opts.maxMoveBytes, "max-move-bytes", "", "with --balance bytes: copy at most this many bytes (e.g. 500GiB), the best balance within it (default: no budget)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
@@ -239,10 +247,7 @@ func (o *Options) validate() error {
 		o.MaxMoveBytes = int64(x)
 	}
 	if o.Balance != reassign.BalanceBytes {
-		switch {
-		case len(o.Cordon) > 0:
-			return errkind.Usagef("", "--cordon: applies with --balance bytes only")
-		case o.MaxMoveBytes > 0:
+		if o.MaxMoveBytes > 0 {
 			return errkind.Usagef("", "--max-move-bytes: applies with --balance bytes only")
 		}
 	}
@@ -370,7 +375,12 @@ func runReassign(ctx context.Context, opts *Options) error {
 		if ongoing, err = admin.AllOngoing(ctx); err != nil {
 			fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: reassignments in progress unknown (%v); a partition adding replicas would be planned with all of them\n", err)
 		}
+		cordons, err := admin.Cordons(ctx)
 		admin.Close()
+		if err != nil {
+			return fmt.Errorf("reading the brokers' cordons (cordoned.log.dirs): %w", err)
+		}
+		opts.Cordon = withCordons(opts.Cordon, kafka.CordonedBrokers(cordons), opts.Brokers, c, opts.IO.ErrOut)
 	}
 	ro := reassign.Options{Ongoing: ongoing, Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
 		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly, FailoverMoves: opts.FailoverMoves,
@@ -518,4 +528,35 @@ func writeAll(files []file) ([]string, error) {
 		written = []string{}
 	}
 	return written, nil
+}
+
+// withCordons adds to the --cordon list the brokers the cluster reports
+// cordoned (every log dir in cordoned.log.dirs) that are target brokers
+// (a drained broker takes no replica anyway), and says so on w.
+func withCordons(flag, live []int32, targets []topology.Broker, c *topology.Cluster, w io.Writer) []int32 {
+	if targets == nil {
+		targets = c.Brokers
+	}
+	var added []int32
+	for _, b := range live {
+		if slices.Contains(flag, b) || !slices.ContainsFunc(targets, func(t topology.Broker) bool { return t.ID == b }) {
+			continue
+		}
+		added = append(added, b)
+	}
+	if len(added) > 0 {
+		fmt.Fprintf(w, "kplan reassign: %s cordoned on the cluster (cordoned.log.dirs): no new replica there\n", brokerList(added))
+	}
+	return append(slices.Clone(flag), added...)
+}
+
+func brokerList(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	if len(ids) == 1 {
+		return "broker " + s[0] + " is"
+	}
+	return "brokers " + strings.Join(s, ", ") + " are"
 }

@@ -50,6 +50,9 @@ func doc(r result) report.Document {
 	s := r.Summary
 	d := report.Document{Title: fmt.Sprintf("kplan reassign: %d partitions, %d target brokers (drained: %s; added: %s)",
 		s.Partitions, len(s.TargetBrokers), ints(s.DrainedBrokers), ints(s.AddedBrokers))}
+	if len(s.CordonedBrokers) > 0 {
+		d.Title = strings.TrimSuffix(d.Title, ")") + "; cordoned, no new replica: " + ints(s.CordonedBrokers) + ")"
+	}
 	d.Sections = append(d.Sections, planSection(s))
 	if s.Bytes != nil {
 		d.Sections = append(d.Sections, bytesSections(s.Bytes)...)
