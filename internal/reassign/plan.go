@@ -21,8 +21,8 @@ type Summary struct {
 	// CordonedBrokers are the target brokers that took no new replica
 	// (Options.Cordon: --cordon, or a live cluster's cordoned.log.dirs).
 	CordonedBrokers []int32 `json:"cordoned_brokers,omitempty"`
-	AddedBrokers   []int32 `json:"added_brokers"`
-	Partitions     int     `json:"partitions"`
+	AddedBrokers    []int32 `json:"added_brokers"`
+	Partitions      int     `json:"partitions"`
 	// ChangedPartitions are the partitions in the plan file.
 	ChangedPartitions int `json:"changed_partitions"`
 	// ReplicasMoved counts replicas placed on brokers that did not hold
