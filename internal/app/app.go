@@ -38,6 +38,7 @@ func Version() string {
 // Main runs kplan with the process's arguments and streams and returns the
 // exit code.
 func Main() int {
+	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := &cmdutil.Factory{IOStreams: iostreams.System(), Version: Version(), Now: time.Now}
@@ -120,4 +121,19 @@ happens when a leader broker dies.
 	typeUsageErrors(root)
 	hideGroupUseLine(root)
 	return root, stopProfile
+}
+
+// gcPercent is kplan's garbage collector target when GOGC is not set: the
+// heap may grow to five times its live data between collections instead of
+// twice. kplan is a batch command whose big inputs (a 2M-partition layout)
+// stay live until it exits, so the default target spends a large part of
+// the run re-scanning them; see docs/BENCHMARKS.md ("GOGC") for the
+// figures. GOGC in the environment wins, as for any Go program.
+const gcPercent = 400
+
+// tuneGC sets gcPercent unless GOGC is set.
+func tuneGC() {
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(gcPercent)
+	}
 }
