@@ -93,6 +93,9 @@ type jsonPartition struct {
 	Leader    *int64   `json:"leader"`
 	ISR       []int64  `json:"isr"`
 	Offline   []int64  `json:"offline_replicas"`
+	// SizeBytes is kplan's own key (kplan observe --out): the partition's
+	// size on disk.
+	SizeBytes *int64 `json:"size_bytes"`
 }
 
 // LoadJSON reads Kafka's version-1 reassignment JSON. The layouts kplan
@@ -330,6 +333,12 @@ func (jp jsonPartition) partition(topics map[string]string) (Partition, string, 
 		p.LogDirs = jp.LogDirs
 	}
 	p.SizeBytes = -1
+	if jp.SizeBytes != nil {
+		if *jp.SizeBytes < 0 {
+			return p, "size_bytes", fmt.Sprintf("%s: %d is negative", p.Key(), *jp.SizeBytes)
+		}
+		p.SizeBytes = *jp.SizeBytes
+	}
 	return p, "", ""
 }
 
