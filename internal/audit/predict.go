@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kplan-dev/kplan/internal/observe"
 	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/units"
 	"github.com/kplan-dev/kplan/internal/workload"
@@ -61,7 +62,17 @@ func ParseRates(s string) (Rates, error) {
 
 // ParseRatesFile reads one "topic=rate" (or "topic rate") a line; blank
 // lines and lines starting with # are skipped. Errors name name:line.
+// A JSON file is a snapshot of kplan observe (--out): each topic's
+// observed produce rate in bytes/s; its errors name the file and the JSON
+// field.
 func ParseRatesFile(data []byte, name string) (Rates, error) {
+	if observe.IsSnapshot(data) {
+		tr, err := observe.ParseSnapshotRates(data, name)
+		if err != nil {
+			return Rates{}, err
+		}
+		return Rates{ByTopic: tr.BytesPerSecond, BytesPerSecond: true}, nil
+	}
 	var items []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)

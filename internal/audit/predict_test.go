@@ -105,6 +105,24 @@ func TestParseRatesFile(t *testing.T) {
 	assert.ErrorContains(t, err, "rates.txt: no topic=rate given")
 }
 
+// TestParseRatesFileSnapshot: a kplan observe snapshot gives each topic its
+// observed produce rate in bytes/s; its faults name the file and field.
+func TestParseRatesFileSnapshot(t *testing.T) {
+	snap := `{"version":1,"observe_schema":1,"partitions":[],"observe":{"traffic":true,"window_seconds":10,"topics":[
+ {"topic":"A","produce":{"bytes_per_second":{"mean":3000000}}},
+ {"topic":"B","produce":{"bytes_per_second":{"mean":0}}}]}}`
+	r, err := ParseRatesFile([]byte(snap), "observed.json")
+	require.NoError(t, err)
+	assert.True(t, r.BytesPerSecond)
+	assert.Equal(t, 3e6, r.Of("A"))
+	assert.Equal(t, 0.0, r.Of("B"))
+	assert.Equal(t, 0.0, r.Of("C"), "a topic the snapshot did not see writes nothing")
+	_, err = ParseRatesFile([]byte(`{"observe_schema":1,"observe":{"traffic":false}}`), "observed.json")
+	assert.EqualError(t, err, "observed.json: observe.traffic: false: the cluster had no traffic in the observed window, so the snapshot has no rates")
+	_, err = ParseRatesFile([]byte(`{"version":1,"partitions":[]}`), "layout.json")
+	assert.EqualError(t, err, "layout.json: observe_schema: missing: not a snapshot of kplan observe (--out)")
+}
+
 func FuzzParseRates(f *testing.F) {
 	for _, s := range []string{"a=100MB/s,b=20MB/s", "A=3,B=1,*=0.5", "x=1.5GB/s", "a=", "=", ",,", "a=1e400"} {
 		f.Add(s)
