@@ -125,6 +125,9 @@ type PartitionLoad struct {
 	// Observed is the time the partition was watched (a partition created
 	// during the window is watched for less than the window).
 	ObservedSeconds float64 `json:"observed_seconds"`
+	// recs and bytes are the rates of each interval between samples; nil
+	// unless every sample read the partition.
+	recs, bytes []float64
 }
 
 // GroupRead is one consumer group reading one topic.
@@ -184,6 +187,8 @@ type LogDir struct {
 
 // Result is what a window of samples shows.
 type Result struct {
+	// Schema is SchemaVersion: the version of this JSON.
+	Schema        int       `json:"schema"`
 	Samples       int       `json:"samples"`
 	Start         time.Time `json:"start"`
 	End           time.Time `json:"end"`
@@ -225,7 +230,7 @@ func Compute(layout *topology.Cluster, samples []Sample) (*Result, error) {
 	for i := range samples {
 		idx[i] = index(&samples[i])
 	}
-	r := &Result{Samples: len(samples), Start: first.At, End: last.At, WindowSeconds: last.At.Sub(first.At).Seconds()}
+	r := &Result{Schema: SchemaVersion, Samples: len(samples), Start: first.At, End: last.At, WindowSeconds: last.At.Sub(first.At).Seconds()}
 	bpr := map[topology.Key]float64{}
 	for i := range layout.Partitions {
 		p := &layout.Partitions[i]
@@ -233,8 +238,9 @@ func Compute(layout *topology.Cluster, samples []Sample) (*Result, error) {
 		bpr[p.Key()] = pl.Produce.BytesPerRecord
 		r.Partitions = append(r.Partitions, pl)
 	}
-	r.Groups = groupReads(layout, samples, idx, bpr)
-	consumed := consumerBytes(layout, samples, idx, bpr)
+	rd := readings(layout, samples, idx)
+	r.Groups = groupReads(rd, idx[len(idx)-1], bpr)
+	consumed := consumerBytes(rd, bpr)
 	for i := range r.Partitions {
 		r.Partitions[i].ConsumerBytesPerSecond = consumed[topology.Key{Topic: r.Partitions[i].Topic, Partition: r.Partitions[i].Partition}]
 	}
@@ -329,7 +335,11 @@ func partitionLoad(p *topology.Partition, samples []Sample, idx []sampleIndex) P
 	slices.SortFunc(pl.Replicas, func(a, b Replica) int { return cmp.Or(cmp.Compare(a.Broker, b.Broker), cmp.Compare(a.Dir, b.Dir)) })
 	leaderNow, hasLeaderNow := leaderBytes(last.replicas[k], p.Leader)
 	if len(pts) >= 2 {
-		pl.Produce = produce(pts)
+		var recs, bytes []float64
+		pl.Produce, recs, bytes = produce(pts)
+		if len(pts) == len(samples) {
+			pl.recs, pl.bytes = recs, bytes
+		}
 		pl.Idle = pl.Produce.Records == 0
 		pl.ObservedSeconds = pts[len(pts)-1].at.Sub(pts[0].at).Seconds()
 	}
@@ -362,15 +372,13 @@ func localStart(o PartitionOffsets) int64 {
 }
 
 // produce is the rate of one partition's points (at least two).
-func produce(pts []point) Produce {
+func produce(pts []point) (pr Produce, recs, byts []float64) {
 	a, z := pts[0], pts[len(pts)-1]
 	secs := z.at.Sub(a.at).Seconds()
-	var pr Produce
 	pr.Records = max(0, z.end-a.end)
 	// shrank: some interval's size went down (retention deleted a segment)
 	// or was not reported, so the size delta hides what was written.
 	shrank := false
-	var recs, byts []float64
 	for i := 1; i < len(pts); i++ {
 		s := pts[i].at.Sub(pts[i-1].at).Seconds()
 		recs = append(recs, float64(max(0, pts[i].end-pts[i-1].end))/s)
@@ -382,23 +390,24 @@ func produce(pts []point) Produce {
 	}
 	pr.RecordsPerSecond = spread(float64(pr.Records)/secs, recs)
 	if pr.Records == 0 {
-		return pr
+		return pr, recs, make([]float64, len(recs))
 	}
 	if !shrank {
 		bytes := z.bytes - a.bytes
 		pr.BytesPerRecord = float64(bytes) / float64(pr.Records)
 		pr.BytesPerSecond = spread(float64(bytes)/secs, byts)
-		return pr
+		return pr, recs, byts
 	}
 	// Records/s times bytes/record of the intervals that grew (0 when
 	// none did) stands in.
 	pr.BytesEstimated = true
 	pr.BytesPerRecord = grownBytesPerRecord(pts)
+	byts = make([]float64, len(recs))
 	for i := range recs {
-		recs[i] *= pr.BytesPerRecord
+		byts[i] = recs[i] * pr.BytesPerRecord
 	}
-	pr.BytesPerSecond = spread(pr.RecordsPerSecond.Mean*pr.BytesPerRecord, recs)
-	return pr
+	pr.BytesPerSecond = spread(pr.RecordsPerSecond.Mean*pr.BytesPerRecord, byts)
+	return pr, recs, byts
 }
 
 // grownBytesPerRecord is bytes/record over the intervals whose size grew.
@@ -424,74 +433,121 @@ func spread(mean float64, per []float64) Rate {
 	return r
 }
 
-// groupReads is each group's fetch rate per topic: its committed offsets'
-// movement over the window (from the first sample that had the offset to
-// the last), in records and, at each partition's bytes/record, in bytes.
-func groupReads(layout *topology.Cluster, samples []Sample, idx []sampleIndex, bpr map[topology.Key]float64) []GroupRead {
+// groupPartition is one group's reading of one partition: how far its
+// committed offset moved from the first sample that had it to the last,
+// over how long, and by how much in each interval (NaN where a sample
+// lacked it).
+type groupPartition struct {
+	moved     int64
+	seconds   float64
+	intervals []float64
+	last      int64
+	hasLast   bool
+}
+
+// rate is the partition's fetch rate in records/s over the span the group
+// was seen (0 when it was seen once).
+func (g groupPartition) rate() float64 {
+	if g.seconds <= 0 {
+		return 0
+	}
+	return float64(g.moved) / g.seconds
+}
+
+// readings are every group's readings of every partition of layout.
+func readings(layout *topology.Cluster, samples []Sample, idx []sampleIndex) map[string]map[topology.Key]groupPartition {
 	inLayout := map[topology.Key]bool{}
 	for i := range layout.Partitions {
 		inLayout[layout.Partitions[i].Key()] = true
 	}
-	last := idx[len(idx)-1]
+	out := map[string]map[topology.Key]groupPartition{}
+	for i := range idx {
+		for g, m := range idx[i].committed {
+			for k := range m {
+				if !inLayout[k] {
+					continue
+				}
+				if out[g] == nil {
+					out[g] = map[topology.Key]groupPartition{}
+				}
+				if _, done := out[g][k]; done {
+					continue
+				}
+				out[g][k] = reading(samples, idx, g, k)
+			}
+		}
+	}
+	return out
+}
+
+func reading(samples []Sample, idx []sampleIndex, g string, k topology.Key) groupPartition {
+	gp := groupPartition{intervals: make([]float64, len(samples)-1)}
+	var firstAt time.Time
+	var first, prev int64
+	seen, prevSeen := false, false
+	for i := range samples {
+		off, ok := idx[i].committed[g][k]
+		if i > 0 {
+			gp.intervals[i-1] = math.NaN()
+			if ok && prevSeen {
+				gp.intervals[i-1] = float64(max(0, off-prev)) / samples[i].At.Sub(samples[i-1].At).Seconds()
+			}
+		}
+		prev, prevSeen = off, ok
+		if !ok {
+			continue
+		}
+		if !seen {
+			firstAt, first, seen = samples[i].At, off, true
+		}
+		gp.moved = max(0, off-first)
+		gp.seconds = samples[i].At.Sub(firstAt).Seconds()
+	}
+	if off, ok := idx[len(idx)-1].committed[g][k]; ok {
+		gp.last, gp.hasLast = off, true
+	}
+	return gp
+}
+
+// groupReads is each group's fetch rate per topic: its committed offsets'
+// movement (from the first sample that had each offset to the last one), in
+// records/s and, at each partition's bytes/record, bytes/s, summed over the
+// topic's partitions; and its lag at the last sample.
+func groupReads(rd map[string]map[topology.Key]groupPartition, last sampleIndex, bpr map[topology.Key]float64) []GroupRead {
 	type gt struct{ group, topic string }
 	reads := map[gt]*GroupRead{}
 	perInterval := map[gt][]float64{}
-	groups := map[string]bool{}
-	for i := range idx {
-		for g := range idx[i].committed {
-			groups[g] = true
-		}
-	}
-	for _, g := range slices.Sorted(maps.Keys(groups)) {
-		keys := map[topology.Key]bool{}
-		for i := range idx {
-			for k := range idx[i].committed[g] {
-				if inLayout[k] {
-					keys[k] = true
-				}
-			}
-		}
-		for _, k := range slices.SortedFunc(maps.Keys(keys), compareKeys) {
+	for _, g := range slices.Sorted(maps.Keys(rd)) {
+		for _, k := range slices.SortedFunc(maps.Keys(rd[g]), compareKeys) {
+			gp := rd[g][k]
 			id := gt{g, k.Topic}
 			gr := reads[id]
 			if gr == nil {
 				gr = &GroupRead{Group: g, Topic: k.Topic}
 				reads[id] = gr
-				perInterval[id] = make([]float64, len(samples)-1)
+				perInterval[id] = make([]float64, len(gp.intervals))
 			}
 			gr.Partitions++
-			firstOff, seen := int64(0), false
-			var lastOff int64
-			prevOff, prevSeen := int64(0), false
-			for i := range samples {
-				off, ok := idx[i].committed[g][k]
-				if !ok {
-					prevSeen = false
-					continue
-				}
-				if !seen {
-					firstOff, seen = off, true
-				}
-				if prevSeen && i > 0 {
-					perInterval[id][i-1] += float64(max(0, off-prevOff)) / samples[i].At.Sub(samples[i-1].At).Seconds()
-				}
-				prevOff, prevSeen, lastOff = off, true, off
+			gr.Records += gp.moved
+			gr.RecordsPerSecond.Mean += gp.rate()
+			gr.BytesPerSecond += gp.rate() * bpr[k]
+			for i, x := range gp.intervals {
+				perInterval[id][i] += x // NaN when a sample lacked it
 			}
-			moved := max(0, lastOff-firstOff)
-			gr.Records += moved
-			gr.BytesPerSecond += float64(moved) * bpr[k]
-			if o, ok := last.offsets[k]; ok {
-				if off, ok := last.committed[g][k]; ok {
-					gr.Lag += max(0, o.End-off)
-				}
+			if o, ok := last.offsets[k]; ok && gp.hasLast {
+				gr.Lag += max(0, o.End-gp.last)
 			}
 		}
 	}
-	window := samples[len(samples)-1].At.Sub(samples[0].At).Seconds()
 	out := make([]GroupRead, 0, len(reads))
 	for id, gr := range reads {
-		gr.RecordsPerSecond = spread(float64(gr.Records)/window, perInterval[id])
-		gr.BytesPerSecond /= window
+		var known []float64
+		for _, x := range perInterval[id] {
+			if !math.IsNaN(x) {
+				known = append(known, x)
+			}
+		}
+		gr.RecordsPerSecond = spread(gr.RecordsPerSecond.Mean, known)
 		out = append(out, *gr)
 	}
 	slices.SortFunc(out, func(a, b GroupRead) int { return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Group, b.Group)) })
@@ -499,30 +555,11 @@ func groupReads(layout *topology.Cluster, samples []Sample, idx []sampleIndex, b
 }
 
 // consumerBytes is the bytes/s every group together fetched per partition.
-func consumerBytes(layout *topology.Cluster, samples []Sample, idx []sampleIndex, bpr map[topology.Key]float64) map[topology.Key]float64 {
+func consumerBytes(rd map[string]map[topology.Key]groupPartition, bpr map[topology.Key]float64) map[topology.Key]float64 {
 	out := map[topology.Key]float64{}
-	window := samples[len(samples)-1].At.Sub(samples[0].At).Seconds()
-	for i := range layout.Partitions {
-		k := layout.Partitions[i].Key()
-		groups := map[string]bool{}
-		for j := range idx {
-			for g, m := range idx[j].committed {
-				if _, ok := m[k]; ok {
-					groups[g] = true
-				}
-			}
-		}
-		for g := range groups {
-			first, last, seen := int64(0), int64(0), false
-			for j := range idx {
-				if off, ok := idx[j].committed[g][k]; ok {
-					if !seen {
-						first, seen = off, true
-					}
-					last = off
-				}
-			}
-			out[k] += float64(max(0, last-first)) * bpr[k] / window
+	for _, m := range rd {
+		for k, gp := range m {
+			out[k] += gp.rate() * bpr[k]
 		}
 	}
 	return out
@@ -542,8 +579,8 @@ func topicLoads(parts []PartitionLoad, groups []GroupRead, window float64) []Top
 			p := parts[j]
 			t.Partitions++
 			t.Produce.Records += p.Produce.Records
-			t.Produce.RecordsPerSecond = addRate(t.Produce.RecordsPerSecond, p.Produce.RecordsPerSecond)
-			t.Produce.BytesPerSecond = addRate(t.Produce.BytesPerSecond, p.Produce.BytesPerSecond)
+			t.Produce.RecordsPerSecond.Mean += p.Produce.RecordsPerSecond.Mean
+			t.Produce.BytesPerSecond.Mean += p.Produce.BytesPerSecond.Mean
 			t.Produce.BytesEstimated = t.Produce.BytesEstimated || p.Produce.BytesEstimated
 			bytesWritten += p.Produce.BytesPerSecond.Mean * window
 			t.Idle = t.Idle && p.Idle
@@ -556,6 +593,8 @@ func topicLoads(parts []PartitionLoad, groups []GroupRead, window float64) []Top
 		if t.Produce.Records > 0 {
 			t.Produce.BytesPerRecord = bytesWritten / float64(t.Produce.Records)
 		}
+		t.Produce.RecordsPerSecond = intervalSpread(t.Produce.RecordsPerSecond.Mean, parts[i:j], func(p *PartitionLoad) ([]float64, Rate) { return p.recs, p.Produce.RecordsPerSecond })
+		t.Produce.BytesPerSecond = intervalSpread(t.Produce.BytesPerSecond.Mean, parts[i:j], func(p *PartitionLoad) ([]float64, Rate) { return p.bytes, p.Produce.BytesPerSecond })
 		for _, g := range groups {
 			if g.Topic == t.Topic {
 				t.Groups = append(t.Groups, g.Group)
@@ -567,11 +606,29 @@ func topicLoads(parts []PartitionLoad, groups []GroupRead, window float64) []Top
 	return out
 }
 
-// addRate sums rates: the means add exactly; Min and Max add the
-// partitions' extremes, bounds on the topic's own (its intervals line up
-// only when every partition was read in every sample).
-func addRate(a, b Rate) Rate {
-	return Rate{Mean: a.Mean + b.Mean, Min: a.Min + b.Min, Max: a.Max + b.Max}
+// intervalSpread is the spread of a topic's rate over the intervals: the
+// sum of its partitions' rates in each interval when every sample read
+// every partition, else the sum of their least and most (bounds on it).
+func intervalSpread(mean float64, parts []PartitionLoad, of func(*PartitionLoad) ([]float64, Rate)) Rate {
+	var sum []float64
+	for i := range parts {
+		iv, _ := of(&parts[i])
+		if iv == nil {
+			r := Rate{Mean: mean}
+			for j := range parts {
+				_, pr := of(&parts[j])
+				r.Min, r.Max = r.Min+pr.Min, r.Max+pr.Max
+			}
+			return r
+		}
+		if sum == nil {
+			sum = make([]float64, len(iv))
+		}
+		for j, x := range iv {
+			sum[j] += x
+		}
+	}
+	return spread(mean, sum)
 }
 
 func brokerLoads(layout *topology.Cluster, parts []PartitionLoad) []BrokerLoad {
