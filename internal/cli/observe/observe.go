@@ -47,6 +47,8 @@ type Options struct {
 	Format report.Format
 	// Clock times the samples (nil: the wall clock).
 	Clock clock.Clock
+	// wrap, in tests, wraps the sampler (to see the raw samples).
+	wrap func(observe.Sampler) observe.Sampler
 }
 
 type rawFlags struct {
@@ -204,7 +206,10 @@ func runObserve(ctx context.Context, opts *Options) error {
 		}
 		return fmt.Errorf("%s has no topic to observe", label)
 	}
-	sampler := adminSampler{adm: adm, topics: topics, filter: opts.filter()}
+	var sampler observe.Sampler = adminSampler{adm: adm, topics: topics, filter: opts.filter()}
+	if opts.wrap != nil {
+		sampler = opts.wrap(sampler)
+	}
 	var first observe.Sample
 	samples, err := observe.Run(ctx, sampler, opts.Clock, opts.Plan, func(i int, s observe.Sample) {
 		if i == 0 {
