@@ -212,8 +212,9 @@ const NoTrafficNote = "no traffic in the window: no record was written and no co
 var ErrTooFewSamples = errors.New("observe: need at least two samples")
 
 // Compute derives the loads from samples (in time order, at least two) over
-// layout, the cluster's layout at the last sample: its leaders and replica
-// sets decide who replicates to whom and who serves consumers. Partitions
+// layout (normalized: partitions sorted), the cluster's layout at the last
+// sample: its leaders and replica sets decide who replicates to whom and
+// who serves consumers. Partitions
 // of layout missing from every sample have no rate (Produce zero, Idle);
 // partitions of the samples missing from layout are ignored.
 func Compute(layout *topology.Cluster, samples []Sample) (*Result, error) {
@@ -272,7 +273,8 @@ type sampleIndex struct {
 }
 
 func index(s *Sample) sampleIndex {
-	x := sampleIndex{offsets: map[topology.Key]PartitionOffsets{}, replicas: map[topology.Key][]ReplicaSize{}, committed: map[string]map[topology.Key]int64{}}
+	x := sampleIndex{offsets: make(map[topology.Key]PartitionOffsets, len(s.Offsets)), replicas: make(map[topology.Key][]ReplicaSize, len(s.Offsets)),
+		committed: map[string]map[topology.Key]int64{}}
 	for _, o := range s.Offsets {
 		x.offsets[topology.Key{Topic: o.Topic, Partition: o.Partition}] = o
 	}
