@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,15 +50,20 @@ const (
 	slowRate, slowSize = 20.0, 100
 )
 
-// TestObserveLab runs kplan observe on the real lab while kplan's own
-// workload engine writes two topics at rates 30x apart with records 10x
-// apart and two consumer groups read the fast one, and checks what must
-// hold: a rate for every partition, each topic's rate of the right order
-// of magnitude, each replica's bytes as DescribeLogDirs said at the last
-// sample, both groups found, the idle topic flagged, and a snapshot that
-// loads as a layout with sizes and as rates. How close the rates come to
-// what was written is an acceptance figure, not checked here.
-func TestObserveLab(t *testing.T) {
+// labRun is what one observation of the lab saw.
+type labRun struct {
+	result   observe.Result
+	last     observe.Sample // the verb's last raw sample
+	snapshot []byte         // its --out file
+	path     string
+}
+
+// observeLab creates prefix-fast, prefix-slow and prefix-idle on the shared
+// lab, writes the first two with kplan's workload engine (loadgen.Write) at
+// fastRate and slowRate, reads the fast one with two consumer groups, and
+// runs kplan observe over window with three samples.
+func observeLab(t *testing.T, prefix string, window time.Duration) labRun {
+	t.Helper()
 	lab := labtest.Shared(t)
 	conn := kafka.ConnOptions{BootstrapServers: lab.Bootstrap}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -64,28 +71,29 @@ func TestObserveLab(t *testing.T) {
 	cl, err := kafka.NewClient(conn, "test")
 	require.NoError(t, err)
 	defer cl.Close()
-	require.NoError(t, kafka.CreateTopic(ctx, cl, "obs-fast", [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}, nil))
-	require.NoError(t, kafka.CreateTopic(ctx, cl, "obs-slow", [][]int32{{1, 2}, {2, 3}, {3, 1}}, nil))
-	require.NoError(t, kafka.CreateTopic(ctx, cl, "obs-idle", [][]int32{{1, 3}}, nil))
+	require.NoError(t, kafka.CreateTopic(ctx, cl, prefix+"-fast", [][]int32{{1, 2, 3}, {2, 3, 1}, {3, 1, 2}}, nil))
+	require.NoError(t, kafka.CreateTopic(ctx, cl, prefix+"-slow", [][]int32{{1, 2}, {2, 3}, {3, 1}}, nil))
+	require.NoError(t, kafka.CreateTopic(ctx, cl, prefix+"-idle", [][]int32{{1, 3}}, nil))
+	mine := func(s string) bool { return strings.HasPrefix(s, prefix+"-") }
 	require.Eventually(t, func() bool {
-		c, err := kafka.Snapshot(ctx, cl, func(s string) bool { return len(s) > 4 && s[:4] == "obs-" })
+		c, err := kafka.Snapshot(ctx, cl, mine)
 		return err == nil && len(c.Partitions) == 7
 	}, 30*time.Second, 200*time.Millisecond)
-	require.NoError(t, kafkatest.FillPartitions(ctx, conn, "obs-idle", []int32{0}, 20, 500))
+	require.NoError(t, kafkatest.FillPartitions(ctx, conn, prefix+"-idle", []int32{0}, 20, 500))
 
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
-	for _, s := range []loadgen.WriteSpec{{Topic: "obs-fast", Rate: fastRate, RecordSize: fastSize, Run: 1}, {Topic: "obs-slow", Rate: slowRate, RecordSize: slowSize, Run: 2}} {
+	for _, s := range []loadgen.WriteSpec{{Topic: prefix + "-fast", Rate: fastRate, RecordSize: fastSize, Run: 1}, {Topic: prefix + "-slow", Rate: slowRate, RecordSize: slowSize, Run: 2}} {
 		wg.Go(func() {
 			if _, err := loadgen.Write(wctx, conn, "test", s); err != nil {
 				errs <- err
 			}
 		})
 	}
-	for _, g := range []string{"obs-readers-a", "obs-readers-b"} {
+	for _, g := range []string{prefix + "-readers-a", prefix + "-readers-b"} {
 		wg.Go(func() {
-			if _, err := loadgen.ConsumeGroup(wctx, conn, "test", g, []string{"obs-fast"}, 500*time.Millisecond); err != nil {
+			if _, err := loadgen.ConsumeGroup(wctx, conn, "test", g, []string{prefix + "-fast"}, 500*time.Millisecond); err != nil {
 				errs <- err
 			}
 		})
@@ -102,18 +110,30 @@ func TestObserveLab(t *testing.T) {
 
 	rec := &recording{}
 	out := filepath.Join(t.TempDir(), "observed.json")
-	var stdout, stderr bytes.Buffer
-	ios, o, e, _ := iostreamsTest()
-	opts := &Options{IO: ios, Version: "test", Conn: conn, Plan: observe.Plan{Window: 6 * time.Second, Samples: 3}, Out: out, Format: report.JSON,
-		wrap: func(s observe.Sampler) observe.Sampler { rec.Sampler = s; return rec }}
-	opts.Topics = regexpMust(t, "^obs-")
+	ios, stdout, stderr, _ := iostreamsTest()
+	opts := &Options{IO: ios, Version: "test", Conn: conn, Plan: observe.Plan{Window: window, Samples: 3}, Out: out, Format: report.JSON,
+		Topics: regexp.MustCompile("^" + regexp.QuoteMeta(prefix) + "-"),
+		wrap:   func(s observe.Sampler) observe.Sampler { rec.Sampler = s; return rec }}
 	require.NoError(t, runObserve(ctx, opts))
-	stdout.Write(o.Bytes())
-	stderr.Write(e.Bytes())
 	t.Logf("stderr:\n%s", stderr.String())
+	run := labRun{path: out, last: rec.last}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &run.result))
+	run.snapshot, err = os.ReadFile(out)
+	require.NoError(t, err)
+	return run
+}
 
-	var r observe.Result
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &r))
+// TestObserveLab runs kplan observe on the real lab while kplan's own
+// workload engine writes two topics at rates 30x apart with records 10x
+// apart and two consumer groups read the fast one, and checks what must
+// hold: a rate for every partition, each topic's rate of the right order
+// of magnitude, each replica's bytes as DescribeLogDirs said at the last
+// sample, both groups found, the idle topic flagged, and a snapshot that
+// loads as a layout with sizes and as rates. How close the rates come to
+// what was written is an acceptance figure (TestAcceptObserveRates).
+func TestObserveLab(t *testing.T) {
+	run := observeLab(t, "obs", 6*time.Second)
+	r := run.result
 	assert.True(t, r.Traffic)
 	require.Len(t, r.Partitions, 7)
 	topics := map[string]observe.TopicLoad{}
@@ -145,7 +165,7 @@ func TestObserveLab(t *testing.T) {
 
 	// Each replica's bytes are what DescribeLogDirs said at the last sample.
 	want := map[[3]any]int64{}
-	for _, rs := range rec.last.Replicas {
+	for _, rs := range run.last.Replicas {
 		want[[3]any{rs.Topic, rs.Partition, rs.Broker}] = rs.Bytes
 	}
 	n := 0
@@ -158,14 +178,12 @@ func TestObserveLab(t *testing.T) {
 	}
 	assert.Equal(t, 3*3+3*2+2, n)
 
-	data, err := os.ReadFile(out)
-	require.NoError(t, err)
-	c, err := topology.Load(bytes.NewReader(data), out)
+	c, err := topology.Load(bytes.NewReader(run.snapshot), run.path)
 	require.NoError(t, err)
 	for _, p := range c.Partitions {
 		assert.Positive(t, p.SizeBytes, "%s has its size in the snapshot", p.Key())
 	}
-	tr, err := observe.ParseSnapshotRates(data, out)
+	tr, err := observe.ParseSnapshotRates(run.snapshot, run.path)
 	require.NoError(t, err)
 	assert.InDelta(t, fast.Produce.BytesPerSecond.Mean, tr.BytesPerSecond["obs-fast"], 1e-6)
 }

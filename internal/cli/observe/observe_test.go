@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -182,11 +181,4 @@ func TestRunObserveNoTraffic(t *testing.T) {
 func iostreamsTest() (*iostreams.IOStreams, *bytes.Buffer, *bytes.Buffer, *bytes.Buffer) {
 	ios, in, out, errOut := iostreams.Test()
 	return ios, out, errOut, in
-}
-
-func regexpMust(t *testing.T, s string) *regexp.Regexp {
-	t.Helper()
-	re, err := regexp.Compile(s)
-	require.NoError(t, err)
-	return re
 }
