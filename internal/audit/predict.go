@@ -3,7 +3,9 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 
@@ -58,6 +60,27 @@ func ParseRates(s string) (Rates, error) {
 	}
 	r.BytesPerSecond = withUnits > 0
 	return r, nil
+}
+
+// ParseRatesArg reads the value of a --rates flag: "topic=rate,..." as
+// ParseRates does, or, when it holds no "=", the name of a kplan observe
+// snapshot (--out) read through readFile, whose observed bytes/s per topic
+// are the rates.
+func ParseRatesArg(s string, readFile func(string) ([]byte, error)) (Rates, error) {
+	if strings.Contains(s, "=") || strings.TrimSpace(s) == "" {
+		return ParseRates(s)
+	}
+	data, err := readFile(s)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ParseRates(s) // no such file: a malformed topic=rate
+	case err != nil:
+		return Rates{}, fmt.Errorf("%q is neither topic=rate,... nor a snapshot of kplan observe: %w", s, err)
+	}
+	if !observe.IsSnapshot(data) {
+		return Rates{}, fmt.Errorf("%s: not a snapshot of kplan observe (--out); a file of topic=rate lines goes to --rates-file", s)
+	}
+	return ParseRatesFile(data, s)
 }
 
 // ParseRatesFile reads one "topic=rate" (or "topic rate") a line; blank

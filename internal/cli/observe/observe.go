@@ -90,13 +90,13 @@ than shown with rates of zero; an idle topic is marked idle.
 --out writes a snapshot: a layout (Kafka's reassignment JSON with leaders,
 ISR and each partition's size_bytes) that every verb reading --from loads,
 with the observed loads under "observe" (schema observe_schema: 1); kplan
-audit --rates-file and kplan chaos --rates-file read its per-topic produce
-rates. kplan observe needs only Describe on the cluster, topics and groups.
+audit and kplan chaos read its per-topic produce rates with --rates FILE
+or --rates-file FILE. kplan observe needs only Describe on the cluster, topics and groups.
 A line per sample goes to stderr.`,
 		Example: `  $ kplan observe --cluster lab --window 10s --samples 3
   $ kplan observe --bootstrap-server k1:9092 --window 2m --topics '^orders' -o json
   $ kplan observe --bootstrap-server k1:9092 --command-config client.properties --out /tmp/observed.json
-  $ kplan audit --from /tmp/observed.json --rates-file /tmp/observed.json`,
+  $ kplan audit --from /tmp/observed.json --rates /tmp/observed.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := raw.complete(opts); err != nil {
