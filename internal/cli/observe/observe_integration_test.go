@@ -163,6 +163,16 @@ func TestObserveLab(t *testing.T) {
 		}
 	}
 
+	// Kafka 4.3.1 answers ListOffsets' earliest-local (-4): without tiered
+	// storage it is the log start offset, so nothing is remote.
+	require.Len(t, run.last.Offsets, 7)
+	for _, o := range run.last.Offsets {
+		assert.Equal(t, o.Start, o.LocalStart, "%s-%d: earliest local offset", o.Topic, o.Partition)
+	}
+	for _, p := range r.Partitions {
+		assert.Zero(t, p.RemoteBytes, "%s-%d", p.Topic, p.Partition)
+	}
+
 	// Each replica's bytes are what DescribeLogDirs said at the last sample.
 	want := map[[3]any]int64{}
 	for _, rs := range run.last.Replicas {
