@@ -8,6 +8,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/cli/generate"
 	"github.com/kplan-dev/kplan/internal/cli/lab"
 	"github.com/kplan-dev/kplan/internal/cli/measure"
+	"github.com/kplan-dev/kplan/internal/cli/observe"
 	"github.com/kplan-dev/kplan/internal/cli/reassign"
 	"github.com/kplan-dev/kplan/internal/cli/size"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
@@ -20,6 +21,7 @@ func verbs(f *cmdutil.Factory) []*cobra.Command {
 		size.NewCmdSize(f, nil),
 		audit.NewCmdAudit(f, nil),
 		reassign.NewCmdReassign(f, nil),
+		observe.NewCmdObserve(f, nil),
 		generate.NewCmdGenerate(f, nil),
 		lab.NewCmdLab(f),
 		chaos.NewCmdChaos(f, nil),

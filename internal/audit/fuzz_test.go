@@ -8,6 +8,7 @@ import (
 // FuzzParseRatesFile: a --rates-file never panics the parser; every error
 // names the file (file:line where a line is at fault) on one line; and
 // what parses has named topics with rates that are numbers, not negative.
+// A JSON body is a kplan observe snapshot (ParseSnapshotRates).
 func FuzzParseRatesFile(f *testing.F) {
 	for _, s := range []string{
 		"A=3\nB=1\n",
@@ -20,6 +21,8 @@ func FuzzParseRatesFile(f *testing.F) {
 		"\n\n#\n",
 		"A=1\r\nB=1MB/s\r\n",
 		"x " + strings.Repeat("9", 400) + "\n",
+		`{"version":1,"observe_schema":1,"partitions":[],"observe":{"traffic":true,"window_seconds":10,"topics":[{"topic":"A","produce":{"bytes_per_second":{"mean":3000000}}}]}}`,
+		`{"observe_schema":1,"observe":{"traffic":false}}`,
 	} {
 		f.Add(s)
 	}

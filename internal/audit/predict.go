@@ -3,10 +3,13 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 
+	"github.com/kplan-dev/kplan/internal/observe"
 	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/units"
 	"github.com/kplan-dev/kplan/internal/workload"
@@ -59,9 +62,40 @@ func ParseRates(s string) (Rates, error) {
 	return r, nil
 }
 
+// ParseRatesArg reads the value of a --rates flag: "topic=rate,..." as
+// ParseRates does, or, when it holds no "=", the name of a kplan observe
+// snapshot (--out) read through readFile, whose observed bytes/s per topic
+// are the rates.
+func ParseRatesArg(s string, readFile func(string) ([]byte, error)) (Rates, error) {
+	if strings.Contains(s, "=") || strings.TrimSpace(s) == "" {
+		return ParseRates(s)
+	}
+	data, err := readFile(s)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ParseRates(s) // no such file: a malformed topic=rate
+	case err != nil:
+		return Rates{}, fmt.Errorf("%q is neither topic=rate,... nor a snapshot of kplan observe: %w", s, err)
+	}
+	if !observe.IsSnapshot(data) {
+		return Rates{}, fmt.Errorf("%s: not a snapshot of kplan observe (--out); a file of topic=rate lines goes to --rates-file", s)
+	}
+	return ParseRatesFile(data, s)
+}
+
 // ParseRatesFile reads one "topic=rate" (or "topic rate") a line; blank
 // lines and lines starting with # are skipped. Errors name name:line.
+// A JSON file is a snapshot of kplan observe (--out): each topic's
+// observed produce rate in bytes/s; its errors name the file and the JSON
+// field.
 func ParseRatesFile(data []byte, name string) (Rates, error) {
+	if observe.IsSnapshot(data) {
+		tr, err := observe.ParseSnapshotRates(data, name)
+		if err != nil {
+			return Rates{}, err
+		}
+		return Rates{ByTopic: tr.BytesPerSecond, BytesPerSecond: true}, nil
+	}
 	var items []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)

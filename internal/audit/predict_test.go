@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"errors"
 	"os"
 	"testing"
 
@@ -103,6 +104,53 @@ func TestParseRatesFile(t *testing.T) {
 	assert.ErrorContains(t, err, "rates.txt:1: one topic=rate a line")
 	_, err = ParseRatesFile([]byte("# nothing\n"), "rates.txt")
 	assert.ErrorContains(t, err, "rates.txt: no topic=rate given")
+}
+
+// TestParseRatesArg: --rates takes topic=rate,... or a snapshot's name.
+func TestParseRatesArg(t *testing.T) {
+	files := map[string]string{
+		"observed.json": `{"observe_schema":1,"observe":{"traffic":true,"window_seconds":10,"topics":[{"topic":"A","produce":{"bytes_per_second":{"mean":5}}}]}}`,
+		"rates.txt":     "A=1\n",
+	}
+	read := func(name string) ([]byte, error) {
+		if b, ok := files[name]; ok {
+			return []byte(b), nil
+		}
+		return nil, os.ErrNotExist
+	}
+	r, err := ParseRatesArg("A=2,B=1", read)
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, r.Of("A"))
+	r, err = ParseRatesArg("observed.json", read)
+	require.NoError(t, err)
+	assert.Equal(t, 5.0, r.Of("A"))
+	assert.True(t, r.BytesPerSecond)
+	_, err = ParseRatesArg("missing.json", read)
+	assert.EqualError(t, err, `"missing.json": want topic=rate`, "no such file: a malformed topic=rate, as before")
+	_, err = ParseRatesArg("dir", func(string) ([]byte, error) { return nil, errors.New("is a directory") })
+	assert.EqualError(t, err, `"dir" is neither topic=rate,... nor a snapshot of kplan observe: is a directory`)
+	_, err = ParseRatesArg("rates.txt", read)
+	assert.EqualError(t, err, "rates.txt: not a snapshot of kplan observe (--out); a file of topic=rate lines goes to --rates-file")
+	_, err = ParseRatesArg("", read)
+	assert.EqualError(t, err, "no topic=rate given")
+}
+
+// TestParseRatesFileSnapshot: a kplan observe snapshot gives each topic its
+// observed produce rate in bytes/s; its faults name the file and field.
+func TestParseRatesFileSnapshot(t *testing.T) {
+	snap := `{"version":1,"observe_schema":1,"partitions":[],"observe":{"traffic":true,"window_seconds":10,"topics":[
+ {"topic":"A","produce":{"bytes_per_second":{"mean":3000000}}},
+ {"topic":"B","produce":{"bytes_per_second":{"mean":0}}}]}}`
+	r, err := ParseRatesFile([]byte(snap), "observed.json")
+	require.NoError(t, err)
+	assert.True(t, r.BytesPerSecond)
+	assert.Equal(t, 3e6, r.Of("A"))
+	assert.Equal(t, 0.0, r.Of("B"))
+	assert.Equal(t, 0.0, r.Of("C"), "a topic the snapshot did not see writes nothing")
+	_, err = ParseRatesFile([]byte(`{"observe_schema":1,"observe":{"traffic":false}}`), "observed.json")
+	assert.EqualError(t, err, "observed.json: observe.traffic: false: the cluster had no traffic in the observed window, so the snapshot has no rates")
+	_, err = ParseRatesFile([]byte(`{"version":1,"partitions":[]}`), "layout.json")
+	assert.EqualError(t, err, "layout.json: observe_schema: missing: not a snapshot of kplan observe (--out)")
 }
 
 func FuzzParseRates(f *testing.F) {

@@ -86,43 +86,6 @@ func (a *Admin) ClusterID(ctx context.Context) (string, error) {
 	return md.Cluster, nil
 }
 
-// LogDirSizes returns the on-disk size of every partition of the topics the
-// filter accepts (nil: all but Kafka's internal topics), from
-// DescribeLogDirs on every broker: the largest replica's size, which is
-// what a reassignment copies at most. Partitions no live broker reports are
-// absent from the map.
-func (a *Admin) LogDirSizes(ctx context.Context, topicFilter func(string) bool) (map[topology.Key]int64, error) {
-	cl, err := a.Client()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := a.bounded(ctx)
-	defer cancel()
-	all, err := kadm.NewClient(cl).DescribeAllLogDirs(ctx, nil)
-	if err != nil && len(all) == 0 {
-		return nil, a.classify(fmt.Errorf("describe log dirs: %w", err))
-	}
-	// A dead broker yields a shard error; the survivors' answers still count.
-	sizes := make(map[topology.Key]int64)
-	for _, dirs := range all {
-		for _, d := range dirs {
-			if d.Err != nil {
-				continue
-			}
-			d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
-				if p.IsFuture || !accept(topicFilter, p.Topic) {
-					return
-				}
-				k := topology.Key{Topic: p.Topic, Partition: p.Partition}
-				if cur, ok := sizes[k]; !ok || p.Size > cur {
-					sizes[k] = p.Size
-				}
-			})
-		}
-	}
-	return sizes, nil
-}
-
 // ApplySizes sets SizeBytes of every partition of c found in sizes.
 func ApplySizes(c *topology.Cluster, sizes map[topology.Key]int64) {
 	for i := range c.Partitions {

@@ -62,6 +62,19 @@ func TestLoadJSONLeaderAndISR(t *testing.T) {
 	assert.False(t, c.Partitions[2].InSync(3))
 }
 
+// TestLoadJSONSizeBytes: kplan observe's snapshots give each partition's
+// size; a partition without one is unknown (-1), and keys the layout
+// reader does not know (the snapshot's "observe") are skipped.
+func TestLoadJSONSizeBytes(t *testing.T) {
+	c, err := Load(strings.NewReader(`{"version":1,"observe_schema":1,"partitions":[
+ {"topic":"a","partition":0,"replicas":[1],"size_bytes":0},
+ {"topic":"a","partition":1,"replicas":[2],"size_bytes":123456789012},
+ {"topic":"a","partition":2,"replicas":[2]}],"observe":{"traffic":true,"topics":[{"topic":"a"}]}}`), "x.json")
+	require.NoError(t, err)
+	require.Len(t, c.Partitions, 3)
+	assert.Equal(t, []int64{0, 123456789012, -1}, []int64{c.Partitions[0].SizeBytes, c.Partitions[1].SizeBytes, c.Partitions[2].SizeBytes})
+}
+
 func TestLoadJSONErrors(t *testing.T) {
 	tests := []struct {
 		name, body, want string
@@ -82,6 +95,8 @@ func TestLoadJSONErrors(t *testing.T) {
 		{"wrong type", `{"partitions":[{"topic":"a","partition":"0","replicas":[1]}]}`, "want int64, got JSON string"},
 		{"log dirs", `{"partitions":[{"topic":"a","partition":0,"replicas":[1,2],"log_dirs":["any"]}]}`, "log_dirs: a-0: 1 log dirs for 2 replicas"},
 		{"empty", "  \n", "x.json:1: empty input"},
+		{"negative size", `{"partitions":[{"topic":"a","partition":0,"replicas":[1],"size_bytes":-5}]}`, "size_bytes: a-0: -5 is negative"},
+		{"size not a number", `{"partitions":[{"topic":"a","partition":0,"replicas":[1],"size_bytes":"5"}]}`, "want int64, got JSON string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

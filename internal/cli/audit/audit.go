@@ -167,8 +167,8 @@ func addFlags(cmd *cobra.Command, opts *Options, raw *rawFlags) {
 	cmd.Flags().StringVar(&raw.by, "by", "leaders", "group topics by their leader brokers or by every replica's broker: leaders or replicas")
 	cmd.Flags().StringVar(&opts.SaveSnapshot, "save-snapshot", "", "also write the layout read (with leaders and ISR) to this JSON file, to audit offline later with --from")
 	cmd.Flags().StringSliceVar(&raw.whatIf, "what-if", nil, "simulate losing brokers: broker-N (repeatable, comma list) or all")
-	cmd.Flags().StringVar(&raw.rates, "rates", "", "producers' rate per topic for the predicted load: topic=100MB/s,... or relative weights topic=3,...; *=rate for the others (default: every topic weighs 1)")
-	cmd.Flags().StringVar(&raw.ratesFile, "rates-file", "", "file of topic=rate lines for the predicted load (# comments)")
+	cmd.Flags().StringVar(&raw.rates, "rates", "", "producers' rate per topic for the predicted load: topic=100MB/s,... or relative weights topic=3,...; *=rate for the others; or a kplan observe --out snapshot's file name (default: every topic weighs 1)")
+	cmd.Flags().StringVar(&raw.ratesFile, "rates-file", "", "file of topic=rate lines for the predicted load (# comments), or a kplan observe --out snapshot: its observed bytes/s per topic")
 	cmd.Flags().StringVar(&raw.keys, "keys", "", "record keys for the predicted load of hash and default: none, uniform:N or zipf:S:N for every topic, or TOPIC=SPEC,... (*=SPEC for the others)")
 	cmd.Flags().BoolVar(&opts.Saturated, "saturated", false, "predict sqf-shared with producers writing as fast as they can (queues full: the combined flow is balanced); default: rate-capped, as node")
 	cmd.Flags().IntVar(&opts.MaxOverlaps, "max-overlaps", audit.MaxOverlaps, "list at most this many overlapping pairs of max groups (0: all); overlap_count always counts them all")
@@ -254,7 +254,7 @@ func (o *Options) parseRates(rates, ratesFile string) error {
 	case rates != "" && ratesFile != "":
 		return errkind.Usagef("", "--rates and --rates-file: give one, not both")
 	case rates != "":
-		if o.Rates, err = audit.ParseRates(rates); err != nil {
+		if o.Rates, err = audit.ParseRatesArg(rates, os.ReadFile); err != nil {
 			return errkind.Usagef("", "--rates: %w", err)
 		}
 		o.RatesGiven, o.RatesFlag = true, "--rates"

@@ -259,8 +259,8 @@ func (c *flags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.file, "file", "", "another name for --workload")
 	_ = fs.MarkHidden("file")
 	fs.StringVar(&c.layout, "layout", "", "run a workload on this layout's topics (any layout kplan audit --from reads), created with its replica assignment, the layout's leader first")
-	fs.StringVar(&c.rates, "rates", "", "workload: rate per topic, topic=2MB/s,... or relative weights topic=2,... sharing --rate; *=rate for the others (default: every topic weighs 1)")
-	fs.StringVar(&c.ratesFile, "rates-file", "", "workload: file of topic=rate lines (# comments), as kplan audit --rates-file")
+	fs.StringVar(&c.rates, "rates", "", "workload: rate per topic, topic=2MB/s,... or relative weights topic=2,... sharing --rate; *=rate for the others; or a kplan observe --out snapshot's file name (default: every topic weighs 1)")
+	fs.StringVar(&c.ratesFile, "rates-file", "", "workload: file of topic=rate lines (# comments) or a kplan observe --out snapshot, as kplan audit --rates-file")
 	fs.StringVar(&c.keys, "keys", "", "workload: record keys, none, uniform:N or zipf:S:N for every topic, or per topic A=zipf:1.1:1000,B=none (default: none)")
 	fs.StringVar(&c.topics, "topics", "", "workload: write the existing topics matching this regular expression as they are (lab or --bootstrap-server, with --sequential)")
 	fs.StringVar(&c.cluster, "cluster", "embedded", "embedded (simulated, in process) or lab (the running kplan lab)")
@@ -532,7 +532,7 @@ func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpe
 	case c.rates != "" && c.ratesFile != "":
 		return nil, errkind.Usagef("", "%s and %s: give one, not both", c.where("rates"), c.where("rates-file"))
 	case c.rates != "":
-		if spec.Rates, err = audit.ParseRates(c.rates); err != nil {
+		if spec.Rates, err = audit.ParseRatesArg(c.rates, os.ReadFile); err != nil {
 			return nil, errkind.Usagef("", "%s: %w", c.where("rates"), err)
 		}
 		spec.RatesGiven = true

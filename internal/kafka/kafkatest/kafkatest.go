@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -46,4 +47,31 @@ func FillPartitions(ctx context.Context, opts kafka.ConnOptions, topic string, p
 		}
 	}
 	return nil
+}
+
+// FakeClusterWithTopics is FakeCluster with topics of partitions
+// partitions each already created.
+func FakeClusterWithTopics(brokers, partitions int, topics ...string) (addrs []string, stop func(), err error) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(int32(partitions), topics...))
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.ListenAddrs(), c.Close, nil
+}
+
+// CommitOffset commits offset as group's position in topic's partition:
+// a consumer group that has read so far, without running a consumer.
+func CommitOffset(ctx context.Context, opts kafka.ConnOptions, group, topic string, partition int32, offset int64) error {
+	cl, err := kafka.NewClient(opts, "commit")
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: partition, At: offset, LeaderEpoch: -1})
+	res, err := kadm.NewClient(cl).CommitOffsets(ctx, group, offs)
+	if err != nil {
+		return fmt.Errorf("committing %s's offset of %s/%d: %w", group, topic, partition, err)
+	}
+	return res.Error()
 }
