@@ -80,7 +80,7 @@ unit:
 ## and the tests' own waits.
 INTEGRATION_FILES = $(shell grep -rl --include='*_test.go' '^//go:build integration' cmd internal)
 INTEGRATION_LANE2 := internal/chaos/chaosmesh internal/k8stest internal/e2e/secure \
-  internal/cli/chaos internal/cli/audit internal/cli/reassign
+  internal/cli/chaos internal/cli/audit internal/cli/reassign internal/cli/observe
 INTEGRATION_LANE2_PORT := 30092
 integration: kafka k8s iptables
 	@failed=$$(mktemp); trap 'rm -f $$failed' EXIT; \
