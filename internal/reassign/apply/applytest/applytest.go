@@ -49,7 +49,21 @@ type Admin struct {
 	Calls []string
 	// Snapshots counts the Snapshot calls.
 	Snapshots int
+	// FailReassignAfter makes every Reassign call after the first
+	// FailReassignAfter ones fail with ErrKilled, unlogged and changing
+	// nothing (0: never), as an apply killed halfway that never sent them.
+	FailReassignAfter int
+	reassigns         int
+	// MaxReplicas is, per partition, the most replicas it held at once
+	// (its current and target replicas while it moves); MaxMoves, per
+	// broker, the most reassignments moving a replica into or out of it at
+	// once. Reassign updates both.
+	MaxReplicas map[topology.Key]int
+	MaxMoves    map[int32]int
 }
+
+// ErrKilled is the error of a Reassign call after FailReassignAfter.
+var ErrKilled = errors.New("killed")
 
 // New returns a cluster of running brokers holding parts.
 func New(brokers []int32, parts ...topology.Partition) *Admin {
@@ -163,6 +177,10 @@ func (f *Admin) hang(ctx context.Context, method string) error {
 
 // Reassign implements apply.Admin.
 func (f *Admin) Reassign(_ context.Context, moves []topology.Partition) error {
+	f.reassigns++
+	if f.FailReassignAfter > 0 && f.reassigns > f.FailReassignAfter {
+		return ErrKilled
+	}
 	for _, m := range moves {
 		f.Calls = append(f.Calls, fmt.Sprintf("Reassign %s %v", m.Key(), m.Replicas))
 	}
@@ -172,7 +190,36 @@ func (f *Admin) Reassign(_ context.Context, moves []topology.Partition) error {
 	for _, m := range moves {
 		f.Moving[m.Key()] = m.Replicas
 	}
+	f.track()
 	return nil
+}
+
+// track updates MaxReplicas and MaxMoves from the reassignments in
+// progress.
+func (f *Admin) track() {
+	if f.MaxReplicas == nil {
+		f.MaxReplicas, f.MaxMoves = map[topology.Key]int{}, map[int32]int{}
+	}
+	moves := map[int32]int{}
+	for k, target := range f.Moving {
+		cur := f.find(k).Replicas
+		held := slices.Clone(cur)
+		for _, b := range target {
+			if !slices.Contains(cur, b) {
+				held = append(held, b)
+				moves[b]++
+			}
+		}
+		for _, b := range cur {
+			if !slices.Contains(target, b) {
+				moves[b]++
+			}
+		}
+		f.MaxReplicas[k] = max(f.MaxReplicas[k], len(held))
+	}
+	for b, n := range moves {
+		f.MaxMoves[b] = max(f.MaxMoves[b], n)
+	}
 }
 
 // CancelReassign implements apply.Admin.
