@@ -3,6 +3,7 @@ package apply
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -45,9 +46,14 @@ func (s *State) Counts() (done, submitted int) {
 	return done, submitted
 }
 
+// ErrOtherPlan is wrapped by LoadState's error for the state file of
+// another plan.
+var ErrOtherPlan = errors.New("the state of another plan")
+
 // LoadState reads a state file and checks it is for plan: a file that is
-// not one or is for another plan is a usage error about the field
-// "state". A file that does not exist returns nil and no error.
+// not one or is for another plan (wrapping ErrOtherPlan) is a usage error
+// about the field "state". A file that does not exist returns nil and no
+// error.
 func LoadState(path string, plan []topology.Partition) (*State, error) {
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -63,7 +69,7 @@ func LoadState(path string, plan []topology.Partition) (*State, error) {
 		return nil, errkind.Usagef("state", "%s: not a kplan apply state file (want schema %q)", path, StateSchema)
 	}
 	if s.Plan != PlanDigest(plan) {
-		return nil, errkind.Usagef("state", "%s: the state of another plan", path)
+		return nil, errkind.Usagef("state", "%s: %w", path, ErrOtherPlan)
 	}
 	return &s, nil
 }
