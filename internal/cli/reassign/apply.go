@@ -431,8 +431,12 @@ func (o *ApplyOptions) interrupted(ie *apply.Interrupted) error {
 	case ie.Throttled:
 		throttle = "; the throttle was removed, so it runs unthrottled"
 	}
-	return errkind.New(errkind.Runtime, "", "interrupted (%w) with %d of %d partitions complete: the reassignment of the other %d goes on in the cluster%s; follow it with kplan reassign apply %s --verify or stop it with --cancel",
-		ie.Cause, res.Complete, len(res.Partitions), len(res.Partitions)-res.Complete, throttle, o.Plan)
+	resume := ""
+	if res.Submitted < res.Steps {
+		resume = fmt.Sprintf("; %d of %d moves were not submitted yet: kplan reassign apply %s --resume submits them", res.Steps-res.Submitted, res.Steps, o.Plan)
+	}
+	return errkind.New(errkind.Runtime, "", "interrupted (%w) with %d of %d partitions complete: the reassignment of the other %d goes on in the cluster%s%s; follow it with kplan reassign apply %s --verify or stop it with --cancel",
+		ie.Cause, res.Complete, len(res.Partitions), len(res.Partitions)-res.Complete, throttle, resume, o.Plan)
 }
 
 // removeThrottleCommands are the kafka-configs commands that delete the

@@ -123,7 +123,8 @@ func TestApplyResume(t *testing.T) {
 	f := threeBrokers()
 	f.FailReassignAfter = 1
 	caps := func(o *ApplyOptions) { o.MaxInflightPerBroker, o.Throttle = 1, 1000 }
-	code, _, msg := runAt(t, f, path, caps)
+	code, errOut, msg := runAt(t, f, path, caps)
+	t.Logf("killed:\n%s%s", errOut, msg)
 	assert.Equal(t, cmdutil.ExitRuntime, code)
 	assert.Contains(t, msg, "killed")
 	assert.FileExists(t, apply.StatePath(path))
@@ -131,11 +132,13 @@ func TestApplyResume(t *testing.T) {
 
 	calls := len(f.Calls)
 	code, _, msg = runAt(t, f, path, caps)
+	t.Logf("again:\n%s", msg)
 	assert.Equal(t, cmdutil.ExitRefused, code)
 	assert.Equal(t, "--resume: DIR/plan.kplan-state.json holds an apply of this plan that did not finish (1 of 3 steps done): go on with --resume, or delete the file to start over", msg)
 	assert.Len(t, f.Calls, calls)
 
-	code, errOut, msg := runAt(t, f, path, func(o *ApplyOptions) { caps(o); o.Resume = true })
+	code, errOut, msg = runAt(t, f, path, func(o *ApplyOptions) { caps(o); o.Resume = true })
+	t.Logf("--resume:\n%s", errOut)
 	assert.Equal(t, cmdutil.ExitOK, code, msg)
 	assert.Contains(t, errOut, "wave 2: the controller accepted 1 more moves (3 of 3 submitted)")
 	seen := map[string]bool{}

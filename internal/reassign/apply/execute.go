@@ -322,13 +322,17 @@ func waves(ctx context.Context, adm Admin, plan []topology.Partition, res *Resul
 			if ctx.Err() != nil {
 				return stopped(ctx.Err())
 			}
-			return fmt.Errorf("submitting the next moves (%d of %d submitted; the others go on in the cluster): %w", res.Submitted, res.Steps, err)
+			return fmt.Errorf("submitting the next moves (%d of %d submitted: those go on in the cluster, the others wait for a resumed apply): %w", res.Submitted, res.Steps, err)
 		}
 		d := poll
 		if o.WaitTimeout > 0 {
 			left := o.WaitTimeout - elapsed
 			if left <= 0 {
-				return errkind.Wrap(errkind.Runtime, "wait-timeout", fmt.Errorf("not complete after %v: %w", o.WaitTimeout, ErrNotDone))
+				waiting := ""
+				if res.Submitted < res.Steps {
+					waiting = fmt.Sprintf(" (%d of %d moves submitted, the others wait for a resumed apply)", res.Submitted, res.Steps)
+				}
+				return errkind.Wrap(errkind.Runtime, "wait-timeout", fmt.Errorf("not complete after %v%s: %w", o.WaitTimeout, waiting, ErrNotDone))
 			}
 			d = min(d, left)
 		}
