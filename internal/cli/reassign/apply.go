@@ -749,10 +749,11 @@ func (o *ApplyOptions) guard(plan []topology.Partition) (apply.Options, error) {
 
 // loadSource reads what the plan was computed from: --source (a sidecar,
 // or a layout file from which the sidecar's content is computed), else
-// the sidecar beside the plan when there is one (nil when not).
+// the sidecar beside the plan (for a wave file, the whole plan's) when
+// there is one (nil when not).
 func (o *ApplyOptions) loadSource(plan []topology.Partition) (*apply.Source, error) {
 	if o.Source == "" {
-		return apply.LoadSource(apply.SourcePath(o.Plan), plan)
+		return apply.LoadSource(apply.SourceFor(o.Plan), plan)
 	}
 	data, err := os.ReadFile(o.Source)
 	if err != nil {

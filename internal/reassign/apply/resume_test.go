@@ -278,7 +278,7 @@ func TestSourceFile(t *testing.T) {
 	assert.Equal(t, strings.TrimSuffix(planPath, ".json")+".kplan.json", path)
 	src, err := LoadSource(path, plan)
 	require.NoError(t, err)
-	assert.Equal(t, []SourcePartition{{Topic: "a", Partition: 1, Replicas: []int32{2, 3}}}, src.Partitions)
+	assert.Equal(t, []SourcePartition{{Topic: "a", Partition: 1, Replicas: []int32{2, 3}, Target: []int32{3, 1}}}, src.Partitions)
 	assert.Equal(t, []topology.Broker{{ID: 1, Rack: "r1"}, {ID: 2}, {ID: 3}}, src.Brokers, "the brokers the partition and its target name")
 	assert.True(t, strings.HasPrefix(src.Digest, "sha256:"))
 
@@ -292,6 +292,20 @@ func TestSourceFile(t *testing.T) {
 	_, err = LoadSource(path, []topology.Partition{applytest.Move("a", 1, 1, 3)})
 	assert.ErrorContains(t, err, "written for another plan")
 	assert.Equal(t, "source", errkind.FieldOf(err))
+
+	// A wave file of the plan (kplan reassign --waves) is guarded by the
+	// whole plan's sidecar: its partitions have the targets it records.
+	whole := []topology.Partition{applytest.Move("a", 0, 2, 3), applytest.Move("a", 1, 3, 1)}
+	_, err = WriteSourceFile(planPath, c, whole)
+	require.NoError(t, err)
+	wave := strings.TrimSuffix(planPath, ".json") + ".wave-2.json"
+	assert.Equal(t, path, SourceFor(wave))
+	assert.Equal(t, path, SourceFor(planPath))
+	src, err = LoadSource(SourceFor(wave), whole[1:])
+	require.NoError(t, err)
+	assert.Len(t, src.Partitions, 2)
+	_, err = LoadSource(SourceFor(wave), []topology.Partition{applytest.Move("a", 1, 1, 3)})
+	assert.ErrorContains(t, err, "written for another plan")
 
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,11 +40,13 @@ type Source struct {
 	Partitions []SourcePartition `json:"partitions"`
 }
 
-// SourcePartition is a plan partition's replicas when the plan was made.
+// SourcePartition is a plan partition's replicas when the plan was made,
+// and its target in the plan.
 type SourcePartition struct {
 	Topic     string  `json:"topic"`
 	Partition int32   `json:"partition"`
 	Replicas  []int32 `json:"replicas"`
+	Target    []int32 `json:"target"`
 }
 
 // Key returns the partition's key.
@@ -102,7 +105,7 @@ func NewSource(c *topology.Cluster, plan []topology.Partition) *Source {
 		if !ok {
 			continue
 		}
-		s.Partitions = append(s.Partitions, SourcePartition{Topic: m.Topic, Partition: m.Partition, Replicas: slices.Clone(p.Replicas)})
+		s.Partitions = append(s.Partitions, SourcePartition{Topic: m.Topic, Partition: m.Partition, Replicas: slices.Clone(p.Replicas), Target: slices.Clone(m.Replicas)})
 		for _, b := range p.Replicas {
 			named[b] = true
 		}
@@ -128,7 +131,7 @@ func (s *Source) digestOf() string {
 		fmt.Fprintf(&b, "broker\x00%d\x00%s\n", br.ID, br.Rack)
 	}
 	for _, p := range s.Partitions {
-		fmt.Fprintf(&b, "partition\x00%s\x00%d\x00%s\n", p.Topic, p.Partition, idList(p.Replicas))
+		fmt.Fprintf(&b, "partition\x00%s\x00%d\x00%s\x00%s\n", p.Topic, p.Partition, idList(p.Replicas), idList(p.Target))
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -154,6 +157,8 @@ func WriteSourceFile(planPath string, c *topology.Cluster, plan []topology.Parti
 // LoadSource reads a sidecar and checks it against the plan: a file that
 // is not one, whose digest does not match its content, or that was
 // written for another plan is a usage error about the field "source".
+// A part of the sidecar's plan (a wave file of kplan reassign --waves:
+// every partition with the target the sidecar records) is that plan.
 // A file that does not exist returns nil and no error.
 func LoadSource(path string, plan []topology.Partition) (*Source, error) {
 	data, err := os.ReadFile(path)
@@ -172,10 +177,43 @@ func LoadSource(path string, plan []topology.Partition) (*Source, error) {
 	if s.Digest != s.digestOf() {
 		return nil, errkind.Usagef("source", "%s: its digest does not match its content (edited by hand?)", path)
 	}
-	if s.Plan != PlanDigest(plan) {
+	if s.Plan != PlanDigest(plan) && !s.covers(plan) {
 		return nil, errkind.Usagef("source", "%s: written for another plan (the plan changed since)", path)
 	}
 	return &s, nil
+}
+
+// covers reports whether every partition of plan is one of s's with the
+// same target.
+func (s *Source) covers(plan []topology.Partition) bool {
+	targets := map[topology.Key][]int32{}
+	for _, p := range s.Partitions {
+		targets[p.Key()] = p.Target
+	}
+	for _, m := range plan {
+		t, ok := targets[m.Key()]
+		if !ok || !slices.Equal(t, m.Replicas) {
+			return false
+		}
+	}
+	return true
+}
+
+// waveFile matches the wave files of kplan reassign --waves: PLAN.wave-N.json.
+var waveFile = regexp.MustCompile(`^(.*)\.wave-[0-9]+\.json$`)
+
+// SourceFor is the sidecar that guards the plan file plan: PLAN.kplan.json
+// beside PLAN.json, and for a wave file PLAN.wave-N.json, the sidecar of
+// PLAN.json when the wave has none of its own.
+func SourceFor(plan string) string {
+	own := SourcePath(plan)
+	if _, err := os.Stat(own); err == nil {
+		return own
+	}
+	if m := waveFile.FindStringSubmatch(plan); m != nil {
+		return m[1] + ".kplan.json"
+	}
+	return own
 }
 
 // Drift is the first difference between a plan's Source and the live
