@@ -71,7 +71,44 @@ func LoadState(path string, plan []topology.Partition) (*State, error) {
 	if s.Plan != PlanDigest(plan) {
 		return nil, errkind.Usagef("state", "%s: %w", path, ErrOtherPlan)
 	}
+	if err := s.validate(plan); err != nil {
+		return nil, errkind.Usagef("state", "%s: %w", path, err)
+	}
 	return &s, nil
+}
+
+// validate checks that the steps are what Execute writes: each plan
+// partition's steps together, numbered 1 to Of, each starting where the
+// one before ended, the last ending at the plan's target, with a known
+// status.
+func (s *State) validate(plan []topology.Partition) error {
+	targets := map[topology.Key][]int32{}
+	for _, m := range plan {
+		targets[m.Key()] = m.Replicas
+	}
+	seen := map[topology.Key]bool{}
+	for i, st := range s.Steps {
+		k := st.Key()
+		first := i == 0 || s.Steps[i-1].Key() != k
+		switch {
+		case st.Status != StepPending && st.Status != StepSubmitted && st.Status != StepDone:
+			return fmt.Errorf("step %d: unknown status %q", i+1, st.Status)
+		case targets[k] == nil:
+			return fmt.Errorf("step %d: %s/%d is not in the plan", i+1, st.Topic, st.Partition)
+		case first && seen[k], first && st.Index != 1, !first && st.Index != s.Steps[i-1].Index+1,
+			st.Of < st.Index, !first && st.Of != s.Steps[i-1].Of:
+			return fmt.Errorf("step %d: %s/%d's steps are not numbered 1 to %d in a row", i+1, st.Topic, st.Partition, st.Of)
+		case len(st.To) == 0, !first && !slices.Equal(st.From, s.Steps[i-1].To):
+			return fmt.Errorf("step %d: %s/%d's step does not start where the one before ended", i+1, st.Topic, st.Partition)
+		case st.Index == st.Of && !slices.Equal(st.To, targets[k]):
+			return fmt.Errorf("step %d: %s/%d's last step does not end at the plan's target", i+1, st.Topic, st.Partition)
+		}
+		seen[k] = true
+		if last := i == len(s.Steps)-1 || s.Steps[i+1].Key() != k; last && st.Index != st.Of {
+			return fmt.Errorf("step %d: %s/%d's steps stop at %d of %d", i+1, st.Topic, st.Partition, st.Index, st.Of)
+		}
+	}
+	return nil
 }
 
 // SaveStateFile returns an Options.SaveState that writes the state to
