@@ -213,9 +213,19 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 		if err := adm.Reassign(ctx, moves); err != nil {
 			return err
 		}
+		sent := map[topology.Key]bool{}
 		for _, x := range batch {
 			state.Steps[x].Status = StepSubmitted
+			sent[state.Steps[x].Key()] = true
 		}
+		// A copy: the events before saw the statuses before.
+		res.Partitions = slices.Clone(res.Partitions)
+		for i := range res.Partitions {
+			if sent[res.Partitions[i].Key()] && res.Partitions[i].Status != Complete {
+				res.Partitions[i].Status = InProgress
+			}
+		}
+		res.tally()
 		res.Submitted += len(batch)
 		res.Waves++
 		if err := save(); err != nil {
@@ -260,6 +270,10 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 	return res, nil
 }
 
+// lostPolls is how many polls in a row a submitted step must be neither
+// running nor done before it counts as cancelled or replaced.
+const lostPolls = 3
+
 // waves polls until every step is done, reporting each poll, marking the
 // steps found done and submitting the next ones.
 func waves(ctx context.Context, adm Admin, plan []topology.Partition, res *Result, state *State,
@@ -270,6 +284,7 @@ func waves(ctx context.Context, adm Admin, plan []topology.Partition, res *Resul
 	}
 	start := o.Clock.Now()
 	stopped := func(err error) error { return fmt.Errorf("stopped waiting (%w): %w", err, ErrNotDone) }
+	lost := map[int]int{}
 	for {
 		st, err := read(ctx, adm, ModeExecute, plan)
 		if err != nil {
@@ -286,11 +301,20 @@ func waves(ctx context.Context, adm Admin, plan []topology.Partition, res *Resul
 				k := s.Key()
 				_, busy := st.ongoing[k]
 				switch {
-				case busy:
+				case busy, finishing(st.current[k].Replicas, *s):
+					// Running, or just ended with the removal not yet
+					// in metadata: the next poll tells.
+					delete(lost, i)
 				case slices.Equal(st.current[k].Replicas, s.To):
 					s.Status, changed = StepDone, true
 				default:
-					gone++
+					// Cancelled or replaced, or accepted and not yet in
+					// metadata (a reorder, applied at once, can show its
+					// old order for a moment): lost after lostPolls
+					// polls in a row.
+					if lost[i]++; lost[i] >= lostPolls {
+						gone++
+					}
 				}
 			}
 			if s.Status != StepDone {
@@ -305,11 +329,13 @@ func waves(ctx context.Context, adm Admin, plan []topology.Partition, res *Resul
 		}
 		res.tally()
 		elapsed := o.Clock.Now().Sub(start)
-		o.emit(Event{Kind: EventProgress, Result: res, Moves: res.Moves, Elapsed: elapsed})
+		progress := func() { o.emit(Event{Kind: EventProgress, Result: res, Moves: res.Moves, Elapsed: elapsed}) }
 		if gone > 0 {
+			progress()
 			return fmt.Errorf("%d partitions are neither complete nor in progress: the reassignment was cancelled or replaced", gone)
 		}
 		if len(left) == 0 {
+			progress()
 			state.Complete = true
 			return save()
 		}
@@ -324,6 +350,8 @@ func waves(ctx context.Context, adm Admin, plan []topology.Partition, res *Resul
 			}
 			return fmt.Errorf("submitting the next moves (%d of %d submitted: those go on in the cluster, the others wait for a resumed apply): %w", res.Submitted, res.Steps, err)
 		}
+		// After the next wave, so its moves count in progress.
+		progress()
 		d := poll
 		if o.WaitTimeout > 0 {
 			left := o.WaitTimeout - elapsed

@@ -163,14 +163,15 @@ func (s *State) reconcile(current map[topology.Key]topology.Partition, ongoing m
 		o, moving := ongoing[k]
 		switch {
 		case moving:
+			target := ongoingTarget(o)
 			for x, st := range steps {
-				if slices.Equal(st.To, o.Replicas) {
+				if slices.Equal(st.To, target) {
 					at, status = x, StepSubmitted
 					break
 				}
 			}
 			if at < 0 {
-				return &StateDrift{Partition: k, Now: now, Moving: o.Replicas}
+				return &StateDrift{Partition: k, Now: now, Moving: target}
 			}
 		case slices.Equal(now, steps[len(steps)-1].To):
 			at = len(steps)
@@ -178,6 +179,10 @@ func (s *State) reconcile(current map[topology.Key]topology.Partition, ongoing m
 			for x, st := range steps {
 				if slices.Equal(st.From, now) {
 					at = x
+					break
+				}
+				if finishing(now, st) {
+					at, status = x, StepSubmitted
 					break
 				}
 			}
@@ -200,4 +205,31 @@ func (s *State) reconcile(current map[topology.Key]topology.Partition, ongoing m
 		i = j
 	}
 	return nil
+}
+
+// ongoingTarget is the target of a reassignment in progress: Kafka lists
+// its replicas as the target's followed by those being removed.
+func ongoingTarget(o topology.Ongoing) []int32 {
+	return slices.DeleteFunc(slices.Clone(o.Replicas), func(b int32) bool { return slices.Contains(o.Removing, b) })
+}
+
+// finishing reports whether replicas are those of step st finishing: its
+// target's and some it removes, as metadata shows them for a moment after
+// the controller ended the reassignment (ListPartitionReassignments no
+// longer lists it, metadata does not yet show the removal).
+func finishing(replicas []int32, st Step) bool {
+	if len(replicas) <= len(st.To) {
+		return false
+	}
+	for _, b := range st.To {
+		if !slices.Contains(replicas, b) {
+			return false
+		}
+	}
+	for _, b := range replicas {
+		if !slices.Contains(st.To, b) && !slices.Contains(st.From, b) {
+			return false
+		}
+	}
+	return true
 }

@@ -29,6 +29,21 @@ type Admin struct {
 	// Snapshot, as if someone else cancelled them.
 	DropOnPoll bool
 
+	// LagRemoval makes a finished reassignment show, at the Snapshot that
+	// finishes it, the target's replicas followed by those removed (no
+	// longer in progress), and the target only from the next Snapshot on,
+	// as Kafka's metadata may for a moment.
+	LagRemoval bool
+	lagging    map[topology.Key][]int32
+
+	// Unseen makes an accepted reassignment invisible for Unseen
+	// Snapshots (neither in progress nor shown in metadata) and then done,
+	// as a reorder Kafka applies at once may look before metadata catches
+	// up.
+	Unseen int
+	unseen map[topology.Key]int
+	hidden map[topology.Key][]int32
+
 	// Errs makes a method (by name) fail.
 	Errs map[string]error
 	// Hang makes a method (by name) block until its context ends, as a
@@ -113,11 +128,41 @@ func (f *Admin) Snapshot(_ context.Context, filter func(string) bool) (*topology
 			f.elected[k] = left - 1
 		}
 	}
+	for k, left := range f.unseen {
+		if left > 0 {
+			f.unseen[k] = left - 1
+			continue
+		}
+		q := f.find(k)
+		q.Replicas, q.ISR = f.hidden[k], slices.Clone(f.hidden[k])
+		if !slices.Contains(q.Replicas, q.Leader) {
+			q.Leader = q.Replicas[0]
+		}
+		delete(f.unseen, k)
+	}
+	for k, target := range f.lagging {
+		q := f.find(k)
+		q.Replicas, q.ISR = target, slices.Clone(target)
+		delete(f.lagging, k)
+	}
 	done := 0
 	for _, p := range f.Parts {
 		if target, ok := f.Moving[p.Key()]; ok && done < f.FinishPerPoll {
 			q := f.find(p.Key())
-			q.Replicas, q.ISR = target, slices.Clone(target)
+			shown := target
+			if f.LagRemoval {
+				if f.lagging == nil {
+					f.lagging = map[topology.Key][]int32{}
+				}
+				f.lagging[p.Key()] = target
+				shown = slices.Clone(target)
+				for _, b := range q.Replicas {
+					if !slices.Contains(target, b) {
+						shown = append(shown, b)
+					}
+				}
+			}
+			q.Replicas, q.ISR = shown, slices.Clone(shown)
 			if !slices.Contains(target, q.Leader) {
 				q.Leader = target[0]
 			}
@@ -142,7 +187,22 @@ func (f *Admin) Ongoing(_ context.Context, keys []topology.Key) (map[topology.Ke
 	out := map[topology.Key]topology.Ongoing{}
 	for _, k := range keys {
 		if target, ok := f.Moving[k]; ok {
-			out[k] = topology.Ongoing{Replicas: target}
+			// As Kafka lists them: the target's replicas, then those
+			// being removed.
+			o := topology.Ongoing{Replicas: slices.Clone(target)}
+			cur := f.find(k).Replicas
+			for _, b := range target {
+				if !slices.Contains(cur, b) {
+					o.Adding = append(o.Adding, b)
+				}
+			}
+			for _, b := range cur {
+				if !slices.Contains(target, b) {
+					o.Removing = append(o.Removing, b)
+					o.Replicas = append(o.Replicas, b)
+				}
+			}
+			out[k] = o
 		}
 	}
 	return out, nil
@@ -188,6 +248,13 @@ func (f *Admin) Reassign(_ context.Context, moves []topology.Partition) error {
 		return err
 	}
 	for _, m := range moves {
+		if f.Unseen > 0 {
+			if f.unseen == nil {
+				f.unseen, f.hidden = map[topology.Key]int{}, map[topology.Key][]int32{}
+			}
+			f.unseen[m.Key()], f.hidden[m.Key()] = f.Unseen-1, m.Replicas
+			continue
+		}
 		f.Moving[m.Key()] = m.Replicas
 	}
 	f.track()
