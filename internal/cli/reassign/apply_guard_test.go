@@ -155,3 +155,21 @@ func TestApplyResume(t *testing.T) {
 	assert.Equal(t, cmdutil.ExitUsage, code)
 	assert.Contains(t, msg, "--resume: no state file")
 }
+
+// Interrupted with moves not yet submitted, apply says --resume submits
+// them.
+func TestApplyInterruptedWaves(t *testing.T) {
+	path := writePlan(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clock := applytest.NewClock()
+	clock.Cancel = cancel
+	ios, _, _, _ := iostreams.Test()
+	f := cmdutil.NewTestFactory()
+	f.IOStreams = ios
+	o := &ApplyOptions{IO: ios, f: f, Format: report.Table, Plan: path, Mode: apply.ModeExecute, Yes: true, MaxInflightPerBroker: 1,
+		Options: target.Options{BootstrapServers: "k1:9092", Timeout: time.Second, LabDir: t.TempDir()}, Poll: time.Second, admin: threeBrokers(), clock: clock}
+	err := runApply(ctx, o)
+	assert.Equal(t, cmdutil.ExitRuntime, cmdutil.ExitCode(err))
+	assert.ErrorContains(t, err, "; 1 of 3 moves were not submitted yet: kplan reassign apply "+path+" --resume submits them; follow it with")
+}
