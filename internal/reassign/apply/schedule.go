@@ -178,6 +178,7 @@ func (s *Scheduler) Next(steps []Step) []int {
 	load := map[int32]int{}
 	total := 0
 	busy := map[topology.Key]bool{}
+	brokers := map[int][]int32{} // of the eligible steps
 	for _, st := range steps {
 		if st.Status == StepSubmitted {
 			total++
@@ -198,6 +199,7 @@ func (s *Scheduler) Next(steps []Step) []int {
 		seen[k] = true
 		if st.Status == StepPending && !busy[k] {
 			queues[st.Dest()] = append(queues[st.Dest()], i)
+			brokers[i] = st.Brokers()
 		}
 	}
 	dests := make([]int32, 0, len(queues))
@@ -209,7 +211,7 @@ func (s *Scheduler) Next(steps []Step) []int {
 		if s.limits.PerBroker <= 0 {
 			return true
 		}
-		for _, b := range steps[i].Brokers() {
+		for _, b := range brokers[i] {
 			if load[b] >= s.limits.PerBroker {
 				return false
 			}
@@ -226,6 +228,9 @@ func (s *Scheduler) Next(steps []Step) []int {
 		for j := range dests {
 			d := dests[(start+j)%len(dests)]
 			q := queues[d]
+			if d >= 0 && s.limits.PerBroker > 0 && load[d] >= s.limits.PerBroker {
+				continue // every step of q moves a replica into d
+			}
 			best := -1
 			for qi, i := range q {
 				if !fits(i) {
@@ -242,7 +247,7 @@ func (s *Scheduler) Next(steps []Step) []int {
 			queues[d] = slices.Delete(q, best, best+1)
 			out = append(out, i)
 			total++
-			for _, b := range steps[i].Brokers() {
+			for _, b := range brokers[i] {
 				load[b]++
 			}
 			s.cursor, s.small, picked = d, !s.small, true

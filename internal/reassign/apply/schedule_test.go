@@ -339,3 +339,21 @@ func TestExecuteRoundRobinOnAdmin(t *testing.T) {
 	}
 	assert.Equal(t, strings.Fields(strings.Repeat("4 5 6 ", 4)), dests, fmt.Sprint(f.Calls))
 }
+
+// BenchmarkSchedulerNext: one wave's choice on a plan of 100k steps over
+// 100 brokers, with the default caps and with no global cap.
+func BenchmarkSchedulerNext(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var steps []Step
+	for p := range int32(100_000) {
+		from := []int32{1 + rng.Int32N(100), 101 + rng.Int32N(100)}
+		steps = append(steps, step(p, rng.Int64N(1<<30), from, []int32{from[0], 201 + rng.Int32N(100)}))
+	}
+	for _, l := range []Limits{{PerBroker: DefaultMaxInflightPerBroker, Total: DefaultMaxInflight}, {PerBroker: DefaultMaxInflightPerBroker}} {
+		b.Run(fmt.Sprintf("per-broker=%d,total=%d", l.PerBroker, l.Total), func(b *testing.B) {
+			for b.Loop() {
+				NewScheduler(l).Next(steps)
+			}
+		})
+	}
+}
