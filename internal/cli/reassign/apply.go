@@ -1,7 +1,9 @@
 package reassign
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -49,6 +51,19 @@ type ApplyOptions struct {
 	WaitTimeout time.Duration
 	// Poll is the progress interval.
 	Poll time.Duration
+	// MaxInflightPerBroker and MaxInflight cap the moves in flight into or
+	// out of each broker and in all (0: no cap).
+	MaxInflightPerBroker, MaxInflight int
+	// Source is what the plan was computed from: its sidecar or a layout
+	// file ("": the sidecar beside the plan, when there is one).
+	Source string
+	// IgnoreDrift applies the plan even when the cluster drifted from its
+	// source.
+	IgnoreDrift bool
+	// Resume goes on from the state file of an apply cut short.
+	Resume bool
+	// State is the state file ("": beside the plan).
+	State string
 
 	f *cmdutil.Factory
 	// admin and clock replace the cluster and the wall clock in tests.
@@ -64,7 +79,7 @@ func NewCmdApply(f *cmdutil.Factory, runF func(context.Context, *ApplyOptions) e
 	opts := &ApplyOptions{IO: f.IOStreams, f: f, Poll: time.Second}
 	var raw applyFlags
 	cmd := &cobra.Command{
-		Use:   "apply PLAN.json --bootstrap-server HOST:PORT [--throttle RATE] [--verify | --cancel] [--no-elect] [--yes]",
+		Use:   "apply PLAN.json --bootstrap-server HOST:PORT [--throttle RATE] [--max-inflight-per-broker N] [--resume] [--verify | --cancel] [--no-elect] [--yes]",
 		Short: "Execute, verify or cancel a reassignment plan through the Admin API",
 		Long: `Execute a reassignment plan (Kafka's reassignment JSON, as kplan reassign --out
 or kafka-reassign-partitions write it) through the Admin API, like
@@ -84,6 +99,35 @@ does); the throttle is removed once the plan is complete. A plan that adds
 no replica anywhere (kplan reassign --reorder-only: only orders change, which
 Kafka applies as metadata) copies nothing, so apply sets no throttle for it.
 --no-wait returns once the controller accepted the plan; run --verify later.
+
+Staged waves. apply never submits the whole plan at once: a move that adds
+several replicas to a partition is split into steps that add one each (and
+drop one, the leader last), so a partition never holds more than one
+replica beyond its replication factor; at most --max-inflight-per-broker
+moves run into or out of each broker (default 5) and --max-inflight in all
+(default 50); the next moves are taken round robin over the destination
+brokers, alternately the largest and the smallest partition (by size on
+disk), so no broker is filled first and the largest partitions do not all
+start together. Each poll submits what finished moves make room for. A
+plan within the caps starts at once, as a single request. 0 lifts a cap.
+
+Drift guard. When the plan has a sidecar PLAN.kplan.json beside it (what of
+the cluster the plan was computed from: the replicas of every partition it
+moves, the id and rack of every broker those name, and their SHA-256
+digest), or --source names it or the layout file the plan was computed
+from, apply refuses (exit 4) when that part of the cluster changed since,
+naming the first partition (or broker) that differs; --ignore-drift
+applies the plan anyway. A partition already at its target is no drift.
+Without a sidecar or --source there is no drift guard.
+
+Resume. apply saves its state (every step, submitted or done, and where it
+set the throttle) atomically after each change in PLAN.kplan-state.json
+beside the plan (--state FILE elsewhere). An apply cut short (Ctrl-C,
+SIGKILL, a lost connection) goes on with --resume: it reads which steps the
+cluster shows done or running, submits none of them again, finishes the
+others and removes the throttle, the one the first run set included.
+Without --resume, apply refuses (exit 4) to start over while that file holds
+an unfinished apply of the same plan.
 
 Once the plan is complete, apply runs a preferred leader election for the
 plan's partitions whose leader is not their first replica (Kafka's
@@ -110,7 +154,11 @@ delete them (exit 1).`,
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --throttle 50MB/s --yes
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --verify
   $ kplan reassign apply plan.json --bootstrap-server k1:9092 --yes --no-elect
-  $ kplan reassign apply plan.json --bootstrap-server k1:9092 --cancel --yes`,
+  $ kplan reassign apply plan.json --bootstrap-server k1:9092 --cancel --yes
+  $ kplan reassign apply plan.json --bootstrap-server k1:9092 --yes --max-inflight-per-broker 2 --max-inflight 10
+  $ kplan reassign apply plan.json --bootstrap-server k1:9092 --yes --source layout.json
+  $ kplan reassign apply plan.json --bootstrap-server k1:9092 --yes --ignore-drift
+  $ kplan reassign apply plan.json --bootstrap-server k1:9092 --yes --resume --throttle 50MB/s`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return errkind.Usagef("", "reassign apply: want one plan file, got %d arguments", len(args))
@@ -151,6 +199,12 @@ func addApplyFlags(cmd *cobra.Command, opts *ApplyOptions, raw *applyFlags) {
 	fs.BoolVar(&opts.NoWait, "no-wait", false, "return once the controller accepted the plan (then use --verify)")
 	fs.BoolVar(&opts.NoElect, "no-elect", false, "move replicas only: no preferred leader election once the plan is complete")
 	fs.DurationVar(&opts.WaitTimeout, "wait-timeout", 0, "stop waiting for completion after this long (0: wait until done); the reassignment goes on")
+	fs.IntVar(&opts.MaxInflightPerBroker, "max-inflight-per-broker", apply.DefaultMaxInflightPerBroker, "at most this many moves into or out of each broker at once (0: no cap)")
+	fs.IntVar(&opts.MaxInflight, "max-inflight", apply.DefaultMaxInflight, "at most this many moves at once in the cluster (0: no cap)")
+	fs.StringVar(&opts.Source, "source", "", "what the plan was computed from, for the drift guard: its sidecar or the layout file (default: PLAN.kplan.json beside the plan, if any)")
+	fs.BoolVar(&opts.IgnoreDrift, "ignore-drift", false, "apply even when the cluster changed since the plan was made")
+	fs.BoolVar(&opts.Resume, "resume", false, "go on with an apply cut short, from its state file")
+	fs.StringVar(&opts.State, "state", "", "the apply's state file (default: PLAN.kplan-state.json beside the plan)")
 	cmdutil.AddOutputFlag(cmd, &raw.out)
 }
 
@@ -188,6 +242,18 @@ func (o *ApplyOptions) complete(args []string, raw *applyFlags) error {
 	if o.WaitTimeout < 0 {
 		return errkind.Usagef("", "--wait-timeout: must not be negative, got %v", o.WaitTimeout)
 	}
+	if o.MaxInflightPerBroker < 0 {
+		return errkind.Usagef("", "--max-inflight-per-broker: must not be negative, got %d", o.MaxInflightPerBroker)
+	}
+	if o.MaxInflight < 0 {
+		return errkind.Usagef("", "--max-inflight: must not be negative, got %d", o.MaxInflight)
+	}
+	if o.Resume && o.Mode != apply.ModeExecute {
+		return errkind.Usagef("", "--resume: only when executing, not with --verify or --cancel")
+	}
+	if o.Source != "" && o.IgnoreDrift {
+		return errkind.Usagef("", "--source and --ignore-drift: give one")
+	}
 	return nil
 }
 
@@ -203,6 +269,12 @@ type output struct {
 	InProgress int                     `json:"in_progress"`
 	Differs    int                     `json:"differs"`
 	Message    string                  `json:"message"`
+	// Steps, Submitted and Waves are the reassignments the plan's moves
+	// take, those submitted, and the requests that submitted them
+	// (execute).
+	Steps     int `json:"steps,omitempty"`
+	Submitted int `json:"submitted,omitempty"`
+	Waves     int `json:"waves,omitempty"`
 	// Election is the preferred leader election after a complete plan
 	// (null for cancel and an incomplete plan).
 	Election *apply.Election `json:"election"`
@@ -221,6 +293,12 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	plan, err := o.loadPlan()
 	if err != nil {
 		return err
+	}
+	var g apply.Options
+	if o.Mode == apply.ModeExecute {
+		if g, err = o.guard(plan); err != nil {
+			return o.spell(err)
+		}
 	}
 	adm, closeAdmin, err := o.connect()
 	if err != nil {
@@ -244,6 +322,8 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	case apply.ModeCancel:
 		res, err = apply.Cancel(ctx, adm, plan, ao)
 	default:
+		ao.Limits, ao.Source, ao.Resume, ao.SaveState = g.Limits, g.Source, g.Resume, g.SaveState
+		ao.Sizes = sizes(ctx, adm, plan)
 		res, err = apply.Execute(ctx, adm, plan, ao)
 	}
 	var ie *apply.Interrupted
@@ -351,8 +431,12 @@ func (o *ApplyOptions) interrupted(ie *apply.Interrupted) error {
 	case ie.Throttled:
 		throttle = "; the throttle was removed, so it runs unthrottled"
 	}
-	return errkind.New(errkind.Runtime, "", "interrupted (%w) with %d of %d partitions complete: the reassignment of the other %d goes on in the cluster%s; follow it with kplan reassign apply %s --verify or stop it with --cancel",
-		ie.Cause, res.Complete, len(res.Partitions), len(res.Partitions)-res.Complete, throttle, o.Plan)
+	resume := ""
+	if res.Submitted < res.Steps {
+		resume = fmt.Sprintf("; %d of %d moves were not submitted yet: kplan reassign apply %s --resume submits them", res.Steps-res.Submitted, res.Steps, o.Plan)
+	}
+	return errkind.New(errkind.Runtime, "", "interrupted (%w) with %d of %d partitions complete: the reassignment of the other %d goes on in the cluster%s%s; follow it with kplan reassign apply %s --verify or stop it with --cancel",
+		ie.Cause, res.Complete, len(res.Partitions), len(res.Partitions)-res.Complete, throttle, resume, o.Plan)
 }
 
 // removeThrottleCommands are the kafka-configs commands that delete the
@@ -432,7 +516,14 @@ func (o *ApplyOptions) progress() func(apply.Event) {
 		case apply.EventPlan:
 			o.showPlan(e.Result)
 		case apply.EventAccepted:
-			fmt.Fprintf(w, "kplan reassign apply: the controller accepted %d partition moves\n", e.Moves)
+			switch {
+			case e.Wave > 1:
+				fmt.Fprintf(w, "kplan reassign apply: wave %d: the controller accepted %d more moves (%d of %d submitted)\n", e.Wave, e.Moves, e.Result.Submitted, e.Result.Steps)
+			case e.Result.Submitted < e.Result.Steps:
+				fmt.Fprintf(w, "kplan reassign apply: the controller accepted %d partition moves (%d of %d steps; the others follow as these finish)\n", e.Moves, e.Result.Submitted, e.Result.Steps)
+			default:
+				fmt.Fprintf(w, "kplan reassign apply: the controller accepted %d partition moves\n", e.Moves)
+			}
 		case apply.EventProgress:
 			if e.Result.Complete == lastDone && e.Elapsed-said < 10*time.Second {
 				return
@@ -532,6 +623,9 @@ func (o *ApplyOptions) message(res *apply.Result) string {
 		if o.Throttle > 0 {
 			note = "; the throttle stays until --verify or --cancel removes it"
 		}
+		if res.Submitted < res.Steps {
+			return fmt.Sprintf("%d of %d steps of %d partition moves started (the others wait for room within the caps); run again with --resume to submit them%s", res.Submitted, res.Steps, res.Moves, note)
+		}
 		return fmt.Sprintf("%d partition moves started; run with --verify to follow them%s; no preferred leader election without waiting (--verify elects once the plan is complete)", res.Moves, note)
 	case apply.StillInProgress:
 		return fmt.Sprintf("in progress: %d of %d partitions complete", res.Complete, len(res.Partitions))
@@ -570,7 +664,7 @@ func (o *ApplyOptions) render(res *apply.Result, left *apply.ThrottleLeft) error
 	out := output{
 		Schema: apply.Schema, Mode: res.Mode, Bootstrap: o.BootstrapServers, Throttle: o.Throttle, Outcome: res.Outcome,
 		Partitions: res.Partitions, Complete: res.Complete, InProgress: res.InProgress, Differs: res.Differs, Message: o.message(res),
-		ThrottleLeft: left,
+		Steps: res.Steps, Submitted: res.Submitted, Waves: res.Waves, ThrottleLeft: left,
 	}
 	if res.Election != nil {
 		e := *res.Election
@@ -613,4 +707,90 @@ func (o *ApplyOptions) render(res *apply.Result, left *apply.ThrottleLeft) error
 		}
 		return doc
 	})
+}
+
+// guard returns the options of an execute that come from its flags and
+// files, read before connecting: the caps, the plan's source (--source, else the sidecar beside the plan;
+// none with --ignore-drift), the state to resume (--resume) and where to
+// save it. Without --resume it refuses to start over an unfinished apply
+// of the same plan.
+func (o *ApplyOptions) guard(plan []topology.Partition) (apply.Options, error) {
+	ao := apply.Options{Limits: apply.Limits{PerBroker: o.MaxInflightPerBroker, Total: o.MaxInflight}}
+	if !o.IgnoreDrift {
+		src, err := o.loadSource(plan)
+		if err != nil {
+			return ao, err
+		}
+		ao.Source = src
+	}
+	path := o.State
+	if path == "" {
+		path = apply.StatePath(o.Plan)
+	}
+	st, err := apply.LoadState(path, plan)
+	switch {
+	case o.Resume && err != nil:
+		return ao, err
+	case o.Resume && st == nil:
+		return ao, errkind.Usagef("resume", "no state file %s (the apply to resume saves it there; --state names another)", path)
+	case o.Resume:
+		ao.Resume = st
+	case errors.Is(err, apply.ErrOtherPlan):
+		// A state left by another plan of the same name: start over.
+	case err != nil:
+		return ao, err
+	case st != nil && !st.Complete:
+		done, _ := st.Counts()
+		return ao, errkind.Refusedf("resume", "%s holds an apply of this plan that did not finish (%d of %d steps done): go on with --resume, or delete the file to start over", path, done, len(st.Steps))
+	}
+	ao.SaveState = apply.SaveStateFile(path)
+	return ao, nil
+}
+
+// loadSource reads what the plan was computed from: --source (a sidecar,
+// or a layout file from which the sidecar's content is computed), else
+// the sidecar beside the plan (for a wave file, the whole plan's) when
+// there is one (nil when not).
+func (o *ApplyOptions) loadSource(plan []topology.Partition) (*apply.Source, error) {
+	if o.Source == "" {
+		return apply.LoadSource(apply.SourceFor(o.Plan), plan)
+	}
+	data, err := os.ReadFile(o.Source)
+	if err != nil {
+		return nil, errkind.Usagef("source", "%w", err)
+	}
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if json.Unmarshal(data, &head) == nil && head.Schema == apply.SourceSchema {
+		return apply.LoadSource(o.Source, plan)
+	}
+	c, err := topology.Load(bytes.NewReader(data), o.Source)
+	if err != nil {
+		return nil, errkind.Wrap(errkind.Usage, "", err)
+	}
+	return apply.NewSource(c, plan), nil
+}
+
+// sizer is an admin that reads partition sizes (kafka.Admin does).
+type sizer interface {
+	LogDirSizes(ctx context.Context, topicFilter func(string) bool) (map[topology.Key]int64, error)
+}
+
+// sizes returns the sizes of the plan's partitions when the admin reads
+// them (nil otherwise, or when it fails: the waves then go in plan order).
+func sizes(ctx context.Context, adm apply.Admin, plan []topology.Partition) map[topology.Key]int64 {
+	s, ok := adm.(sizer)
+	if !ok {
+		return nil
+	}
+	topics := map[string]bool{}
+	for _, m := range plan {
+		topics[m.Topic] = true
+	}
+	out, err := s.LogDirSizes(ctx, func(t string) bool { return topics[t] })
+	if err != nil {
+		return nil
+	}
+	return out
 }

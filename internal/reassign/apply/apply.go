@@ -136,6 +136,10 @@ type Result struct {
 	// partitions that will keep a leader other than their target's first
 	// replica once moved, so the election after the move is for them.
 	ToElect int
+	// Steps counts the reassignments (steps, see Step) the plan's moves
+	// take, Submitted those the controller accepted, Waves the requests
+	// that submitted them (execute only).
+	Steps, Submitted, Waves int
 	// Election is the preferred leader election after a complete plan
 	// (execute and verify; nil for cancel and when the plan is not
 	// complete).
@@ -239,6 +243,9 @@ type Event struct {
 	Moves int
 	// Elapsed is the time since the wait began (EventProgress).
 	Elapsed time.Duration
+	// Wave numbers the request the controller accepted (EventAccepted),
+	// from 1.
+	Wave int
 }
 
 // Options tune a run.
@@ -267,6 +274,22 @@ type Options struct {
 	ElectWait time.Duration
 	// Progress, when set, receives each step.
 	Progress func(Event)
+	// Limits cap the steps in flight (zero: no cap); see Scheduler.
+	Limits Limits
+	// Sizes are partition sizes in bytes, to spread the largest moves
+	// (a partition missing here: the snapshot's SizeBytes, else unknown).
+	Sizes map[topology.Key]int64
+	// Source, when set, is what the plan was computed from: Execute
+	// refuses when the cluster drifted from it (the drift guard).
+	Source *Source
+	// Resume, when set, is the state an earlier apply of the plan saved:
+	// Execute goes on from it, submitting no step again that the cluster
+	// shows submitted or done.
+	Resume *State
+	// SaveState, when set, receives the state after every change (before
+	// the throttle is set, after each request the controller accepted and
+	// each step found done); an error stops Execute.
+	SaveState func(*State) error
 	// Abort, when it closes, cuts short the cleanup that follows an
 	// interrupt (removing the throttle): a second Ctrl-C. Nil: never.
 	Abort <-chan struct{}
@@ -302,9 +325,9 @@ type ThrottleLeft struct {
 	TopicConfigs  []string `json:"topic_configs"`
 }
 
-func throttleLeft(t topology.Throttle) *ThrottleLeft {
+func throttleLeft(t throttleSet) *ThrottleLeft {
 	return &ThrottleLeft{Brokers: slices.Clone(t.Brokers), BrokerConfigs: []string{LeaderRate, FollowerRate},
-		Topics: t.Topics(), TopicConfigs: []string{LeaderReplicas, FollowerReplicas}}
+		Topics: slices.Clone(t.Topics), TopicConfigs: []string{LeaderReplicas, FollowerReplicas}}
 }
 
 // Interrupted is Execute's error when ctx ended (SIGINT, SIGTERM) while it
@@ -440,6 +463,10 @@ type state struct {
 	// running are the brokers that run; named, every other broker the
 	// snapshot mentions.
 	running, named map[int32]bool
+	// ongoing are the plan partitions being reassigned, cluster the
+	// snapshot.
+	ongoing map[topology.Key]topology.Ongoing
+	cluster *topology.Cluster
 }
 
 // read takes a snapshot of the plan's topics and the reassignments in
@@ -459,7 +486,7 @@ func read(ctx context.Context, adm Admin, mode Mode, plan []topology.Partition) 
 	if err != nil {
 		return nil, err
 	}
-	st := &state{current: map[topology.Key]topology.Partition{}, running: map[int32]bool{}, named: map[int32]bool{}}
+	st := &state{current: map[topology.Key]topology.Partition{}, running: map[int32]bool{}, named: map[int32]bool{}, ongoing: ongoing, cluster: c}
 	down := map[int32]bool{}
 	for _, p := range c.Partitions {
 		st.current[p.Key()] = p
@@ -507,132 +534,13 @@ func (st *state) runningBrokers() []int32 {
 	return out
 }
 
-// Execute starts the plan's moves and, unless o.NoWait, waits until they
-// are complete, removes the throttle and, unless o.NoElect, elects the
-// preferred leaders of the plan partitions led by another replica than
-// their first (see Election). Before anything changes it
-// refuses (an errkind.Refused error) when a partition to move is being
-// reassigned already, has no leader, or has a target broker that is not
-// running (the error wraps Refusals, field "plan"), and, outside the lab,
-// without o.Yes (field "yes"). A plan partition missing from the cluster
-// is a usage error about "plan".
-func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Options) (*Result, error) {
-	if o.Clock == nil && !o.NoWait {
-		return nil, errors.New("apply: Options.Clock is nil")
-	}
-	st, err := read(ctx, adm, ModeExecute, plan)
-	if err != nil {
-		return nil, err
-	}
-	res := st.res
-	var todo []topology.Partition
-	var refusals Refusals
-	current := map[topology.Key][]int32{}
-	for i, m := range plan {
-		s := &res.Partitions[i]
-		switch s.Status {
-		case Missing:
-			return nil, errkind.Usagef("plan", "%s/%d does not exist on the cluster", m.Topic, m.Partition)
-		case InProgress:
-			refusals = append(refusals, Refusal{Rule: RuleInProgress, Partition: m.Key()})
-			continue
-		case Complete:
-			continue
-		}
-		p := st.current[m.Key()]
-		if p.Leader == topology.NoLeader {
-			refusals = append(refusals, Refusal{Rule: RuleNoLeader, Partition: m.Key()})
-		}
-		for _, b := range m.Replicas {
-			switch {
-			case st.running[b]:
-			case st.named[b]:
-				refusals = append(refusals, Refusal{Rule: RuleBrokerDown, Partition: m.Key(), Broker: b})
-			default:
-				refusals = append(refusals, Refusal{Rule: RuleBrokerUnknown, Partition: m.Key(), Broker: b})
-			}
-		}
-		s.Status = Pending
-		current[m.Key()] = p.Replicas
-		todo = append(todo, m)
-	}
-	if !o.NoElect && !o.NoWait {
-		res.ToElect = toElect(plan, st.current)
-	}
-	o.emit(Event{Kind: EventPlan, Result: res})
-	if len(refusals) > 0 {
-		return nil, errkind.Wrap(errkind.Refused, "plan", refusals)
-	}
-	if len(todo) == 0 {
-		res.Outcome = NothingToDo
-		return res, nil
-	}
-	if !o.Yes && !o.Lab {
-		return nil, errkind.Refusedf("yes", "needed to execute %d partition moves on a cluster that is not the local kplan lab; nothing was changed", len(todo))
-	}
-	if !copies(todo, current) {
-		// Only replica orders change (kplan reassign --reorder-only):
-		// Kafka applies them as metadata, there is nothing to throttle.
-		o.Throttle = 0
-	}
-	throttle := topology.ThrottleFor(o.Throttle, todo, current)
-	if o.Throttle > 0 {
-		if err := adm.SetThrottle(ctx, throttle); err != nil {
-			return nil, fmt.Errorf("setting the replication throttle: %w", err)
-		}
-	}
-	if err := adm.Reassign(ctx, todo); err != nil {
-		if o.Throttle > 0 {
-			return nil, fmt.Errorf("executing the plan (nothing was changed but the replication throttle, which stays until the plan is verified or cancelled): %w", err)
-		}
-		return nil, fmt.Errorf("executing the plan (nothing else was changed): %w", err)
-	}
-	res.Moves = len(todo)
-	o.emit(Event{Kind: EventAccepted, Result: res, Moves: len(todo)})
-	if o.NoWait {
-		res.Outcome = Started
-		res.Election = &Election{Skipped: SkipNoWait}
-		return res, nil
-	}
-	if err := wait(ctx, adm, plan, res, o); err != nil {
-		if ctx.Err() != nil && errors.Is(err, ErrNotDone) {
-			return nil, interrupted(ctx, adm, res, throttle, o)
-		}
-		return nil, err
-	}
-	if o.Throttle > 0 {
-		if err := adm.ClearThrottle(ctx, throttle.Brokers, throttle.Topics()); err != nil {
-			return nil, fmt.Errorf("the plan is complete, but removing the throttle failed: %w", err)
-		}
-	}
-	res.Outcome = Done
-	if err := elect(ctx, adm, plan, res, o); err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// copies reports whether some move adds a replica to a broker that does
-// not hold its partition: data to copy.
-func copies(todo []topology.Partition, current map[topology.Key][]int32) bool {
-	for _, m := range todo {
-		cur := current[m.Key()]
-		for _, b := range m.Replicas {
-			if !slices.Contains(cur, b) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // interrupted ends a wait that ctx's end cut short: the reassignment goes
 // on, so the throttle this run set is removed (it would slow the moves
 // for good), with a context of its own bounded by o.CleanupTimeout and
 // cancelled when o.Abort closes.
-func interrupted(ctx context.Context, adm Admin, res *Result, throttle topology.Throttle, o Options) *Interrupted {
+func interrupted(ctx context.Context, adm Admin, res *Result, throttle throttleSet, o Options) *Interrupted {
 	res.Outcome = StillInProgress
-	e := &Interrupted{Cause: context.Cause(ctx), Result: res, Throttled: o.Throttle > 0}
+	e := &Interrupted{Cause: context.Cause(ctx), Result: res, Throttled: throttle.set()}
 	if !e.Throttled {
 		return e
 	}
@@ -663,7 +571,7 @@ func interrupted(ctx context.Context, adm Admin, res *Result, throttle topology.
 		case <-done:
 		}
 	}()
-	if err := adm.ClearThrottle(cctx, throttle.Brokers, throttle.Topics()); err != nil {
+	if err := adm.ClearThrottle(cctx, throttle.Brokers, throttle.Topics); err != nil {
 		e.CleanupErr, e.Left, e.Aborted = err, throttleLeft(throttle), aborted()
 	}
 	return e
@@ -788,45 +696,6 @@ func elect(ctx context.Context, adm Admin, plan []topology.Partition, res *Resul
 		if err := o.Clock.Sleep(ctx, min(poll, left)); err != nil {
 			// Interrupted: report what had not moved yet.
 			return nil
-		}
-	}
-}
-
-// wait polls until every plan partition is complete, reporting each poll.
-func wait(ctx context.Context, adm Admin, plan []topology.Partition, res *Result, o Options) error {
-	poll := o.Poll
-	if poll <= 0 {
-		poll = time.Second
-	}
-	start := o.Clock.Now()
-	for {
-		st, err := read(ctx, adm, ModeExecute, plan)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("stopped waiting (%w): %w", ctx.Err(), ErrNotDone)
-			}
-			return err
-		}
-		res.Partitions = st.res.Partitions
-		res.tally()
-		elapsed := o.Clock.Now().Sub(start)
-		o.emit(Event{Kind: EventProgress, Result: res, Moves: res.Moves, Elapsed: elapsed})
-		if res.Complete == len(plan) {
-			return nil
-		}
-		if res.InProgress == 0 {
-			return fmt.Errorf("%d partitions are neither complete nor in progress: the reassignment was cancelled or replaced", res.Differs)
-		}
-		d := poll
-		if o.WaitTimeout > 0 {
-			left := o.WaitTimeout - elapsed
-			if left <= 0 {
-				return errkind.Wrap(errkind.Runtime, "wait-timeout", fmt.Errorf("not complete after %v: %w", o.WaitTimeout, ErrNotDone))
-			}
-			d = min(d, left)
-		}
-		if err := o.Clock.Sleep(ctx, d); err != nil {
-			return fmt.Errorf("stopped waiting (%w): %w", err, ErrNotDone)
 		}
 	}
 }

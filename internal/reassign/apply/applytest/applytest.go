@@ -29,6 +29,21 @@ type Admin struct {
 	// Snapshot, as if someone else cancelled them.
 	DropOnPoll bool
 
+	// LagRemoval makes a finished reassignment show, at the Snapshot that
+	// finishes it, the target's replicas followed by those removed (no
+	// longer in progress), and the target only from the next Snapshot on,
+	// as Kafka's metadata may for a moment.
+	LagRemoval bool
+	lagging    map[topology.Key][]int32
+
+	// Unseen makes an accepted reassignment invisible for Unseen
+	// Snapshots (neither in progress nor shown in metadata) and then done,
+	// as a reorder Kafka applies at once may look before metadata catches
+	// up.
+	Unseen int
+	unseen map[topology.Key]int
+	hidden map[topology.Key][]int32
+
 	// Errs makes a method (by name) fail.
 	Errs map[string]error
 	// Hang makes a method (by name) block until its context ends, as a
@@ -49,7 +64,21 @@ type Admin struct {
 	Calls []string
 	// Snapshots counts the Snapshot calls.
 	Snapshots int
+	// FailReassignAfter makes every Reassign call after the first
+	// FailReassignAfter ones fail with ErrKilled, unlogged and changing
+	// nothing (0: never), as an apply killed halfway that never sent them.
+	FailReassignAfter int
+	reassigns         int
+	// MaxReplicas is, per partition, the most replicas it held at once
+	// (its current and target replicas while it moves); MaxMoves, per
+	// broker, the most reassignments moving a replica into or out of it at
+	// once. Reassign updates both.
+	MaxReplicas map[topology.Key]int
+	MaxMoves    map[int32]int
 }
+
+// ErrKilled is the error of a Reassign call after FailReassignAfter.
+var ErrKilled = errors.New("killed")
 
 // New returns a cluster of running brokers holding parts.
 func New(brokers []int32, parts ...topology.Partition) *Admin {
@@ -99,11 +128,41 @@ func (f *Admin) Snapshot(_ context.Context, filter func(string) bool) (*topology
 			f.elected[k] = left - 1
 		}
 	}
+	for k, left := range f.unseen {
+		if left > 0 {
+			f.unseen[k] = left - 1
+			continue
+		}
+		q := f.find(k)
+		q.Replicas, q.ISR = f.hidden[k], slices.Clone(f.hidden[k])
+		if !slices.Contains(q.Replicas, q.Leader) {
+			q.Leader = q.Replicas[0]
+		}
+		delete(f.unseen, k)
+	}
+	for k, target := range f.lagging {
+		q := f.find(k)
+		q.Replicas, q.ISR = target, slices.Clone(target)
+		delete(f.lagging, k)
+	}
 	done := 0
 	for _, p := range f.Parts {
 		if target, ok := f.Moving[p.Key()]; ok && done < f.FinishPerPoll {
 			q := f.find(p.Key())
-			q.Replicas, q.ISR = target, slices.Clone(target)
+			shown := target
+			if f.LagRemoval {
+				if f.lagging == nil {
+					f.lagging = map[topology.Key][]int32{}
+				}
+				f.lagging[p.Key()] = target
+				shown = slices.Clone(target)
+				for _, b := range q.Replicas {
+					if !slices.Contains(target, b) {
+						shown = append(shown, b)
+					}
+				}
+			}
+			q.Replicas, q.ISR = shown, slices.Clone(shown)
 			if !slices.Contains(target, q.Leader) {
 				q.Leader = target[0]
 			}
@@ -128,7 +187,22 @@ func (f *Admin) Ongoing(_ context.Context, keys []topology.Key) (map[topology.Ke
 	out := map[topology.Key]topology.Ongoing{}
 	for _, k := range keys {
 		if target, ok := f.Moving[k]; ok {
-			out[k] = topology.Ongoing{Replicas: target}
+			// As Kafka lists them: the target's replicas, then those
+			// being removed.
+			o := topology.Ongoing{Replicas: slices.Clone(target)}
+			cur := f.find(k).Replicas
+			for _, b := range target {
+				if !slices.Contains(cur, b) {
+					o.Adding = append(o.Adding, b)
+				}
+			}
+			for _, b := range cur {
+				if !slices.Contains(target, b) {
+					o.Removing = append(o.Removing, b)
+					o.Replicas = append(o.Replicas, b)
+				}
+			}
+			out[k] = o
 		}
 	}
 	return out, nil
@@ -163,6 +237,10 @@ func (f *Admin) hang(ctx context.Context, method string) error {
 
 // Reassign implements apply.Admin.
 func (f *Admin) Reassign(_ context.Context, moves []topology.Partition) error {
+	f.reassigns++
+	if f.FailReassignAfter > 0 && f.reassigns > f.FailReassignAfter {
+		return ErrKilled
+	}
 	for _, m := range moves {
 		f.Calls = append(f.Calls, fmt.Sprintf("Reassign %s %v", m.Key(), m.Replicas))
 	}
@@ -170,9 +248,45 @@ func (f *Admin) Reassign(_ context.Context, moves []topology.Partition) error {
 		return err
 	}
 	for _, m := range moves {
+		if f.Unseen > 0 {
+			if f.unseen == nil {
+				f.unseen, f.hidden = map[topology.Key]int{}, map[topology.Key][]int32{}
+			}
+			f.unseen[m.Key()], f.hidden[m.Key()] = f.Unseen-1, m.Replicas
+			continue
+		}
 		f.Moving[m.Key()] = m.Replicas
 	}
+	f.track()
 	return nil
+}
+
+// track updates MaxReplicas and MaxMoves from the reassignments in
+// progress.
+func (f *Admin) track() {
+	if f.MaxReplicas == nil {
+		f.MaxReplicas, f.MaxMoves = map[topology.Key]int{}, map[int32]int{}
+	}
+	moves := map[int32]int{}
+	for k, target := range f.Moving {
+		cur := f.find(k).Replicas
+		held := slices.Clone(cur)
+		for _, b := range target {
+			if !slices.Contains(cur, b) {
+				held = append(held, b)
+				moves[b]++
+			}
+		}
+		for _, b := range cur {
+			if !slices.Contains(target, b) {
+				moves[b]++
+			}
+		}
+		f.MaxReplicas[k] = max(f.MaxReplicas[k], len(held))
+	}
+	for b, n := range moves {
+		f.MaxMoves[b] = max(f.MaxMoves[b], n)
+	}
 }
 
 // CancelReassign implements apply.Admin.

@@ -1,0 +1,328 @@
+package apply
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// SourceSchema versions the sidecar file that records what a plan was
+// computed from.
+const SourceSchema = "kplan.reassign.source/v1"
+
+// Source is the metadata a plan was computed from, as far as the plan
+// touches it: the replicas of each plan partition and the id and rack of
+// every broker those replicas and the plan's targets name. It lives in a
+// sidecar file beside the plan (SourcePath), so the plan stays Kafka's
+// reassignment JSON as kafka-reassign-partitions and other tools read it.
+// apply compares it with the live cluster before it changes anything: the
+// drift guard.
+type Source struct {
+	Schema string `json:"schema"`
+	// Digest is the SHA-256 of the brokers and partitions below, in a
+	// canonical text form (digestOf).
+	Digest string `json:"digest"`
+	// Plan is the SHA-256 of the plan's partitions and targets (PlanDigest),
+	// so a sidecar left from another plan is not taken for this one's.
+	Plan       string            `json:"plan_sha256"`
+	Brokers    []topology.Broker `json:"brokers"`
+	Partitions []SourcePartition `json:"partitions"`
+}
+
+// SourcePartition is a plan partition's replicas when the plan was made,
+// and its target in the plan.
+type SourcePartition struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas"`
+	Target    []int32 `json:"target"`
+}
+
+// Key returns the partition's key.
+func (p SourcePartition) Key() topology.Key {
+	return topology.Key{Topic: p.Topic, Partition: p.Partition}
+}
+
+// SourcePath is the sidecar of the plan file plan: PLAN.kplan.json beside
+// PLAN.json.
+func SourcePath(plan string) string { return strings.TrimSuffix(plan, ".json") + ".kplan.json" }
+
+// StatePath is the state file of the plan file plan:
+// PLAN.kplan-state.json beside PLAN.json.
+func StatePath(plan string) string { return strings.TrimSuffix(plan, ".json") + ".kplan-state.json" }
+
+// PlanDigest is the SHA-256 of a plan: each partition and its target
+// replicas, sorted by partition.
+func PlanDigest(plan []topology.Partition) string {
+	ps := slices.Clone(plan)
+	slices.SortFunc(ps, func(a, b topology.Partition) int { return topology.ComparePartitions(a, b) })
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "%s\x00%d\x00%s\n", p.Topic, p.Partition, idList(p.Replicas))
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])
+}
+
+func idList(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(s, ",")
+}
+
+// NewSource records what of c the plan touches: the replicas of each plan
+// partition in c and the brokers of c those replicas and the plan's
+// targets name (a broker c does not list, or lists as missing, is
+// recorded without a rack). A plan partition c does not hold is left out.
+func NewSource(c *topology.Cluster, plan []topology.Partition) *Source {
+	byKey := map[topology.Key]topology.Partition{}
+	for _, p := range c.Partitions {
+		byKey[p.Key()] = p
+	}
+	racks := map[int32]string{}
+	for _, b := range c.Brokers {
+		if !b.Missing {
+			racks[b.ID] = b.Rack
+		}
+	}
+	s := &Source{Schema: SourceSchema, Plan: PlanDigest(plan)}
+	named := map[int32]bool{}
+	for _, m := range plan {
+		p, ok := byKey[m.Key()]
+		if !ok {
+			continue
+		}
+		s.Partitions = append(s.Partitions, SourcePartition{Topic: m.Topic, Partition: m.Partition, Replicas: slices.Clone(p.Replicas), Target: slices.Clone(m.Replicas)})
+		for _, b := range p.Replicas {
+			named[b] = true
+		}
+		for _, b := range m.Replicas {
+			named[b] = true
+		}
+	}
+	slices.SortFunc(s.Partitions, func(a, b SourcePartition) int {
+		return topology.ComparePartitions(topology.Partition{Topic: a.Topic, Partition: a.Partition}, topology.Partition{Topic: b.Topic, Partition: b.Partition})
+	})
+	for id := range named {
+		s.Brokers = append(s.Brokers, topology.Broker{ID: id, Rack: racks[id]})
+	}
+	slices.SortFunc(s.Brokers, func(a, b topology.Broker) int { return int(a.ID) - int(b.ID) })
+	s.Digest = s.digestOf()
+	return s
+}
+
+// digestOf is the SHA-256 of s's brokers and partitions, canonical.
+func (s *Source) digestOf() string {
+	var b strings.Builder
+	for _, br := range s.Brokers {
+		fmt.Fprintf(&b, "broker\x00%d\x00%s\n", br.ID, br.Rack)
+	}
+	for _, p := range s.Partitions {
+		fmt.Fprintf(&b, "partition\x00%s\x00%d\x00%s\x00%s\n", p.Topic, p.Partition, idList(p.Replicas), idList(p.Target))
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// WriteSourceFile writes the sidecar of the plan file planPath (see
+// SourcePath), recording what of c the plan touches, atomically; it
+// returns the sidecar's path. With planPath "" it writes nothing and
+// returns "". The plan command calls it once it wrote the plan, with the
+// cluster it computed the plan from (unchanged by the planning).
+func WriteSourceFile(planPath string, c *topology.Cluster, plan []topology.Partition) (string, error) {
+	if planPath == "" {
+		return "", nil
+	}
+	data, err := json.MarshalIndent(NewSource(c, plan), "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := SourcePath(planPath)
+	return path, writeAtomic(path, append(data, '\n'))
+}
+
+// LoadSource reads a sidecar and checks it against the plan: a file that
+// is not one, whose digest does not match its content, or that was
+// written for another plan is a usage error about the field "source".
+// A part of the sidecar's plan (a wave file of kplan reassign --waves:
+// every partition with the target the sidecar records) is that plan.
+// A file that does not exist returns nil and no error.
+func LoadSource(path string, plan []topology.Partition) (*Source, error) {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errkind.Wrap(errkind.Usage, "source", err)
+	}
+	var s Source
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil || s.Schema != SourceSchema {
+		return nil, errkind.Usagef("source", "%s: not a kplan source file (want schema %q)", path, SourceSchema)
+	}
+	if s.Digest != s.digestOf() {
+		return nil, errkind.Usagef("source", "%s: its digest does not match its content (edited by hand?)", path)
+	}
+	if s.Plan != PlanDigest(plan) && !s.covers(plan) {
+		return nil, errkind.Usagef("source", "%s: written for another plan (the plan changed since)", path)
+	}
+	return &s, nil
+}
+
+// covers reports whether every partition of plan is one of s's with the
+// same target.
+func (s *Source) covers(plan []topology.Partition) bool {
+	targets := map[topology.Key][]int32{}
+	for _, p := range s.Partitions {
+		targets[p.Key()] = p.Target
+	}
+	for _, m := range plan {
+		t, ok := targets[m.Key()]
+		if !ok || !slices.Equal(t, m.Replicas) {
+			return false
+		}
+	}
+	return true
+}
+
+// waveFile matches the wave files of kplan reassign --waves: PLAN.wave-N.json.
+var waveFile = regexp.MustCompile(`^(.*)\.wave-[0-9]+\.json$`)
+
+// SourceFor is the sidecar that guards the plan file plan: PLAN.kplan.json
+// beside PLAN.json, and for a wave file PLAN.wave-N.json, the sidecar of
+// PLAN.json when the wave has none of its own.
+func SourceFor(plan string) string {
+	own := SourcePath(plan)
+	if _, err := os.Stat(own); err == nil {
+		return own
+	}
+	if m := waveFile.FindStringSubmatch(plan); m != nil {
+		return m[1] + ".kplan.json"
+	}
+	return own
+}
+
+// Drift is the first difference between a plan's Source and the live
+// cluster: a plan partition whose replicas changed (Partition set), or a
+// broker gone or moved to another rack.
+type Drift struct {
+	// Partition is the partition that differs (Broker -1), with its
+	// replicas when the plan was made and now.
+	Partition topology.Key
+	Was, Now  []int32
+	// Broker is the broker that differs (-1 for a partition): Gone, or
+	// moved from rack WasRack to NowRack.
+	Broker           int32
+	Gone             bool
+	WasRack, NowRack string
+	// More counts the other differences.
+	More int
+}
+
+func (d *Drift) Error() string {
+	var what string
+	switch {
+	case d.Broker < 0:
+		what = fmt.Sprintf("%s/%d has replicas [%s], the plan was made from [%s]", d.Partition.Topic, d.Partition.Partition, idList(d.Now), idList(d.Was))
+	case d.Gone:
+		what = fmt.Sprintf("broker %d is no longer in the cluster", d.Broker)
+	default:
+		what = fmt.Sprintf("broker %d is in rack %q, the plan was made with it in rack %q", d.Broker, d.NowRack, d.WasRack)
+	}
+	more := ""
+	if d.More > 0 {
+		more = fmt.Sprintf(" (and %d more differences)", d.More)
+	}
+	return "the cluster changed since the plan was made: " + what + more + "; make a new plan, or apply this one anyway with --ignore-drift"
+}
+
+// check compares s with the live cluster c and returns its first
+// difference, or nil. Partitions are checked in plan order, then brokers
+// in id order; a partition that already has its plan target is no
+// difference (its move is done), nor is one skip accepts (one a resumed
+// apply moved).
+func (s *Source) check(c *topology.Cluster, plan []topology.Partition, skip func(topology.Key) bool) *Drift {
+	live := map[topology.Key][]int32{}
+	for _, p := range c.Partitions {
+		live[p.Key()] = p.Replicas
+	}
+	was := map[topology.Key][]int32{}
+	for _, p := range s.Partitions {
+		was[p.Key()] = p.Replicas
+	}
+	var first *Drift
+	n := 0
+	note := func(d *Drift) {
+		if first == nil {
+			first = d
+		}
+		n++
+	}
+	for _, m := range plan {
+		k := m.Key()
+		w, ok := was[k]
+		now, there := live[k]
+		if !ok || !there || skip(k) || slices.Equal(now, w) || slices.Equal(now, m.Replicas) {
+			continue
+		}
+		note(&Drift{Partition: k, Was: w, Now: now, Broker: -1})
+	}
+	brokers := map[int32]topology.Broker{}
+	for _, b := range c.Brokers {
+		if !b.Missing {
+			brokers[b.ID] = b
+		}
+	}
+	for _, b := range s.Brokers {
+		now, ok := brokers[b.ID]
+		switch {
+		case !ok:
+			note(&Drift{Broker: b.ID, Gone: true, WasRack: b.Rack})
+		case now.Rack != b.Rack:
+			note(&Drift{Broker: b.ID, WasRack: b.Rack, NowRack: now.Rack})
+		}
+	}
+	if first != nil {
+		first.More = n - 1
+	}
+	return first
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// directory, synced and renamed over path.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
