@@ -23,6 +23,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/reassign"
+	"github.com/kplan-dev/kplan/internal/reassign/apply"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -401,6 +402,11 @@ func runReassign(ctx context.Context, opts *Options) error {
 	}
 	written, err := writeAll(files)
 	if err != nil {
+		return err
+	}
+	// The sidecar PLAN.kplan.json records what of the cluster the plan was
+	// made from: kplan reassign apply refuses when it has drifted since.
+	if _, err := apply.WriteSourceFile(opts.Out, c, plan.New()); err != nil {
 		return err
 	}
 	if opts.Out != "" {
