@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	goio "io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -75,17 +76,21 @@ type Options struct {
 type flags struct {
 	kill, fault, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
 	workload, layout, rates, ratesFile, keys, topics                                                          string
-	partitions, rf, recordSize, brokers, repeat                                                               int
-	records                                                                                                   int64
-	warmup, phase, failoverTimeout, objective, minAge, maxAge                                                 time.Duration
-	restore, sequential, allowUnavailable                                                                     bool
-	seed                                                                                                      uint64
-	sqfSlack                                                                                                  int64
-	maxBuffered, stick                                                                                        int
-	consumeAfter, verbose                                                                                     bool
-	output                                                                                                    cmdutil.OutputFlag
-	origin                                                                                                    map[string]string
-	remote                                                                                                    remoteFlags
+	// workloadFrom is --workload-from: a kplan observe snapshot, read as
+	// the layout and the rates file; scale is --scale.
+	workloadFrom                                              string
+	scale                                                     float64
+	partitions, rf, recordSize, brokers, repeat               int
+	records                                                   int64
+	warmup, phase, failoverTimeout, objective, minAge, maxAge time.Duration
+	restore, sequential, allowUnavailable                     bool
+	seed                                                      uint64
+	sqfSlack                                                  int64
+	maxBuffered, stick                                        int
+	consumeAfter, verbose                                     bool
+	output                                                    cmdutil.OutputFlag
+	origin                                                    map[string]string
+	remote                                                    remoteFlags
 }
 
 // fileKeys are the flags an experiment file may set: all but --workload
@@ -188,6 +193,12 @@ carry a header and the loss check counts only them). Before running, kplan
 predicts each broker's share of the bytes with the audit's model for every
 partitioner and phase, and the report sets it beside the measured share.
 
+--workload-from SNAPSHOT replays what kplan observe --out saw: the
+snapshot's topics are created with their assignment (the observed leader
+first) and each is written at its observed bytes/s; --scale 0.1 writes a
+tenth of it (every producer uses --record-size, not the observed
+bytes/record). It is --layout SNAPSHOT --rates-file SNAPSHOT in one flag.
+
 --workload NAME.yaml reads an experiment whose keys are these flags' names
 (rates and keys may also be mappings of topic to value, and a relative
 layout or rates-file path is read from the file's directory); flags given
@@ -205,6 +216,7 @@ short.`,
   $ kplan chaos --layout testdata/layouts/thesis-6-4.json --rates A=2,B=1 --rate 300kB/s --kill busiest --partitioner roundrobin,node,sqf,sqf-shared
   $ kplan chaos --layout testdata/layouts/thesis-6-4.json --rates A=200kB/s,B=100kB/s --keys A=zipf:1.1:1000,B=none --partitioner hash,random --kill broker-2 --report out/keys
   $ kplan chaos --cluster lab --topics '^orders-' --sequential --rate 1MB/s --kill busiest --restore
+  $ kplan chaos --cluster lab --workload-from observed.json --scale 0.1 --kill busiest --partitioner roundrobin,node
   $ kplan chaos --cluster lab --kill broker-2 --restore --report out/lab-chaos
   $ kplan chaos --cluster lab --fault delay:broker-2:200ms --partitioner roundrobin,sqf
   $ kplan chaos --cluster lab --fault loss:broker-2:10% --kill broker-3 --restore
@@ -262,6 +274,8 @@ func (c *flags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.rates, "rates", "", "workload: rate per topic, topic=2MB/s,... or relative weights topic=2,... sharing --rate; *=rate for the others; or a kplan observe --out snapshot's file name (default: every topic weighs 1)")
 	fs.StringVar(&c.ratesFile, "rates-file", "", "workload: file of topic=rate lines (# comments) or a kplan observe --out snapshot, as kplan audit --rates-file")
 	fs.StringVar(&c.keys, "keys", "", "workload: record keys, none, uniform:N or zipf:S:N for every topic, or per topic A=zipf:1.1:1000,B=none (default: none)")
+	fs.StringVar(&c.workloadFrom, "workload-from", "", "replay a kplan observe --out snapshot: its topics created with their assignment, each written at its observed bytes/s (as --layout FILE --rates-file FILE)")
+	fs.Float64Var(&c.scale, "scale", 1, "with rates in bytes/s (--workload-from, or --rates A=2MB/s): multiply every topic's rate by this (e.g. 0.1 to rehearse a tenth of production)")
 	fs.StringVar(&c.topics, "topics", "", "workload: write the existing topics matching this regular expression as they are (lab or --bootstrap-server, with --sequential)")
 	fs.StringVar(&c.cluster, "cluster", "embedded", "embedded (simulated, in process) or lab (the running kplan lab)")
 	fs.IntVar(&c.brokers, "brokers", 3, "brokers of the embedded cluster")
@@ -304,6 +318,7 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		return cmd.Flags().Changed(name) || inFile
 	}
 	for _, step := range []func() error{
+		func() error { return c.replayOptions(given) },
 		func() error { return c.resolveCommandConfig(cfg) },
 		func() error { return c.faultOptions(cfg) },
 		func() error { return c.clusterOptions(cmd) },
@@ -546,6 +561,15 @@ func (c *flags) workloadSpec(total int64, given func(string) bool) (*WorkloadSpe
 			return nil, errkind.Usagef("", "%s: %w", c.where("rates-file"), err)
 		}
 		spec.RatesGiven = true
+	}
+	if given("scale") {
+		switch {
+		case !(c.scale > 0) || math.IsInf(c.scale, 0):
+			return nil, errkind.Usagef("", "%s: want a positive factor, got %v", c.where("scale"), c.scale)
+		case !spec.RatesGiven || !spec.Rates.BytesPerSecond:
+			return nil, errkind.Usagef("", "%s: scales rates in bytes/s (--workload-from, or --rates A=2MB/s); relative weights share --rate", c.where("scale"))
+		}
+		spec.Rates = scaleRates(spec.Rates, c.scale)
 	}
 	if spec.RatesGiven && spec.Rates.BytesPerSecond && given("rate") {
 		return nil, errkind.Usagef("", "%s and %s: rates in bytes/s are each topic's own; --rate is the total that relative weights (A=2,B=1) share", c.where(spec.RatesField), c.where("rate"))
@@ -800,4 +824,44 @@ func mapErr(err error, opts *Options) error {
 		return errkind.Wrap(ke.Kind, "", fmt.Errorf("%w; %s", ke.Err, how))
 	}
 	return cmdutil.SpellFlag(err, nil)
+}
+
+// replayOptions reads --workload-from SNAPSHOT as --layout SNAPSHOT
+// --rates-file SNAPSHOT: kplan observe's snapshot is a layout (every
+// verb's --from reads it) and carries each topic's observed bytes/s.
+func (c *flags) replayOptions(given func(string) bool) error {
+	if c.workloadFrom == "" {
+		if given("scale") && c.rates == "" && c.ratesFile == "" {
+			return errkind.Usagef("", "%s: needs rates in bytes/s to scale (--workload-from, or --rates A=2MB/s)", c.where("scale"))
+		}
+		return nil
+	}
+	for _, n := range []string{"layout", "rates", "rates-file", "topics"} {
+		if given(n) {
+			return errkind.Usagef("", "%s and %s: give one (the snapshot is the layout and the rates)", c.where("workload-from"), c.where(n))
+		}
+	}
+	c.layout, c.ratesFile = c.workloadFrom, c.workloadFrom
+	if c.origin == nil {
+		c.origin = map[string]string{}
+	}
+	// Errors about the layout or its rates name the flag the user gave.
+	c.origin["layout"], c.origin["rates-file"] = c.where("workload-from"), c.where("workload-from")
+	return nil
+}
+
+// scaleRates multiplies every rate of r by f, never to 0 B/s (which would
+// mean unlimited): a positive rate stays at least 1 B/s.
+func scaleRates(r audit.Rates, f float64) audit.Rates {
+	out := audit.Rates{ByTopic: make(map[string]float64, len(r.ByTopic)), Default: r.Default * f, BytesPerSecond: r.BytesPerSecond}
+	for t, v := range r.ByTopic {
+		if v > 0 {
+			v = max(1, v*f)
+		}
+		out.ByTopic[t] = v
+	}
+	if r.Default > 0 {
+		out.Default = max(1, out.Default)
+	}
+	return out
 }

@@ -183,6 +183,13 @@ func TestWorkloadBadInput(t *testing.T) {
 		{[]string{"--topics", "^a", "--sequential"}, "--topics: existing topics only on --cluster lab or a --bootstrap-server cluster"},
 		{[]string{"--topics", "(", "--cluster", "lab", "--sequential"}, "--topics: error parsing regexp"},
 		{[]string{"--workload", "a.yaml", "--file", "b.yaml"}, "--workload and --file: give one"},
+		{[]string{"--workload-from", observedLab, "--layout", thesis64}, "--workload-from and --layout: give one"},
+		{[]string{"--workload-from", observedLab, "--rates", "A=1MB/s"}, "--workload-from and --rates: give one"},
+		{[]string{"--workload-from", filepath.Join(dir, "none.json")}, "--workload-from: open "},
+		{[]string{"--workload-from", observedLab, "--scale", "-1"}, "--scale: want a positive factor, got -1"},
+		{[]string{"--workload-from", observedLab, "--scale", "0"}, "--scale: want a positive factor, got 0"},
+		{[]string{"--scale", "0.5"}, "--scale: needs rates in bytes/s to scale"},
+		{[]string{"--layout", thesis64, "--rates", "A=1", "--rate", "1MB/s", "--scale", "2"}, "--scale: scales rates in bytes/s"},
 		{[]string{"--workload", filepath.Join(dir, "missing.yaml")}, "--workload: open "},
 		{[]string{"--file", filepath.Join(dir, "missing.yaml")}, "--file: open "},
 	} {
@@ -262,4 +269,32 @@ func TestSQFShared(t *testing.T) {
 	o, err := parse(t, "--kill", "busiest", "--layout", thesis64, "--partitioner", "sqf,sqf-shared")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"sqf", chaos.SQFShared}, o.Config.Partitioners)
+}
+
+// observedLab is a kplan observe --out snapshot of a real lab run.
+const observedLab = "testdata/observed-lab.json"
+
+// TestWorkloadFromSnapshot: --workload-from SNAPSHOT creates the observed
+// topics with their assignment and writes each at its observed bytes/s,
+// as --layout SNAPSHOT --rates-file SNAPSHOT does; --scale multiplies
+// every rate.
+func TestWorkloadFromSnapshot(t *testing.T) {
+	want, err := parse(t, "--kill", "busiest", "--layout", observedLab, "--rates-file", observedLab)
+	require.NoError(t, err)
+	require.NotEmpty(t, want.Config.Workload)
+	got, err := parse(t, "--kill", "busiest", "--workload-from", observedLab)
+	require.NoError(t, err)
+	assert.Equal(t, want.Config.Workload, got.Config.Workload)
+
+	scaled, err := parse(t, "--kill", "busiest", "--workload-from", observedLab, "--scale", "0.1")
+	require.NoError(t, err)
+	require.Len(t, scaled.Config.Workload, len(want.Config.Workload))
+	for i, w := range want.Config.Workload {
+		s := scaled.Config.Workload[i]
+		assert.Equal(t, w.Name, s.Name)
+		assert.Equal(t, w.Assignment, s.Assignment)
+		require.Positive(t, w.Rate)
+		assert.InDelta(t, float64(w.Rate)/10, float64(s.Rate), 1, "%s: a tenth of the observed rate", w.Name)
+	}
+	assert.Equal(t, chaos.TotalRate(scaled.Config.Workload), scaled.Config.Rate)
 }
