@@ -115,6 +115,9 @@ type Report struct {
 	PredictedAfterLoss []LossPrediction `json:"predicted_after_loss,omitempty"`
 	// Failover is the worst broker and rack loss (AddFailover).
 	Failover *FailoverSection `json:"failover,omitempty"`
+	// Observed is a kplan observe snapshot's loads on this layout
+	// (AddObserved).
+	Observed *ObservedLoad `json:"observed_load,omitempty"`
 }
 
 // PredictOptions say what the predictions assume beyond the rates.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -18,7 +19,9 @@ import (
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/observe"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/report/observereport"
 	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/workload"
 )
@@ -55,7 +58,13 @@ type Options struct {
 	MinInsync int
 	// RatesFlag names the flag the rates came from, for errors.
 	RatesFlag string
-	f         *cmdutil.Factory
+	// Observed is the kplan observe snapshot whose loads are audited on
+	// the layout (--observed, or --from when it is a snapshot);
+	// LoadTolerance the band above the mean past which a broker is a
+	// finding.
+	Observed      string
+	LoadTolerance float64
+	f             *cmdutil.Factory
 }
 
 // failoverTopics is how many topics the text lists under each worst loss;
@@ -137,7 +146,8 @@ them (not when RF - 2 < min ISR: some pair always holds two replicas).`,
   $ kplan audit --from testdata/layouts/thesis-6.4.json --rates A=30MB/s,B=20MB/s
   $ kplan audit --from testdata/layouts/thesis-6-4.json --rates A=2,B=1 --what-if broker-2
   $ kplan audit --from testdata/layouts/thesis-6-4.json --rates A=2,B=1 --keys A=zipf:1.2:1000,B=uniform:100 --saturated
-  $ kplan audit --bootstrap-server 127.0.0.1:19092 --by replicas --fail-on warning`,
+  $ kplan audit --bootstrap-server 127.0.0.1:19092 --by replicas --fail-on warning
+  $ kplan observe --cluster lab --window 30s --out observed.json && kplan audit --from observed.json --rates observed.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.complete(cmd, &raw); err != nil {
@@ -174,6 +184,8 @@ func addFlags(cmd *cobra.Command, opts *Options, raw *rawFlags) {
 	cmd.Flags().IntVar(&opts.MaxOverlaps, "max-overlaps", audit.MaxOverlaps, "list at most this many overlapping pairs of max groups (0: all); overlap_count always counts them all")
 	cmd.Flags().IntVar(&opts.FailoverThreshold, "failover-threshold", audit.DefaultFailoverThreshold, "warn when the busiest survivor of the worst broker or rack loss leads more than this many partitions above the optimum, ceil(online partitions / survivors)")
 	cmd.Flags().IntVar(&opts.MinInsync, "min-insync", 0, "min.insync.replicas every topic is judged against for the worst pair of broker losses (default: each topic's own, read from a live cluster; Kafka's default, 1, for --from)")
+	cmd.Flags().StringVar(&opts.Observed, "observed", "", "a kplan observe --out snapshot whose observed loads (disk, bytes in, bytes out per broker, and after each broker's loss) are audited on this layout (default: --from, when it is one)")
+	cmd.Flags().Float64Var(&opts.LoadTolerance, "load-tolerance", audit.DefaultLoadTolerance, "with observed loads: warn about brokers above the mean by more than this fraction in disk, bytes in or bytes out")
 	cmd.Flags().StringVar(&raw.failOn, "fail-on", "", "exit 3 when any finding is at or above this severity: info, warning or error")
 	cmdutil.AddOutputFlag(cmd, &raw.out)
 }
@@ -204,6 +216,9 @@ func (o *Options) complete(cmd *cobra.Command, raw *rawFlags) error {
 	}
 	if cmd.Flags().Changed("min-insync") && o.MinInsync < 1 {
 		return errkind.Usagef("", "--min-insync: want 1 or more, got %d", o.MinInsync)
+	}
+	if !(o.LoadTolerance >= 0) || math.IsInf(o.LoadTolerance, 0) {
+		return errkind.Usagef("", "--load-tolerance: want a fraction of 0 or more, got %v", o.LoadTolerance)
 	}
 	if o.FailoverThreshold < 0 {
 		return errkind.Usagef("", "--failover-threshold: want 0 or more leaders, got %d", o.FailoverThreshold)
@@ -298,6 +313,9 @@ func runAudit(ctx context.Context, opts *Options) error {
 	}
 	fo := failoverOptions(ctx, c, opts)
 	if err := r.AddFailover(c, fo); err != nil {
+		return err
+	}
+	if err := addObserved(&r, c, opts); err != nil {
 		return err
 	}
 	if err := report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) }); err != nil {
@@ -435,8 +453,37 @@ func doc(r audit.Report) report.Document {
 	if r.Failover != nil {
 		d.Sections = append(d.Sections, failoverSections(r)...)
 	}
+	if r.Observed != nil {
+		d.Sections = append(d.Sections, observedSection(r.Observed))
+	}
 	d.Sections = append(d.Sections, findingsSection(r))
 	return d
+}
+
+// observedSection is the observed loads on the layout: per broker, then
+// the skews and the worst loss.
+func observedSection(o *audit.ObservedLoad) report.Section {
+	s := report.Section{Title: fmt.Sprintf("Observed load (kplan observe, %.0f s window; findings above the mean by more than %.0f%%)", o.WindowSeconds, 100*o.Tolerance),
+		Header: []string{"BROKER", "LEADERS", "ON DISK", "BYTES IN/S", "BYTES OUT/S"}}
+	for _, b := range o.Brokers {
+		s.Rows = append(s.Rows, []string{strconv.Itoa(int(b.Broker)), strconv.Itoa(b.Leaders), observereport.Bytes(b.Bytes), observereport.Rate(b.BytesIn), observereport.Rate(b.BytesOut)})
+	}
+	s.Rows = append(s.Rows, []string{"max/mean", "", skewCell(o.Disk), skewCell(o.In), skewCell(o.Out)})
+	if w := o.WorstLoss; w != nil {
+		s.Notes = append(s.Notes, fmt.Sprintf("worst loss by bytes out: broker %d; its survivors' bytes out max/mean %.3f (busiest broker %d, %s), bytes in max/mean %.3f",
+			w.Broker, w.Out.MaxOverMean, w.Out.Busiest, observereport.Rate(w.Out.Max), w.In.MaxOverMean))
+	} else if o.LossNote != "" {
+		s.Notes = append(s.Notes, "losses: "+o.LossNote)
+	}
+	s.Notes = append(s.Notes, "the snapshot's per-partition rates and consumers on this layout's leaders and replicas: in = producers to its leaders + replication into its followers; out = consumers from its leaders + replication to their followers")
+	return s
+}
+
+func skewCell(k audit.LoadSkew) string {
+	if k.Mean == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f (%d)", k.MaxOverMean, k.Busiest)
 }
 
 // groupsSection lists the max groups.
@@ -698,4 +745,32 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// addObserved audits the observed loads of --observed, or of --from when it
+// is a kplan observe snapshot, on c.
+func addObserved(r *audit.Report, c *topology.Cluster, opts *Options) error {
+	path, flag := opts.Observed, "--observed"
+	if path == "" {
+		path, flag = opts.Source.From, "--from"
+	}
+	if path == "" || path == "-" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return errkind.Usagef("", "%s: %w", flag, err)
+	}
+	obs, err := observe.ReadSnapshot(data, path)
+	if err != nil {
+		return errkind.Usagef("", "%s: %w", flag, err)
+	}
+	if obs == nil {
+		if opts.Observed != "" {
+			return errkind.Usagef("", "--observed: %s is not a snapshot of kplan observe (--out): no observe_schema", path)
+		}
+		return nil
+	}
+	r.AddObserved(c, obs, opts.LoadTolerance)
+	return nil
 }
