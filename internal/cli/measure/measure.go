@@ -166,18 +166,8 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory, opts *Options
 	if opts.Format, err = r.output.Format(); err != nil {
 		return err
 	}
-	switch r.cluster {
-	case "":
-		if !r.target.Live() {
-			return errkind.Usagef("", "--bootstrap-server: required (or --cluster lab)")
-		}
-	case "lab":
-		opts.Lab = true
-		if r.target.BootstrapServers != "" {
-			return errkind.Usagef("", "--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
-		}
-	default:
-		return errkind.Usagef("", "--cluster: unknown cluster %q (want lab, or --bootstrap-server)", r.cluster)
+	if opts.Lab, err = r.target.LabOrLive(r.cluster); err != nil {
+		return err
 	}
 	if err := r.target.Validate(); err != nil {
 		return err

@@ -195,3 +195,24 @@ func (o *Options) ConnOptions() (kafka.ConnOptions, error) {
 	o.conn = &c
 	return c, nil
 }
+
+// LabOrLive resolves a verb's --cluster value against the connection
+// flags: "lab" (the kplan lab, which knows its own addresses: no
+// --bootstrap-server) returns true; "" needs a live cluster
+// (--bootstrap-server, or a --command-config holding bootstrap.servers)
+// and returns false. Anything else is an unknown cluster. Errors exit 2.
+func (o *Options) LabOrLive(cluster string) (bool, error) {
+	switch cluster {
+	case "":
+		if !o.Live() {
+			return false, errkind.Usagef("", "--bootstrap-server: required (or --cluster lab)")
+		}
+		return false, nil
+	case "lab":
+		if o.BootstrapServers != "" {
+			return false, errkind.Usagef("", "--bootstrap-server: not with --cluster lab (the lab knows its own addresses)")
+		}
+		return true, nil
+	}
+	return false, errkind.Usagef("", "--cluster: unknown cluster %q (want lab, or --bootstrap-server)", cluster)
+}

@@ -113,3 +113,30 @@ func TestConnOptionsResolvesOnce(t *testing.T) {
 	assert.Contains(t, err.Error(), "--command-config: ")
 	assert.NotContains(t, err.Error(), "\n")
 }
+
+func TestLabOrLive(t *testing.T) {
+	for _, tc := range []struct {
+		name, cluster string
+		argv          []string
+		lab           bool
+		err           string
+	}{
+		{"live", "", []string{"--bootstrap-server", "k:9092"}, false, ""},
+		{"lab", "lab", nil, true, ""},
+		{"neither", "", nil, false, "--bootstrap-server: required (or --cluster lab)"},
+		{"both", "lab", []string{"--bootstrap-server", "k:9092"}, false, "--bootstrap-server: not with --cluster lab"},
+		{"unknown", "prod", nil, false, `--cluster: unknown cluster "prod"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _ := parse(t, target.Bootstrap, tc.argv...)
+			lab, err := o.LabOrLive(tc.cluster)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.lab, lab)
+		})
+	}
+}
