@@ -93,3 +93,24 @@ func LargestReplicas(reps []ReplicaDir) map[topology.Key]int64 {
 	}
 	return sizes
 }
+
+// ReplicaSizes returns, per partition of the topics the filter accepts,
+// the bytes on each broker holding a replica (ReplicaDirs summed over a
+// broker's dirs): what `kplan reassign apply` follows to report the bytes
+// its new replicas copied.
+func (a *Admin) ReplicaSizes(ctx context.Context, topicFilter func(string) bool) (map[topology.Key]map[int32]int64, error) {
+	rds, err := a.ReplicaDirs(ctx, topicFilter)
+	if err != nil {
+		return nil, err
+	}
+	out := map[topology.Key]map[int32]int64{}
+	for _, r := range rds {
+		m := out[r.Key]
+		if m == nil {
+			m = map[int32]int64{}
+			out[r.Key] = m
+		}
+		m[r.Broker] += r.Bytes
+	}
+	return out, nil
+}

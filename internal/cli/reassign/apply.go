@@ -25,6 +25,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/reassign/apply"
 	"github.com/kplan-dev/kplan/internal/report"
+	"github.com/kplan-dev/kplan/internal/report/observereport"
 	"github.com/kplan-dev/kplan/internal/topology"
 	"github.com/kplan-dev/kplan/internal/units"
 )
@@ -285,7 +286,10 @@ type output struct {
 }
 
 // The Admin of internal/kafka is what the workflow talks to.
-var _ apply.Admin = (*kafka.Admin)(nil)
+var (
+	_ apply.Admin        = (*kafka.Admin)(nil)
+	_ apply.ReplicaSizer = (*kafka.Admin)(nil) // progress in bytes
+)
 
 // runApply loads the plan, connects, executes, verifies or cancels it, and
 // renders the result.
@@ -528,9 +532,9 @@ func (o *ApplyOptions) progress() func(apply.Event) {
 			if e.Result.Complete == lastDone && e.Elapsed-said < 10*time.Second {
 				return
 			}
-			fmt.Fprintf(w, "kplan reassign apply: %d of %d partitions complete, %d in progress (%s)\n",
-				e.Result.Complete, len(e.Result.Partitions), e.Result.InProgress, e.Elapsed.Round(time.Second))
 			lastDone, said = e.Result.Complete, e.Elapsed
+			fmt.Fprintf(w, "kplan reassign apply: %d of %d partitions complete, %d in progress (%s)%s\n",
+				e.Result.Complete, len(e.Result.Partitions), e.Result.InProgress, e.Elapsed.Round(time.Second), bytesNote(e.Bytes))
 		case apply.EventElected:
 			el := e.Result.Election
 			refused := ""
@@ -793,4 +797,20 @@ func sizes(ctx context.Context, adm apply.Admin, plan []topology.Partition) map[
 		return nil
 	}
 	return out
+}
+
+// bytesNote is a progress line's bytes: copied of total, the rate and the
+// ETA, or "" when the sizes are unknown.
+func bytesNote(b *apply.ByteProgress) string {
+	if b == nil || b.Total == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("; copied %s of %s (%.0f%%)", observereport.Bytes(b.Copied), observereport.Bytes(b.Total), 100*float64(b.Copied)/float64(b.Total))
+	if b.RatePerSecond > 0 {
+		s += " at " + observereport.Rate(b.RatePerSecond)
+	}
+	if b.ETASeconds >= 0 {
+		s += ", ETA " + (time.Duration(b.ETASeconds * float64(time.Second))).Round(time.Second).String()
+	}
+	return s
 }

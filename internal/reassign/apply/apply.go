@@ -246,6 +246,10 @@ type Event struct {
 	// Wave numbers the request the controller accepted (EventAccepted),
 	// from 1.
 	Wave int
+	// Bytes is the progress in bytes (EventProgress of a staged apply on
+	// an Admin that is a ReplicaSizer, when partition sizes are known);
+	// nil otherwise.
+	Bytes *ByteProgress
 }
 
 // Options tune a run.

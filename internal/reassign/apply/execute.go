@@ -285,6 +285,8 @@ func waves(ctx context.Context, adm Admin, plan []topology.Partition, res *Resul
 	start := o.Clock.Now()
 	stopped := func(err error) error { return fmt.Errorf("stopped waiting (%w): %w", err, ErrNotDone) }
 	lost := map[int]int{}
+	sizer, _ := adm.(ReplicaSizer)
+	var meter byteMeter
 	for {
 		st, err := read(ctx, adm, ModeExecute, plan)
 		if err != nil {
@@ -328,8 +330,18 @@ func waves(ctx context.Context, adm Admin, plan []topology.Partition, res *Resul
 			}
 		}
 		res.tally()
-		elapsed := o.Clock.Now().Sub(start)
-		progress := func() { o.emit(Event{Kind: EventProgress, Result: res, Moves: res.Moves, Elapsed: elapsed}) }
+		now := o.Clock.Now()
+		elapsed := now.Sub(start)
+		var sizes map[topology.Key]map[int32]int64
+		if sizer != nil && len(left) > 0 {
+			// Unknown this poll when the brokers do not answer: progress
+			// in bytes is a report, not a reason to stop.
+			sizes, _ = sizer.ReplicaSizes(ctx, planFilter(plan))
+		}
+		bytes := meter.measure(state.Steps, sizes, now)
+		progress := func() {
+			o.emit(Event{Kind: EventProgress, Result: res, Moves: res.Moves, Elapsed: elapsed, Bytes: bytes})
+		}
 		if gone > 0 {
 			progress()
 			return fmt.Errorf("%d partitions are neither complete nor in progress: the reassignment was cancelled or replaced", gone)
