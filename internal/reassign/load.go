@@ -1,0 +1,593 @@
+package reassign
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/kplan-dev/kplan/internal/topology"
+)
+
+// Balance by load (Options.Balance "load"). With each partition's produce
+// rate P (bytes/s written) and consumer rate C (bytes/s the consumer
+// groups fetch, from kplan observe), a broker carries:
+//
+//   - bytes in: P for each partition it leads (from producers) and P for
+//     each it follows (replication), so the sum of P over the replicas it
+//     holds: it depends on the replica sets only;
+//   - bytes out: C + (RF-1)·P for each partition it leads (consumers and
+//     followers fetch from the leader), nothing for a follower: it depends
+//     on the leaders only, given the sets;
+//   - leader bytes: P for each partition it leads (the produce requests it
+//     serves), "leaders weighted by their bytes".
+//
+// The plan brings each of the three within Options.Tolerance of its mean
+// on every target broker (cordoned brokers only below the band's top),
+// with the fewest bytes copied (a move costs Partition.CopyBytes, as in
+// the bytes plan). It runs in four steps, each reusing what exists:
+//
+//  1. the replicas that must move (drained brokers, rack rules, a new
+//     replication factor) and the bytes-in balance: the bytes plan's
+//     machinery (greedy placement and exchange search, bytes.go and
+//     bytes_search.go) with each replica weighing P instead of its size;
+//  2. leaders, by reordering only (no byte copied): starting from the
+//     current leaders, the broker furthest outside the out or leader band
+//     hands one leadership to another replica, or takes one, whichever
+//     brings the two brokers furthest in, until no handover improves;
+//  3. only where leaders cannot bring a broker within the bands, replica
+//     moves: a replica (with its leadership when it leads) goes to a
+//     broker that can take it, the move that brings the three loads
+//     furthest in per byte copied first (moves that copy nothing first of
+//     all), then step 2 again;
+//  4. the failover order by the count plan's phase (orderFollowers).
+//
+// Distances outside a band are measured relative to its mean, plus their
+// square (as the bytes search does), so that the three objectives add up
+// and one broker far outside counts more than two a little outside. Every
+// step only takes improvements, so the plan never ends further outside
+// the bands than the layout it starts from after step 1.
+
+// Load is a partition's observed traffic.
+type Load struct {
+	// Produce is the bytes/s producers write to it.
+	Produce float64
+	// Consume is the bytes/s consumer groups fetch from it (all groups).
+	Consume float64
+}
+
+// loadScale turns bytes/s into the integers the bytes machinery adds up:
+// thousandths of a byte/s.
+const loadScale = 1000
+
+// LoadBalance is the network side of a --balance load plan; its JSON is
+// the summary's "load".
+type LoadBalance struct {
+	// Tolerance is the band around each mean.
+	Tolerance float64 `json:"tolerance"`
+	// Cordoned brokers receive no new replica.
+	Cordoned []int32 `json:"cordoned"`
+	// BytesMoved is what the plan copies; ForcedBytes the part of it that
+	// replicas which had to move cost.
+	BytesMoved  int64 `json:"bytes_moved"`
+	ForcedBytes int64 `json:"forced_bytes"`
+	// In, Out and Leaders are bytes/s per broker; Disk is bytes, shown but
+	// not balanced.
+	In      LoadSkew `json:"bytes_in"`
+	Out     LoadSkew `json:"bytes_out"`
+	Leaders LoadSkew `json:"leader_bytes"`
+	Disk    LoadSkew `json:"disk"`
+	// Within is true when every target broker ends within the band in
+	// bytes in, bytes out and leader bytes.
+	Within bool `json:"within"`
+	// WithoutLoad counts partitions the loads do not name: idle.
+	WithoutLoad int `json:"partitions_without_load"`
+	// PerBroker lists every target broker.
+	PerBroker []BrokerTraffic `json:"per_broker"`
+	// Replicas is the count-balanced plan (--balance replicas) on the same
+	// input, for comparison.
+	Replicas *PlanLoad `json:"replicas_plan,omitempty"`
+}
+
+// LoadSkew is one per-broker quantity before and after the plan.
+type LoadSkew struct {
+	Before RateSkew `json:"before"`
+	After  RateSkew `json:"after"`
+	// Within is true when every target broker ends within the band.
+	Within bool `json:"within"`
+}
+
+// RateSkew is a per-broker quantity: least, most, mean, max/mean and
+// min/mean.
+type RateSkew struct {
+	Min         float64 `json:"min"`
+	Max         float64 `json:"max"`
+	Mean        float64 `json:"mean"`
+	MaxOverMean float64 `json:"max_over_mean"`
+	MinOverMean float64 `json:"min_over_mean"`
+}
+
+// BrokerTraffic is one target broker's loads before and after: bytes/s
+// in, out and led, bytes on disk.
+type BrokerTraffic struct {
+	Broker        int32   `json:"broker"`
+	InBefore      float64 `json:"bytes_in_before"`
+	InAfter       float64 `json:"bytes_in_after"`
+	OutBefore     float64 `json:"bytes_out_before"`
+	OutAfter      float64 `json:"bytes_out_after"`
+	LeadersBefore float64 `json:"leader_bytes_before"`
+	LeadersAfter  float64 `json:"leader_bytes_after"`
+	DiskBefore    int64   `json:"disk_before"`
+	DiskAfter     int64   `json:"disk_after"`
+	Cordoned      bool    `json:"cordoned,omitempty"`
+}
+
+// PlanLoad measures another plan of the same input by load.
+type PlanLoad struct {
+	ReplicasMoved int      `json:"replicas_moved"`
+	BytesMoved    int64    `json:"bytes_moved"`
+	In            RateSkew `json:"bytes_in"`
+	Out           RateSkew `json:"bytes_out"`
+	Leaders       RateSkew `json:"leader_bytes"`
+	Disk          RateSkew `json:"disk"`
+	Within        bool     `json:"within"`
+}
+
+// checkLoads validates Options.Loads for BalanceLoad.
+func checkLoads(c *topology.Cluster, o Options) error {
+	if len(o.Loads) == 0 {
+		return targetErr("loads", "--balance load needs each partition's produce and consumer bytes/s: a kplan observe snapshot (--out) as --from or --loads")
+	}
+	for i := range c.Partitions {
+		l, ok := o.Loads[c.Partitions[i].Key()]
+		if !ok {
+			continue
+		}
+		for _, v := range []float64{l.Produce, l.Consume} {
+			if !(v >= 0) || math.IsInf(v, 0) || v > 1e15 {
+				return targetErr("loads", "partition %s: %v is not a rate in bytes/s (0 or more)", c.Partitions[i].Key(), v)
+			}
+		}
+	}
+	return nil
+}
+
+// loadState is the traffic view of a work during the load plan; bs keeps
+// bytes in (in thousandths of a byte/s).
+type loadState struct {
+	w    *work
+	bs   *bytesState
+	prod []float64 // per partition, bytes/s
+	cons []float64
+	out  []float64 // per dense broker: bytes out
+	ld   []float64 // per dense broker: leader bytes
+	// The bands: bounds and means.
+	outLo, outHi, outMean float64
+	ldLo, ldHi, ldMean    float64
+	inLo, inHi, inMean    float64 // bs's, in its units
+	// hosted lists each broker's partitions.
+	hosted [][]int32
+}
+
+// wo is partition i's bytes out on its leader.
+func (ls *loadState) wo(i int) float64 {
+	rf := ls.w.off[i+1] - ls.w.off[i]
+	return ls.cons[i] + float64(rf-1)*ls.prod[i]
+}
+
+// penN is how far x is outside [lo, hi] relative to mean, plus its square;
+// floor false drops the bottom (cordoned brokers).
+func penN(x, lo, hi, mean float64, floor bool) float64 {
+	d := max(0, x-hi)
+	if floor {
+		d += max(0, lo-x)
+	}
+	if d == 0 || mean <= 0 {
+		return 0
+	}
+	r := d / mean
+	return r + r*r
+}
+
+// lpen is broker b's distance outside the out and leader bands.
+func (ls *loadState) lpen(b int32, out, ld float64) float64 {
+	f := !ls.bs.cordon[b]
+	return penN(out, ls.outLo, ls.outHi, ls.outMean, f) + penN(ld, ls.ldLo, ls.ldHi, ls.ldMean, f)
+}
+
+// ipen is broker b's distance outside the in band.
+func (ls *loadState) ipen(b int32, in int64) float64 {
+	return penN(float64(in), ls.inLo, ls.inHi, ls.inMean, !ls.bs.cordon[b])
+}
+
+// computeLoad is Compute for Options.Balance "load".
+func computeLoad(c *topology.Cluster, opts Options) (*Plan, error) {
+	c, settled := settle(c, opts.Ongoing)
+	w, err := newWork(c, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.notes = append(append(settled, w.notes...), w.lostNotes()...)
+	if _, _, err := w.failoverDomains(); err != nil {
+		return nil, err
+	}
+	cordon := make([]bool, w.n())
+	for _, id := range opts.Cordon {
+		b, ok := w.pos[id]
+		if !ok || !w.target[b] {
+			return nil, targetErr("cordon", "broker %d is not a target broker", id)
+		}
+		cordon[b] = true
+	}
+	np := len(c.Partitions)
+	prod, cons := make([]float64, np), make([]float64, np)
+	without := 0
+	for i := range c.Partitions {
+		l, ok := opts.Loads[c.Partitions[i].Key()]
+		if !ok {
+			without++
+		}
+		prod[i], cons[i] = l.Produce, l.Consume
+	}
+	w.prepare()
+	w.fixRacks()
+	bs := newScalarState(w, cordon, func(i int) int64 { return int64(math.Round(prod[i] * loadScale)) })
+	if err := bs.fillHoles(); err != nil {
+		return nil, err
+	}
+	forced := bs.spent
+	// Step 1: bytes in, by the bytes plan's placement and search.
+	bs.balance(-1)
+	bs.search(-1, searchRand(opts))
+	ls := newLoadState(w, bs, prod, cons)
+	// Steps 2 and 3.
+	ls.leaders()
+	effort := searchEffort
+	for round := 0; round < 4 && effort > 0; round++ {
+		if !ls.repair(&effort) {
+			break
+		}
+		ls.leaders()
+	}
+	n := w.n()
+	clear(w.lc)
+	for i := range c.Partitions {
+		w.lc[int(w.ptopic[i])*n+int(w.lead[i])]++
+	}
+	// Step 4.
+	w.orderFollowers()
+	pl := w.plan()
+	if w.widened {
+		pl.Summary.Tolerance = opts.Tolerance
+	}
+	lb := ls.summary(pl, forced, without)
+	if without > 0 {
+		pl.Summary.Notes = append(pl.Summary.Notes, fmt.Sprintf("%s have no observed load: counted as idle", plural(without, "partition")))
+	}
+	if !lb.Within {
+		pl.Summary.Notes = append(pl.Summary.Notes, ls.outsideNote(lb))
+	}
+	ro := opts
+	ro.Balance, ro.Cordon, ro.Loads = BalanceReplicas, nil, nil
+	if rp, err := Compute(c, ro); err == nil {
+		lb.Replicas = ls.measure(rp)
+	}
+	pl.Summary.Load = lb
+	return pl, nil
+}
+
+func newLoadState(w *work, bs *bytesState, prod, cons []float64) *loadState {
+	n := w.n()
+	ls := &loadState{w: w, bs: bs, prod: prod, cons: cons, out: make([]float64, n), ld: make([]float64, n), hosted: make([][]int32, n)}
+	var totOut, totLd float64
+	for i := range w.c.Partitions {
+		reps := w.slots[w.off[i]:w.off[i+1]]
+		for _, b := range reps {
+			ls.hosted[b] = append(ls.hosted[b], int32(i))
+		}
+		// The current leader where it stays a replica, then the preferred
+		// one, then the replica with the least bytes out so far.
+		l := int32(-1)
+		if p := &w.c.Partitions[i]; p.Leader >= 0 {
+			if b, ok := w.pos[p.Leader]; ok && slices.Contains(reps, b) {
+				l = b
+			}
+		}
+		if l < 0 && slices.Contains(reps, w.first[i]) {
+			l = w.first[i]
+		}
+		if l < 0 {
+			for _, b := range reps {
+				if l < 0 || ls.out[b] < ls.out[l] {
+					l = b
+				}
+			}
+		}
+		w.lead[i] = l
+		ls.out[l] += ls.wo(i)
+		ls.ld[l] += prod[i]
+		totOut += ls.wo(i)
+		totLd += prod[i]
+	}
+	k := float64(len(bs.tb))
+	tol := w.opts.Tolerance
+	ls.outMean, ls.ldMean = totOut/k, totLd/k
+	ls.outLo, ls.outHi = ls.outMean*(1-tol), ls.outMean*(1+tol)
+	ls.ldLo, ls.ldHi = ls.ldMean*(1-tol), ls.ldMean*(1+tol)
+	ls.inLo, ls.inHi, ls.inMean = bs.lo, bs.hi, bs.mean
+	return ls
+}
+
+// setLead hands partition i's leadership to broker r.
+func (ls *loadState) setLead(i int, r int32) {
+	l := ls.w.lead[i]
+	o, p := ls.wo(i), ls.prod[i]
+	ls.out[l] -= o
+	ls.ld[l] -= p
+	ls.out[r] += o
+	ls.ld[r] += p
+	ls.w.lead[i] = r
+}
+
+// leaders runs step 2 and reports whether any leadership changed.
+func (ls *loadState) leaders() bool {
+	w := ls.w
+	stuck := make([]bool, w.n())
+	changed := false
+	const eps = 1e-12
+	for pass := 0; pass < 4; pass++ {
+		did := false
+		for iter := 0; iter < 4*len(w.c.Partitions)+64; iter++ {
+			x, worst := int32(-1), 0.0
+			for _, b := range ls.bs.tb {
+				if p := ls.lpen(b, ls.out[b], ls.ld[b]); !stuck[b] && p > worst {
+					x, worst = b, p
+				}
+			}
+			if x < 0 {
+				break
+			}
+			best, bi, br := -eps, -1, int32(-1)
+			for _, ii := range ls.hosted[x] {
+				i := int(ii)
+				o, p := ls.wo(i), ls.prod[i]
+				if o == 0 && p == 0 {
+					continue
+				}
+				try := func(from, to int32) {
+					d := ls.lpen(from, ls.out[from]-o, ls.ld[from]-p) - ls.lpen(from, ls.out[from], ls.ld[from]) +
+						ls.lpen(to, ls.out[to]+o, ls.ld[to]+p) - ls.lpen(to, ls.out[to], ls.ld[to])
+					if d < best {
+						best, bi, br = d, i, to
+					}
+				}
+				if l := w.lead[i]; l == x {
+					for _, r := range w.slots[w.off[i]:w.off[i+1]] {
+						if r != x {
+							try(x, r)
+						}
+					}
+				} else {
+					try(l, x)
+				}
+			}
+			if bi < 0 {
+				stuck[x] = true
+				continue
+			}
+			l := w.lead[bi]
+			ls.setLead(bi, br)
+			stuck[l], stuck[br] = false, false
+			did, changed = true, true
+		}
+		clear(stuck)
+		if !did {
+			break
+		}
+	}
+	return changed
+}
+
+// repair runs step 3: replica moves for the brokers leaders could not
+// bring within the bands; it reports whether any replica moved.
+func (ls *loadState) repair(effort *int) bool {
+	w, bs := ls.w, ls.bs
+	stuck := make([]bool, w.n())
+	moved := false
+	const eps = 1e-12
+	tpen := func(b int32, in int64, out, ld float64) float64 { return ls.ipen(b, in) + ls.lpen(b, out, ld) }
+	for *effort > 0 {
+		x, worst := int32(-1), 0.0
+		for _, b := range bs.tb {
+			if p := ls.lpen(b, ls.out[b], ls.ld[b]); !stuck[b] && p > worst {
+				x, worst = b, p
+			}
+		}
+		if x < 0 {
+			break
+		}
+		found := false
+		var bestDV float64
+		var bestDC int64
+		var bs0, bd int32
+		base := tpen(x, bs.disk[x], ls.out[x], ls.ld[x])
+		for _, ii := range ls.hosted[x] {
+			i := int(ii)
+			s := w.off[i]
+			for w.slots[s] != x {
+				s++
+			}
+			in := bs.size[i]
+			var o, p float64
+			if w.lead[i] == x {
+				o, p = ls.wo(i), ls.prod[i]
+			}
+			if in == 0 && o == 0 {
+				continue
+			}
+			px := tpen(x, bs.disk[x]-in, ls.out[x]-o, ls.ld[x]-p) - base
+			for _, d := range bs.tb {
+				*effort--
+				if d == x {
+					continue
+				}
+				dv := px + tpen(d, bs.disk[d]+in, ls.out[d]+o, ls.ld[d]+p) - tpen(d, bs.disk[d], ls.out[d], ls.ld[d])
+				dc := bs.marginal(i, x, d)
+				if !better(dv, dc, eps) || found && !preferred(dv, dc, bestDV, bestDC, eps) || !bs.canTake(s, d) {
+					continue
+				}
+				found, bestDV, bestDC, bs0, bd = true, dv, dc, s, d
+			}
+		}
+		if !found {
+			stuck[x] = true
+			continue
+		}
+		i := int(bs.slotP[bs0])
+		lead := w.lead[i] == x
+		bs.move(bs0, bd)
+		if k := slices.Index(ls.hosted[x], int32(i)); k >= 0 {
+			ls.hosted[x] = slices.Delete(ls.hosted[x], k, k+1)
+		}
+		ls.hosted[bd] = append(ls.hosted[bd], int32(i))
+		if lead {
+			o, p := ls.wo(i), ls.prod[i]
+			ls.out[x] -= o
+			ls.ld[x] -= p
+			ls.out[bd] += o
+			ls.ld[bd] += p
+			w.lead[i] = bd
+		}
+		stuck[x], stuck[bd] = false, false
+		moved = true
+	}
+	return moved
+}
+
+// traffic is per dense broker bytes in, out, leader bytes and disk of a
+// layout whose partitions are in w.c's order.
+type traffic struct {
+	in, out, ld []float64
+	disk        []int64
+}
+
+func (ls *loadState) traffic(parts []topology.Partition) traffic {
+	w := ls.w
+	n := w.n()
+	t := traffic{in: make([]float64, n), out: make([]float64, n), ld: make([]float64, n), disk: make([]int64, n)}
+	for i := range parts {
+		p := &parts[i]
+		lead := p.Leader
+		if lead < 0 || !slices.Contains(p.Replicas, lead) {
+			lead = p.Replicas[0]
+		}
+		for _, r := range p.Replicas {
+			b := w.pos[r]
+			t.in[b] += ls.prod[i]
+			t.disk[b] += max(0, w.c.Partitions[i].SizeBytes)
+		}
+		b := w.pos[lead]
+		t.out[b] += ls.cons[i] + float64(len(p.Replicas)-1)*ls.prod[i]
+		t.ld[b] += ls.prod[i]
+	}
+	return t
+}
+
+// skews returns the rate skews of t over target brokers and whether each
+// of in, out and leader bytes is within the band (cordoned brokers only
+// below its top).
+func (ls *loadState) skews(t traffic) (in, out, ld, disk RateSkew, within [3]bool) {
+	var vi, vo, vl, vd []float64
+	within = [3]bool{true, true, true}
+	tol := ls.w.opts.Tolerance
+	for _, b := range ls.bs.tb {
+		vi, vo, vl, vd = append(vi, t.in[b]), append(vo, t.out[b]), append(vl, t.ld[b]), append(vd, float64(t.disk[b]))
+		for k, x := range []float64{t.in[b], t.out[b], t.ld[b]} {
+			if !inBand(x, []float64{ls.inMean / loadScale, ls.outMean, ls.ldMean}[k], tol, ls.bs.cordon[b]) {
+				within[k] = false
+			}
+		}
+	}
+	return rateSkew(vi), rateSkew(vo), rateSkew(vl), rateSkew(vd), within
+}
+
+// inBand reports whether x is within tol of mean; the slack absorbs the
+// rounding of rates to thousandths of a byte/s and of float sums.
+func inBand(x, mean, tol float64, cordoned bool) bool {
+	slack := 1e-6*mean + 1e-3
+	return x <= mean*(1+tol)+slack && (cordoned || x >= mean*(1-tol)-slack)
+}
+
+func rateSkew(v []float64) RateSkew {
+	if len(v) == 0 {
+		return RateSkew{}
+	}
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	mean := sum / float64(len(v))
+	s := RateSkew{Min: math.Round(slices.Min(v)), Max: math.Round(slices.Max(v)), Mean: math.Round(mean)}
+	if mean > 0 {
+		s.MaxOverMean, s.MinOverMean = round3(slices.Max(v)/mean), round3(slices.Min(v)/mean)
+	}
+	return s
+}
+
+// summary builds the LoadBalance of the plan.
+func (ls *loadState) summary(pl *Plan, forced int64, without int) *LoadBalance {
+	w, bs := ls.w, ls.bs
+	lb := &LoadBalance{Tolerance: w.opts.Tolerance, Cordoned: []int32{}, BytesMoved: bs.spent, ForcedBytes: forced, WithoutLoad: without}
+	before, after := ls.traffic(w.c.Partitions), ls.traffic(pl.Final.Partitions)
+	var wa [3]bool
+	lb.In.Before, lb.Out.Before, lb.Leaders.Before, lb.Disk.Before, _ = ls.skews(before)
+	lb.In.After, lb.Out.After, lb.Leaders.After, lb.Disk.After, wa = ls.skews(after)
+	lb.In.Within, lb.Out.Within, lb.Leaders.Within = wa[0], wa[1], wa[2]
+	lb.Disk.Within = true // not an objective
+	lb.Within = wa[0] && wa[1] && wa[2]
+	for _, b := range bs.tb {
+		if bs.cordon[b] {
+			lb.Cordoned = append(lb.Cordoned, w.ids[b])
+		}
+		lb.PerBroker = append(lb.PerBroker, BrokerTraffic{Broker: w.ids[b],
+			InBefore: math.Round(before.in[b]), InAfter: math.Round(after.in[b]),
+			OutBefore: math.Round(before.out[b]), OutAfter: math.Round(after.out[b]),
+			LeadersBefore: math.Round(before.ld[b]), LeadersAfter: math.Round(after.ld[b]),
+			DiskBefore: before.disk[b], DiskAfter: after.disk[b], Cordoned: bs.cordon[b]})
+	}
+	return lb
+}
+
+// measure returns the loads and bytes copied of another plan of the same
+// cluster (the count plan).
+func (ls *loadState) measure(p *Plan) *PlanLoad {
+	w := ls.w
+	var bytes int64
+	for i := range p.Final.Partitions {
+		for _, r := range p.Final.Partitions[i].Replicas {
+			if !slices.Contains(w.c.Partitions[i].Replicas, r) {
+				bytes += ls.bs.cost[i]
+			}
+		}
+	}
+	pl := &PlanLoad{ReplicasMoved: p.Summary.ReplicasMoved, BytesMoved: bytes}
+	var within [3]bool
+	pl.In, pl.Out, pl.Leaders, pl.Disk, within = ls.skews(ls.traffic(p.Final.Partitions))
+	pl.Within = within[0] && within[1] && within[2]
+	return pl
+}
+
+// outsideNote names the objectives some broker stays outside of.
+func (ls *loadState) outsideNote(lb *LoadBalance) string {
+	var what []string
+	for _, x := range []struct {
+		name string
+		ok   bool
+	}{{"bytes in", lb.In.Within}, {"bytes out", lb.Out.Within}, {"leader bytes", lb.Leaders.Within}} {
+		if !x.ok {
+			what = append(what, x.name)
+		}
+	}
+	return fmt.Sprintf("%s stay outside ±%g%% of the mean on some broker: no leadership handover or replica move that keeps racks, replication factors and cordons brings them closer (a partition heavier than the band, or too few brokers that can take one)",
+		strings.Join(what, ", "), ls.w.opts.Tolerance*100)
+}
