@@ -372,6 +372,17 @@ func (ls *loadState) leaders() bool {
 				}
 			}
 			if bi < 0 {
+				// No single handover: an exchange of two leaderships
+				// between x and another broker moves only their
+				// difference.
+				if i, j := ls.exchange(x); i >= 0 {
+					a, b := w.lead[i], w.lead[j]
+					ls.setLead(i, b)
+					ls.setLead(j, a)
+					stuck[a], stuck[b] = false, false
+					did, changed = true, true
+					continue
+				}
 				stuck[x] = true
 				continue
 			}
@@ -386,6 +397,50 @@ func (ls *loadState) leaders() bool {
 		}
 	}
 	return changed
+}
+
+// exchange finds the best pair of partitions i, j that x and another
+// broker y both hold, x leading i and y leading j, whose leaderships
+// swapped bring x and y furthest into the bands; -1, -1 when no pair
+// improves.
+func (ls *loadState) exchange(x int32) (int, int) {
+	w := ls.w
+	// byHolder[y]: partitions x leads that y also holds.
+	byHolder := map[int32][]int32{}
+	for _, ii := range ls.hosted[x] {
+		i := int(ii)
+		if w.lead[i] != x || ls.wo(i) == 0 && ls.prod[i] == 0 {
+			continue
+		}
+		for _, r := range w.slots[w.off[i]:w.off[i+1]] {
+			if r != x {
+				byHolder[r] = append(byHolder[r], ii)
+			}
+		}
+	}
+	best, bi, bj := -1e-12, -1, -1
+	px := ls.lpen(x, ls.out[x], ls.ld[x])
+	for _, jj := range ls.hosted[x] {
+		j := int(jj)
+		y := w.lead[j]
+		if y == x {
+			continue
+		}
+		py := ls.lpen(y, ls.out[y], ls.ld[y])
+		oj, pj := ls.wo(j), ls.prod[j]
+		for _, ii := range byHolder[y] {
+			i := int(ii)
+			do, dp := ls.wo(i)-oj, ls.prod[i]-pj // what x hands y
+			if do == 0 && dp == 0 {
+				continue
+			}
+			d := ls.lpen(x, ls.out[x]-do, ls.ld[x]-dp) - px + ls.lpen(y, ls.out[y]+do, ls.ld[y]+dp) - py
+			if d < best {
+				best, bi, bj = d, i, j
+			}
+		}
+	}
+	return bi, bj
 }
 
 // repair runs step 3: replica moves for the brokers leaders could not
