@@ -3,6 +3,7 @@ package reassign
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -242,13 +243,9 @@ func computeLoad(c *topology.Cluster, opts Options) (*Plan, error) {
 	ls := newLoadState(w, bs, prod, cons)
 	// Steps 2 and 3.
 	ls.leaders()
-	effort := searchEffort
-	for round := 0; round < 4 && effort > 0; round++ {
-		if !ls.repair(&effort) {
-			break
-		}
-		ls.leaders()
-	}
+	effort := repairEffort
+	ls.climb(&effort)
+	ls.kicks(&effort, searchRand(opts))
 	n := w.n()
 	clear(w.lc)
 	for i := range c.Partitions {
@@ -443,14 +440,183 @@ func (ls *loadState) exchange(x int32) (int, int) {
 	return bi, bj
 }
 
+// climb alternates steps 3 and 2 until no replica move improves.
+func (ls *loadState) climb(effort *int) {
+	for round := 0; round < 4 && *effort > 0; round++ {
+		if !ls.repair(effort) {
+			break
+		}
+		ls.leaders()
+	}
+}
+
+// loadKicks and loadStale bound the restarts of kicks.
+const (
+	loadKicks = 200
+	loadStale = 40
+)
+
+// kicks escapes the local optima of climb where some broker stays outside
+// the bands: it relocates a random replica off or onto the broker furthest
+// outside (with its leadership, or taking one, at random), climbs again,
+// and keeps the result when it is further in, or as far in for fewer
+// bytes copied. The randomness is searchRand's: the plan stays
+// deterministic.
+func (ls *loadState) kicks(effort *int, rng *rand.Rand) {
+	w, bs := ls.w, ls.bs
+	best := ls.save()
+	for k, stale := 0, 0; k < loadKicks && stale < loadStale && *effort > 0 && best.pen > 0; k++ {
+		x, worst := int32(-1), 0.0
+		for _, b := range bs.tb {
+			if p := ls.ipen(b, bs.disk[b]) + ls.lpen(b, ls.out[b], ls.ld[b]); p > worst {
+				x, worst = b, p
+			}
+		}
+		if x < 0 {
+			break
+		}
+		for tries := 0; tries < 50; tries++ {
+			var s, d int32
+			if rng.IntN(2) == 0 && len(ls.hosted[x]) > 0 {
+				i := int(ls.hosted[x][rng.IntN(len(ls.hosted[x]))])
+				s = w.off[i]
+				for w.slots[s] != x {
+					s++
+				}
+				d = bs.tb[rng.IntN(len(bs.tb))]
+			} else {
+				s, d = int32(rng.IntN(len(w.slots))), x
+			}
+			if w.slots[s] == d || !bs.canTake(s, d) {
+				continue
+			}
+			i := int(bs.slotP[s])
+			ls.relocate(relocation{s: s, d: d, lead: w.lead[i] == w.slots[s] || rng.IntN(2) == 0})
+			break
+		}
+		ls.leaders()
+		ls.climb(effort)
+		if cur := ls.save(); better(cur.pen-best.pen, cur.spent-best.spent, 1e-12) {
+			best, stale = cur, 0
+		} else {
+			ls.restore(best)
+			stale++
+		}
+	}
+	ls.restore(best)
+}
+
+// loadSnapshot is a placement kicks may return to.
+type loadSnapshot struct {
+	snapshot
+	lead    []int32
+	out, ld []float64
+	hosted  [][]int32
+	pen     float64
+}
+
+func (ls *loadState) save() loadSnapshot {
+	s := loadSnapshot{snapshot: ls.bs.save(), lead: slices.Clone(ls.w.lead), out: slices.Clone(ls.out), ld: slices.Clone(ls.ld), hosted: make([][]int32, len(ls.hosted))}
+	for b, h := range ls.hosted {
+		s.hosted[b] = slices.Clone(h)
+	}
+	for _, b := range ls.bs.tb {
+		s.pen += ls.ipen(b, ls.bs.disk[b]) + ls.lpen(b, ls.out[b], ls.ld[b])
+	}
+	return s
+}
+
+func (ls *loadState) restore(s loadSnapshot) {
+	ls.bs.restore(s.snapshot)
+	copy(ls.w.lead, s.lead)
+	copy(ls.out, s.out)
+	copy(ls.ld, s.ld)
+	for b := range ls.hosted {
+		ls.hosted[b] = append(ls.hosted[b][:0], s.hosted[b]...)
+	}
+}
+
+// relocate applies relocation r.
+func (ls *loadState) relocate(r relocation) {
+	w, bs := ls.w, ls.bs
+	i := int(bs.slotP[r.s])
+	a := w.slots[r.s]
+	bs.move(r.s, r.d)
+	if k := slices.Index(ls.hosted[a], int32(i)); k >= 0 {
+		ls.hosted[a] = slices.Delete(ls.hosted[a], k, k+1)
+	}
+	ls.hosted[r.d] = append(ls.hosted[r.d], int32(i))
+	if r.lead || w.lead[i] == a {
+		ls.setLead(i, r.d) // from the leader, which may be a
+	}
+}
+
+// repairEffort bounds the candidate evaluations of step 3.
+const repairEffort = 60_000_000
+
+// bdelta is a change of one broker's loads.
+type bdelta struct {
+	b       int32
+	in      int64
+	out, ld float64
+}
+
+// cost is how much further outside the bands the changes ch put their
+// brokers (negative: further in); ch may name a broker more than once.
+func (ls *loadState) cost(ch []bdelta) float64 {
+	d := 0.0
+	for k, c := range ch {
+		dup := false
+		for _, e := range ch[:k] {
+			dup = dup || e.b == c.b
+		}
+		if dup {
+			continue
+		}
+		in, out, ld := c.in, c.out, c.ld
+		for _, e := range ch[k+1:] {
+			if e.b == c.b {
+				in, out, ld = in+e.in, out+e.out, ld+e.ld
+			}
+		}
+		b := c.b
+		d += ls.ipen(b, ls.bs.disk[b]+in) + ls.lpen(b, ls.out[b]+out, ls.ld[b]+ld) - ls.ipen(b, ls.bs.disk[b]) - ls.lpen(b, ls.out[b], ls.ld[b])
+	}
+	return d
+}
+
+// relocation is a replica move: slot s from its broker to d, and, when
+// lead, d leads the partition afterwards (it must when the replica left
+// was the leader).
+type relocation struct {
+	s, d int32
+	lead bool
+}
+
+// relocDelta is what relocation r changes.
+func (ls *loadState) relocDelta(r relocation, buf []bdelta) []bdelta {
+	w := ls.w
+	i := int(ls.bs.slotP[r.s])
+	a := w.slots[r.s]
+	in := ls.bs.size[i]
+	buf = append(buf[:0], bdelta{b: a, in: -in}, bdelta{b: r.d, in: in})
+	if r.lead {
+		l := w.lead[i]
+		o, p := ls.wo(i), ls.prod[i]
+		buf = append(buf, bdelta{b: l, out: -o, ld: -p}, bdelta{b: r.d, out: o, ld: p})
+	}
+	return buf
+}
+
 // repair runs step 3: replica moves for the brokers leaders could not
-// bring within the bands; it reports whether any replica moved.
+// bring within the bands (off the broker furthest outside them, or onto
+// it), and reports whether any replica moved.
 func (ls *loadState) repair(effort *int) bool {
 	w, bs := ls.w, ls.bs
 	stuck := make([]bool, w.n())
 	moved := false
 	const eps = 1e-12
-	tpen := func(b int32, in int64, out, ld float64) float64 { return ls.ipen(b, in) + ls.lpen(b, out, ld) }
+	var buf []bdelta
 	for *effort > 0 {
 		x, worst := int32(-1), 0.0
 		for _, b := range bs.tb {
@@ -464,56 +630,62 @@ func (ls *loadState) repair(effort *int) bool {
 		found := false
 		var bestDV float64
 		var bestDC int64
-		var bs0, bd int32
-		base := tpen(x, bs.disk[x], ls.out[x], ls.ld[x])
+		var best relocation
+		consider := func(s, d int32) {
+			i := int(bs.slotP[s])
+			a := w.slots[s]
+			*effort--
+			if !bs.canTake(s, d) {
+				return
+			}
+			dc := bs.marginal(i, a, d)
+			for _, lead := range []bool{false, true} {
+				if !lead && w.lead[i] == a {
+					continue // a leader's replica takes its leadership along
+				}
+				r := relocation{s: s, d: d, lead: lead}
+				buf = ls.relocDelta(r, buf)
+				dv := ls.cost(buf)
+				if !better(dv, dc, eps) || found && !preferred(dv, dc, bestDV, bestDC, eps) {
+					continue
+				}
+				found, bestDV, bestDC, best = true, dv, dc, r
+			}
+		}
+		// Off x.
 		for _, ii := range ls.hosted[x] {
 			i := int(ii)
+			if bs.size[i] == 0 && ls.wo(i) == 0 {
+				continue
+			}
 			s := w.off[i]
 			for w.slots[s] != x {
 				s++
 			}
-			in := bs.size[i]
-			var o, p float64
-			if w.lead[i] == x {
-				o, p = ls.wo(i), ls.prod[i]
+			for _, d := range bs.tb {
+				if d != x {
+					consider(s, d)
+				}
 			}
-			if in == 0 && o == 0 {
+		}
+		// Onto x.
+		for i := range w.c.Partitions {
+			if bs.size[i] == 0 && ls.wo(i) == 0 || w.holds(i, x) {
 				continue
 			}
-			px := tpen(x, bs.disk[x]-in, ls.out[x]-o, ls.ld[x]-p) - base
-			for _, d := range bs.tb {
-				*effort--
-				if d == x {
-					continue
-				}
-				dv := px + tpen(d, bs.disk[d]+in, ls.out[d]+o, ls.ld[d]+p) - tpen(d, bs.disk[d], ls.out[d], ls.ld[d])
-				dc := bs.marginal(i, x, d)
-				if !better(dv, dc, eps) || found && !preferred(dv, dc, bestDV, bestDC, eps) || !bs.canTake(s, d) {
-					continue
-				}
-				found, bestDV, bestDC, bs0, bd = true, dv, dc, s, d
+			for s := w.off[i]; s < w.off[i+1]; s++ {
+				consider(s, x)
 			}
 		}
 		if !found {
 			stuck[x] = true
 			continue
 		}
-		i := int(bs.slotP[bs0])
-		lead := w.lead[i] == x
-		bs.move(bs0, bd)
-		if k := slices.Index(ls.hosted[x], int32(i)); k >= 0 {
-			ls.hosted[x] = slices.Delete(ls.hosted[x], k, k+1)
-		}
-		ls.hosted[bd] = append(ls.hosted[bd], int32(i))
-		if lead {
-			o, p := ls.wo(i), ls.prod[i]
-			ls.out[x] -= o
-			ls.ld[x] -= p
-			ls.out[bd] += o
-			ls.ld[bd] += p
-			w.lead[i] = bd
-		}
-		stuck[x], stuck[bd] = false, false
+		i := int(bs.slotP[best.s])
+		a := w.slots[best.s]
+		l := w.lead[i]
+		ls.relocate(best)
+		stuck[a], stuck[best.d], stuck[l] = false, false, false
 		moved = true
 	}
 	return moved
