@@ -815,6 +815,6 @@ func (ls *loadState) outsideNote(lb *LoadBalance) string {
 			what = append(what, x.name)
 		}
 	}
-	return fmt.Sprintf("%s stay outside ±%g%% of the mean on some broker: no leadership handover or replica move that keeps racks, replication factors and cordons brings them closer (a partition heavier than the band, or too few brokers that can take one)",
+	return fmt.Sprintf("%s stay outside ±%g%% of the mean on some broker: no leadership handover or replica move that keeps racks, replication factors and cordons brings them closer (a partition heavier than the band, a cordoned broker that cannot take its share, or too few brokers that can take one)",
 		strings.Join(what, ", "), ls.w.opts.Tolerance*100)
 }

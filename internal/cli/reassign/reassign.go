@@ -253,6 +253,9 @@ func (o *Options) validate() error {
 	if o.Loads != "" && o.Balance != reassign.BalanceLoad {
 		return errkind.Usagef("", "--loads: applies with --balance load only")
 	}
+	if o.Balance == reassign.BalanceLoad && o.Loads == "" && (o.Source.From == "" || o.Source.From == "-") {
+		return errkind.Usagef("", "--loads: --balance load needs each partition's produce and consumer bytes/s: give a kplan observe snapshot (--out) as --loads, or as --from")
+	}
 	if o.cordon != "" {
 		bs, err := ParseBrokers(o.cordon)
 		if err != nil || slices.ContainsFunc(bs, func(b topology.Broker) bool { return b.Rack != "" }) {
@@ -616,7 +619,7 @@ func readLoads(opts *Options, c *topology.Cluster) (map[topology.Key]reassign.Lo
 	sl, err := observe.ParseSnapshotLoads(data, path)
 	if err != nil {
 		var se *observe.SnapshotError
-		if errors.As(err, &se) && se.Field == observe.KeySchema && flag == "--from" {
+		if errors.As(err, &se) && se.Field == observe.KeySchema && !strings.Contains(se.Msg, "version") {
 			return nil, errkind.Usagef("", "--loads: --balance load needs each partition's produce and consumer bytes/s: %s is a layout, not a kplan observe snapshot (give one as --loads)", path)
 		}
 		return nil, errkind.Usagef("", "%s: %w", flag, err)
