@@ -245,6 +245,7 @@ func computeLoad(c *topology.Cluster, opts Options) (*Plan, error) {
 	ls.leaders()
 	effort := repairEffort
 	ls.climb(&effort)
+	ls.savings(&effort)
 	ls.kicks(&effort, searchRand(opts))
 	n := w.n()
 	clear(w.lc)
@@ -465,7 +466,25 @@ const (
 func (ls *loadState) kicks(effort *int, rng *rand.Rand) {
 	w, bs := ls.w, ls.bs
 	best := ls.save()
-	for k, stale := 0, 0; k < loadKicks && stale < loadStale && *effort > 0 && best.pen > 0; k++ {
+	for k, stale := 0, 0; k < loadKicks && stale < loadStale && *effort > 0; k++ {
+		if best.pen == 0 || rng.IntN(2) == 0 {
+			// Within the bands (or every other kick): send a replica the
+			// plan moved back to a broker that held it, the perturbation
+			// that most often leads to fewer bytes copied.
+			if !ls.kickBack(rng) {
+				break
+			}
+			ls.leaders()
+			ls.climb(effort)
+			ls.savings(effort)
+			if cur := ls.save(); better(cur.pen-best.pen, cur.spent-best.spent, 1e-12) {
+				best, stale = cur, 0
+			} else {
+				ls.restore(best)
+				stale++
+			}
+			continue
+		}
 		x, worst := int32(-1), 0.0
 		for _, b := range bs.tb {
 			if p := ls.ipen(b, bs.disk[b]) + ls.lpen(b, ls.out[b], ls.ld[b]); p > worst {
@@ -496,6 +515,7 @@ func (ls *loadState) kicks(effort *int, rng *rand.Rand) {
 		}
 		ls.leaders()
 		ls.climb(effort)
+		ls.savings(effort)
 		if cur := ls.save(); better(cur.pen-best.pen, cur.spent-best.spent, 1e-12) {
 			best, stale = cur, 0
 		} else {
@@ -504,6 +524,78 @@ func (ls *loadState) kicks(effort *int, rng *rand.Rand) {
 		}
 	}
 	ls.restore(best)
+}
+
+// kickBack relocates a random replica the plan moved to a random broker
+// that held its partition and can take it again (with the leadership, or
+// not, at random); false when no replica moved.
+func (ls *loadState) kickBack(rng *rand.Rand) bool {
+	w, bs := ls.w, ls.bs
+	var moved []int32
+	for s, b := range w.slots {
+		if !w.origHas(int(bs.slotP[s]), b) {
+			moved = append(moved, int32(s))
+		}
+	}
+	if len(moved) == 0 {
+		return false
+	}
+	for tries := 0; tries < 20; tries++ {
+		s := moved[rng.IntN(len(moved))]
+		i := int(bs.slotP[s])
+		reps := w.c.Partitions[i].Replicas
+		d := w.pos[reps[rng.IntN(len(reps))]]
+		if !bs.canTake(s, d) {
+			continue
+		}
+		ls.relocate(relocation{s: s, d: d, lead: w.lead[i] == w.slots[s] || rng.IntN(2) == 0})
+		return true
+	}
+	return true // nothing kicked: the climb finds nothing new either
+}
+
+// savings returns moved replicas to brokers that held them wherever that
+// keeps every broker as far inside the bands: fewer bytes copied at no
+// cost in balance, the best saving first.
+func (ls *loadState) savings(effort *int) {
+	w, bs := ls.w, ls.bs
+	var buf []bdelta
+	for *effort > 0 {
+		var best relocation
+		var bestDC int64
+		for s, a := range w.slots {
+			i := int(bs.slotP[s])
+			if w.origHas(i, a) {
+				continue
+			}
+			for _, r := range w.c.Partitions[i].Replicas {
+				d := w.pos[r]
+				*effort--
+				if !w.target[d] || !bs.canTake(int32(s), d) {
+					continue
+				}
+				dc := bs.marginal(i, a, d)
+				if dc >= bestDC {
+					continue
+				}
+				for _, lead := range []bool{false, true} {
+					if !lead && w.lead[i] == a {
+						continue
+					}
+					rl := relocation{s: int32(s), d: d, lead: lead}
+					buf = ls.relocDelta(rl, buf)
+					if ls.cost(buf) <= 1e-12 {
+						best, bestDC = rl, dc
+						break
+					}
+				}
+			}
+		}
+		if bestDC >= 0 {
+			return
+		}
+		ls.relocate(best)
+	}
 }
 
 // loadSnapshot is a placement kicks may return to.
@@ -548,6 +640,81 @@ func (ls *loadState) relocate(r relocation) {
 	ls.hosted[r.d] = append(ls.hosted[r.d], int32(i))
 	if r.lead || w.lead[i] == a {
 		ls.setLead(i, r.d) // from the leader, which may be a
+	}
+}
+
+// swapDelta is what swapping slots s (on a) and t (on b) changes: each
+// replica takes its leadership along.
+func (ls *loadState) swapDelta(s, t int32, buf []bdelta) []bdelta {
+	w, bs := ls.w, ls.bs
+	a, b := w.slots[s], w.slots[t]
+	i, j := int(bs.slotP[s]), int(bs.slotP[t])
+	buf = append(buf[:0], bdelta{b: a, in: bs.size[j] - bs.size[i]}, bdelta{b: b, in: bs.size[i] - bs.size[j]})
+	if w.lead[i] == a {
+		o, p := ls.wo(i), ls.prod[i]
+		buf = append(buf, bdelta{b: a, out: -o, ld: -p}, bdelta{b: b, out: o, ld: p})
+	}
+	if w.lead[j] == b {
+		o, p := ls.wo(j), ls.prod[j]
+		buf = append(buf, bdelta{b: b, out: -o, ld: -p}, bdelta{b: a, out: o, ld: p})
+	}
+	return buf
+}
+
+// bestSwap finds the swap of a replica on x with one on another broker
+// that improves most (as repair ranks moves); false when none does.
+func (ls *loadState) bestSwap(x int32, effort *int) ([2]int32, bool) {
+	w, bs := ls.w, ls.bs
+	const eps = 1e-12
+	var buf []bdelta
+	var best [2]int32
+	var bestDV float64
+	var bestDC int64
+	found := false
+	for _, ii := range ls.hosted[x] {
+		i := int(ii)
+		s := w.off[i]
+		for w.slots[s] != x {
+			s++
+		}
+		for t := int32(0); t < int32(len(w.slots)) && *effort > 0; t++ {
+			*effort--
+			b := w.slots[t]
+			j := int(bs.slotP[t])
+			if b == x || j == i || bs.size[i] == bs.size[j] && ls.wo(i) == ls.wo(j) {
+				continue
+			}
+			buf = ls.swapDelta(s, t, buf)
+			dv := ls.cost(buf)
+			dc := bs.marginal(i, x, b) + bs.marginal(j, b, x)
+			if !better(dv, dc, eps) || found && !preferred(dv, dc, bestDV, bestDC, eps) || !bs.swappable(s, t) {
+				continue
+			}
+			found, bestDV, bestDC, best = true, dv, dc, [2]int32{s, t}
+		}
+	}
+	return best, found
+}
+
+// swap exchanges the brokers of slots s and t, leaderships along.
+func (ls *loadState) swap(s, t int32) {
+	w, bs := ls.w, ls.bs
+	a, b := w.slots[s], w.slots[t]
+	i, j := int(bs.slotP[s]), int(bs.slotP[t])
+	li, lj := w.lead[i] == a, w.lead[j] == b
+	bs.move(s, b)
+	bs.move(t, a)
+	for _, m := range [][3]int32{{int32(i), a, b}, {int32(j), b, a}} {
+		if k := slices.Index(ls.hosted[m[1]], m[0]); k >= 0 {
+			ls.hosted[m[1]] = slices.Delete(ls.hosted[m[1]], k, k+1)
+		}
+		ls.hosted[m[2]] = append(ls.hosted[m[2]], m[0])
+	}
+	if li {
+		ls.setLead(i, b)
+	}
+	if lj {
+		ls.setLead(j, a)
 	}
 }
 
@@ -678,6 +845,15 @@ func (ls *loadState) repair(effort *int) bool {
 			}
 		}
 		if !found {
+			// No single move: a swap of two replicas between x and
+			// another broker moves only their difference (the one way
+			// with RF 1, where leaders cannot help).
+			if sw, ok := ls.bestSwap(x, effort); ok {
+				ls.swap(sw[0], sw[1])
+				stuck[bs.w.slots[sw[0]]], stuck[bs.w.slots[sw[1]]] = false, false
+				moved = true
+				continue
+			}
 			stuck[x] = true
 			continue
 		}

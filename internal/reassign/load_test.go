@@ -110,7 +110,7 @@ func TestLoadMovesWhereLeadersCannot(t *testing.T) {
 	}
 }
 
-// TestLoadProperties: on random small layouts (3-8 brokers, racks or not,
+// TestLoadProperties: on 120 random small layouts (3-8 brokers, racks or not,
 // RF 1-3, cordons) with lognormal loads, the load plan keeps every plan
 // law (replication factors, target brokers, the final layout), gives no
 // cordoned broker a new replica, keeps racks spread where they were, and
@@ -120,7 +120,7 @@ func TestLoadMovesWhereLeadersCannot(t *testing.T) {
 func TestLoadProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, 1))
 	within := 0
-	for iter := range 200 {
+	for iter := range 120 {
 		in := randomSized(rng, 30)
 		c := in.c
 		opts := Options{Balance: BalanceLoad, Tolerance: in.tol, Cordon: in.cordon, Loads: randomLoads(rng, c, rng.Float64()*2)}
@@ -155,7 +155,7 @@ func TestLoadProperties(t *testing.T) {
 			within++
 		}
 	}
-	t.Logf("%d of 200 plans within every band", within)
+	t.Logf("%d of 120 plans within every band", within)
 }
 
 // TestLoadReachesBandWhenEasy: where a plan within the bands is easy to
@@ -237,4 +237,150 @@ func TestLoadDeterministic(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a.Changes, b.Changes)
 	assert.Equal(t, a.Summary, b.Summary)
+}
+
+// bfLoad enumerates every placement of a tiny layout (each partition's
+// leader and follower set over the brokers, RF kept, no racks) and returns
+// the least bytes copied by a placement with every broker within the
+// three bands, or -1 when none is.
+func bfLoad(c *topology.Cluster, loads map[topology.Key]Load, tol float64) int64 {
+	n := len(c.Brokers)
+	np := len(c.Partitions)
+	type choice struct {
+		reps []int
+		cost int64
+	}
+	choices := make([][]choice, np)
+	var totIn, totOut, totLd float64
+	for i, p := range c.Partitions {
+		rf := len(p.Replicas)
+		l := loads[p.Key()]
+		totIn += float64(rf) * l.Produce
+		totOut += l.Consume + float64(rf-1)*l.Produce
+		totLd += l.Produce
+		var rec func(set []int)
+		rec = func(set []int) {
+			if len(set) == rf {
+				var cost int64
+				for _, b := range set {
+					if !slices.Contains(p.Replicas, c.Brokers[b].ID) {
+						cost += p.CopyBytes()
+					}
+				}
+				choices[i] = append(choices[i], choice{slices.Clone(set), cost})
+				return
+			}
+			for b := range n {
+				// followers in increasing order: one set, each leader
+				if slices.Contains(set, b) || len(set) > 1 && b < set[len(set)-1] {
+					continue
+				}
+				rec(append(set, b))
+			}
+		}
+		rec(nil)
+	}
+	k := float64(n)
+	in, out, ld := make([]float64, n), make([]float64, n), make([]float64, n)
+	ok := func(v []float64, tot float64) bool {
+		m := tot / k
+		for _, x := range v {
+			if !inBand(x, m, tol, false) {
+				return false
+			}
+		}
+		return true
+	}
+	best := int64(-1)
+	var dfs func(i int, cost int64)
+	dfs = func(i int, cost int64) {
+		if best >= 0 && cost >= best {
+			return
+		}
+		if i == np {
+			if ok(in, totIn) && ok(out, totOut) && ok(ld, totLd) {
+				best = cost
+			}
+			return
+		}
+		l := loads[c.Partitions[i].Key()]
+		rf := len(c.Partitions[i].Replicas)
+		for _, ch := range choices[i] {
+			for _, b := range ch.reps {
+				in[b] += l.Produce
+			}
+			out[ch.reps[0]] += l.Consume + float64(rf-1)*l.Produce
+			ld[ch.reps[0]] += l.Produce
+			dfs(i+1, cost+ch.cost)
+			for _, b := range ch.reps {
+				in[b] -= l.Produce
+			}
+			out[ch.reps[0]] -= l.Consume + float64(rf-1)*l.Produce
+			ld[ch.reps[0]] -= l.Produce
+		}
+	}
+	dfs(0, 0)
+	return best
+}
+
+// TestLoadAgainstBruteForce: on tiny layouts (3-4 brokers, 5-6
+// partitions, RF 1-2, no racks, 20-30% bands) the brute force says
+// whether a placement within every band exists and the least bytes it
+// copies. kplan's plan never claims a band the brute force says is out
+// of reach; it reaches the band in at least 90% of the reachable cases
+// (measured: 38 of 38), copies exactly the optimum in at least 70% of
+// those it reaches (measured: 33 of 38), and at most 1.5 times the
+// optimum's bytes all together (measured: 1.07).
+func TestLoadAgainstBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(22, 7))
+	reachable, reached, worst := 0, 0, 1.0
+	var sumPlan, sumOpt int64
+	optimal := 0
+	for iter := range 150 {
+		n := 3 + rng.IntN(2)
+		rf := 1 + rng.IntN(2)
+		c := &topology.Cluster{}
+		for b := range n {
+			c.Brokers = append(c.Brokers, topology.Broker{ID: int32(b + 1)})
+		}
+		for p := range 5 + rng.IntN(2) {
+			perm := rng.Perm(n)[:rf]
+			reps := make([]int32, rf)
+			for j, b := range perm {
+				reps[j] = int32(b + 1)
+			}
+			c.Partitions = append(c.Partitions, topology.Partition{Topic: "t", Partition: int32(p), Replicas: reps, Leader: reps[0], SizeBytes: 1 + rng.Int64N(1000)})
+		}
+		c.Normalize()
+		loads := randomLoads(rng, c, 0.5)
+		tol := []float64{0.2, 0.3}[rng.IntN(2)]
+		opt := bfLoad(c, loads, tol)
+		p, err := Compute(c, Options{Balance: BalanceLoad, Tolerance: tol, Loads: loads})
+		require.NoError(t, err, "iteration %d", iter)
+		lb := p.Summary.Load
+		if opt < 0 {
+			require.False(t, lb.Within, "iteration %d: within a band the brute force says is unreachable", iter)
+			continue
+		}
+		reachable++
+		if !lb.Within {
+			t.Logf("iteration %d: n %d rf %d tol %g: in %+v out %+v ld %+v moved %d opt %d", iter, n, rf, tol, lb.In.After, lb.Out.After, lb.Leaders.After, lb.BytesMoved, opt)
+		}
+		if lb.Within {
+			reached++
+			if opt > 0 {
+				worst = max(worst, float64(lb.BytesMoved)/float64(opt))
+			}
+			sumPlan, sumOpt = sumPlan+lb.BytesMoved, sumOpt+opt
+			if lb.BytesMoved == opt {
+				optimal++
+			}
+		}
+	}
+	ratio := float64(sumPlan) / float64(max(sumOpt, 1))
+	t.Logf("reachable %d of 150, reached %d, at the optimum %d; bytes over the optimum: worst %.2f, all together %.2f", reachable, reached, optimal, worst, ratio)
+	require.Positive(t, reachable)
+	assert.GreaterOrEqual(t, float64(reached), 0.9*float64(reachable), "reached the band")
+	assert.GreaterOrEqual(t, float64(optimal), 0.7*float64(reached), "at the optimum")
+	assert.LessOrEqual(t, ratio, 1.5, "bytes over the optimum, all together")
 }
