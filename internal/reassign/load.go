@@ -77,7 +77,7 @@ type LoadBalance struct {
 	In      LoadSkew `json:"bytes_in"`
 	Out     LoadSkew `json:"bytes_out"`
 	Leaders LoadSkew `json:"leader_bytes"`
-	Disk    LoadSkew `json:"disk"`
+	Disk    DiskLoad `json:"disk"`
 	// Within is true when every target broker ends within the band in
 	// bytes in, bytes out and leader bytes.
 	Within bool `json:"within"`
@@ -96,6 +96,13 @@ type LoadSkew struct {
 	After  RateSkew `json:"after"`
 	// Within is true when every target broker ends within the band.
 	Within bool `json:"within"`
+}
+
+// DiskLoad is disk bytes per broker before and after a load plan, which
+// does not balance them.
+type DiskLoad struct {
+	Before RateSkew `json:"before"`
+	After  RateSkew `json:"after"`
 }
 
 // RateSkew is a per-broker quantity: least, most, mean, max/mean and
@@ -946,7 +953,6 @@ func (ls *loadState) summary(pl *Plan, forced int64, without int) *LoadBalance {
 	lb.In.Before, lb.Out.Before, lb.Leaders.Before, lb.Disk.Before, _ = ls.skews(before)
 	lb.In.After, lb.Out.After, lb.Leaders.After, lb.Disk.After, wa = ls.skews(after)
 	lb.In.Within, lb.Out.Within, lb.Leaders.Within = wa[0], wa[1], wa[2]
-	lb.Disk.Within = true // not an objective
 	lb.Within = wa[0] && wa[1] && wa[2]
 	for _, b := range bs.tb {
 		if bs.cordon[b] {
