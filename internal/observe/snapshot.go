@@ -186,3 +186,100 @@ func ParseSnapshotRates(data []byte, name string) (TopicRates, error) {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// PartitionRates are one partition's observed rates in a snapshot.
+type PartitionRates struct {
+	// ProduceBytesPerSecond is what producers wrote (mean over the window).
+	ProduceBytesPerSecond float64
+	// ConsumerBytesPerSecond sums the consumer groups' fetch rates.
+	ConsumerBytesPerSecond float64
+}
+
+// SnapshotLoads are the per-partition rates of a snapshot.
+type SnapshotLoads struct {
+	Partitions    map[topology.Key]PartitionRates
+	WindowSeconds float64
+}
+
+// ParseSnapshotLoads reads the per-partition produce and consumer rates
+// (bytes/s) of a snapshot WriteSnapshot wrote; name labels errors. Like
+// ParseSnapshotRates it refuses a snapshot of a cluster without traffic.
+func ParseSnapshotLoads(data []byte, name string) (SnapshotLoads, error) {
+	fail := func(field, format string, a ...any) (SnapshotLoads, error) {
+		return SnapshotLoads{}, &SnapshotError{File: name, Field: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	var s struct {
+		Schema  *int `json:"observe_schema"`
+		Observe *struct {
+			Traffic       *bool    `json:"traffic"`
+			WindowSeconds *float64 `json:"window_seconds"`
+			Partitions    []struct {
+				Topic     *string `json:"topic"`
+				Partition *int32  `json:"partition"`
+				Produce   *struct {
+					BytesPerSecond *struct {
+						Mean *float64 `json:"mean"`
+					} `json:"bytes_per_second"`
+				} `json:"produce"`
+				Consumer *float64 `json:"consumer_bytes_per_second"`
+			} `json:"partitions"`
+		} `json:"observe"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fail(te.Field, "want %s, got JSON %s", te.Type, te.Value)
+		}
+		return fail("", "malformed JSON: %s", oneLine(err.Error()))
+	}
+	switch {
+	case s.Schema == nil:
+		return fail(KeySchema, "missing: not a snapshot of kplan observe (--out)")
+	case *s.Schema != SchemaVersion:
+		return fail(KeySchema, "unsupported version %d (want %d)", *s.Schema, SchemaVersion)
+	case s.Observe == nil:
+		return fail(KeyObserve, "missing")
+	case s.Observe.Traffic == nil:
+		return fail(KeyObserve+".traffic", "missing")
+	case !*s.Observe.Traffic:
+		return fail(KeyObserve+".traffic", "false: the cluster had no traffic in the observed window, so the snapshot has no rates")
+	case s.Observe.WindowSeconds == nil || !(*s.Observe.WindowSeconds > 0) || math.IsInf(*s.Observe.WindowSeconds, 0):
+		return fail(KeyObserve+".window_seconds", "want a positive number of seconds")
+	}
+	sl := SnapshotLoads{Partitions: map[topology.Key]PartitionRates{}, WindowSeconds: *s.Observe.WindowSeconds}
+	rate := func(field string, v float64) error {
+		if !(v >= 0) || v > 1e15 {
+			_, err := fail(field, "%v is not a rate in bytes/s (0 or more)", v)
+			return err
+		}
+		return nil
+	}
+	for i, p := range s.Observe.Partitions {
+		at := fmt.Sprintf("%s.partitions[%d]", KeyObserve, i)
+		switch {
+		case p.Topic == nil || *p.Topic == "":
+			return fail(at+".topic", "missing or empty")
+		case p.Partition == nil || *p.Partition < 0:
+			return fail(at+".partition", "missing or negative")
+		case p.Produce == nil || p.Produce.BytesPerSecond == nil || p.Produce.BytesPerSecond.Mean == nil:
+			return fail(at+".produce.bytes_per_second.mean", "missing")
+		case p.Consumer == nil:
+			return fail(at+".consumer_bytes_per_second", "missing")
+		}
+		if err := rate(at+".produce.bytes_per_second.mean", *p.Produce.BytesPerSecond.Mean); err != nil {
+			return SnapshotLoads{}, err
+		}
+		if err := rate(at+".consumer_bytes_per_second", *p.Consumer); err != nil {
+			return SnapshotLoads{}, err
+		}
+		k := topology.Key{Topic: *p.Topic, Partition: *p.Partition}
+		if _, dup := sl.Partitions[k]; dup {
+			return fail(at, "%s listed twice", k)
+		}
+		sl.Partitions[k] = PartitionRates{ProduceBytesPerSecond: *p.Produce.BytesPerSecond.Mean, ConsumerBytesPerSecond: *p.Consumer}
+	}
+	if len(sl.Partitions) == 0 {
+		return fail(KeyObserve+".partitions", "no partition")
+	}
+	return sl, nil
+}

@@ -43,6 +43,7 @@ import (
 const (
 	BalanceReplicas = "replicas"
 	BalanceBytes    = "bytes"
+	BalanceLoad     = "load"
 )
 
 // BytesBalance is the disk side of a --balance bytes plan; its JSON is the
@@ -128,22 +129,28 @@ func checkBalance(c *topology.Cluster, o Options) error {
 		}
 		return nil
 	case BalanceBytes:
+	case BalanceLoad:
+		if err := checkLoads(c, o); err != nil {
+			return err
+		}
 	default:
-		return targetErr("balance", "want replicas or bytes, got %q", o.Balance)
+		return targetErr("balance", "want replicas, bytes or load, got %q", o.Balance)
 	}
 	switch {
+	case o.Balance == BalanceLoad && o.MaxMoveBytes != 0:
+		return targetErr("max-move-bytes", "applies with --balance bytes only")
 	case o.MaxMoveBytes < 0:
 		return targetErr("max-move-bytes", "must be positive, got %d", o.MaxMoveBytes)
 	case o.Tolerance <= 0:
-		return targetErr("tolerance", "--balance bytes needs a band above 0 (sizes never divide evenly), got %g", o.Tolerance)
+		return targetErr("tolerance", "--balance %s needs a band above 0 (sizes never divide evenly), got %g", o.Balance, o.Tolerance)
 	case o.FixOverlaps:
 		return targetErr("fix-overlaps", "applies with --balance replicas only")
 	case o.ReorderOnly:
-		return targetErr("reorder-only", "moves no data: it cannot go with --balance bytes")
+		return targetErr("reorder-only", "moves no data: it cannot go with --balance %s", o.Balance)
 	case o.MaxMoves > 0:
-		return targetErr("max-moves", "caps replica moves: with --balance bytes the budget is --max-move-bytes")
+		return targetErr("max-moves", "caps replica moves: with --balance %s the budget is bytes copied (--max-move-bytes, bytes only)", o.Balance)
 	case o.FailoverMoves != 0:
-		return targetErr("failover-moves", "swaps followers between brokers, which changes disk bytes: it cannot go with --balance bytes")
+		return targetErr("failover-moves", "swaps followers between brokers, which changes disk bytes and load: it cannot go with --balance %s", o.Balance)
 	}
 	unknown := 0
 	for i := range c.Partitions {
@@ -152,8 +159,8 @@ func checkBalance(c *topology.Cluster, o Options) error {
 		}
 	}
 	if unknown > 0 {
-		return targetErr("balance", "bytes needs every partition's size: %d of %d partitions have none (size_bytes in the layout, or a live cluster's DescribeLogDirs)",
-			unknown, len(c.Partitions))
+		return targetErr("balance", "%s needs every partition's size: %d of %d partitions have none (size_bytes in the layout, or a live cluster's DescribeLogDirs)",
+			o.Balance, unknown, len(c.Partitions))
 	}
 	return nil
 }
@@ -287,7 +294,13 @@ type curvePoint struct {
 	within   bool
 }
 
-func newBytesState(w *work, cordon []bool) *bytesState {
+func newBytesState(w *work, cordon []bool) *bytesState { return newScalarState(w, cordon, nil) }
+
+// newScalarState is newBytesState over another additive per-replica
+// quantity: size(i), when non-nil, replaces partition i's SizeBytes as
+// what each of its replicas adds to its broker (the load plan balances
+// bytes in this way, load.go); moves still cost CopyBytes.
+func newScalarState(w *work, cordon []bool, size func(i int) int64) *bytesState {
 	np := len(w.c.Partitions)
 	bs := &bytesState{w: w, cordon: cordon, size: make([]int64, np), cost: make([]int64, np), disk: make([]int64, w.n()),
 		onB: make([][]int32, w.n()), slotP: make([]int32, len(w.slots))}
@@ -295,11 +308,14 @@ func newBytesState(w *work, cordon []bool) *bytesState {
 	for i := range w.c.Partitions {
 		p := &w.c.Partitions[i]
 		bs.size[i], bs.cost[i] = p.SizeBytes, p.CopyBytes()
-		total += p.SizeBytes * int64(w.off[i+1]-w.off[i])
+		if size != nil {
+			bs.size[i] = size(i)
+		}
+		total += bs.size[i] * int64(w.off[i+1]-w.off[i])
 		for s := w.off[i]; s < w.off[i+1]; s++ {
 			bs.slotP[s] = int32(i)
 			if b := w.slots[s]; b >= 0 {
-				bs.disk[b] += p.SizeBytes
+				bs.disk[b] += bs.size[i]
 				bs.onB[b] = append(bs.onB[b], s)
 			}
 		}

@@ -398,7 +398,7 @@ func TestBytesOptionErrors(t *testing.T) {
 		opts  Options
 		field string
 	}{
-		{"unknown objective", Options{Balance: "load"}, "balance"},
+		{"unknown objective", Options{Balance: "cpu"}, "balance"},
 		{"cordon with failover moves", Options{Cordon: []int32{1}, FailoverMoves: FailoverMovesAuto}, "failover-moves"},
 		{"budget with replicas", Options{MaxMoveBytes: 1}, "max-move-bytes"},
 		{"no band", with(func(o *Options) { o.Tolerance = 0 }), "tolerance"},

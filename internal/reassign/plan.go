@@ -83,7 +83,9 @@ type Summary struct {
 	Failover *Failover `json:"failover,omitempty"`
 	// Bytes is the disk balance of a --balance bytes plan.
 	Bytes *BytesBalance `json:"bytes,omitempty"`
-	Notes []string      `json:"notes"`
+	// Load is the network balance of a --balance load plan.
+	Load  *LoadBalance `json:"load,omitempty"`
+	Notes []string     `json:"notes"`
 }
 
 // MaxListed bounds the topics and overlaps a summary lists.

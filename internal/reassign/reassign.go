@@ -102,7 +102,9 @@ type Options struct {
 	Rand *rand.Rand
 	// Balance is the objective: "" or BalanceReplicas balances replica
 	// counts with the fewest moves; BalanceBytes balances disk bytes per
-	// broker within Tolerance with the fewest bytes copied (bytes.go).
+	// broker within Tolerance with the fewest bytes copied (bytes.go);
+	// BalanceLoad balances bytes in, bytes out and leader bytes per broker
+	// by Loads (load.go).
 	Balance string
 	// Cordon lists brokers that receive no new replica (their own may
 	// leave); BalanceBytes only.
@@ -110,6 +112,9 @@ type Options struct {
 	// MaxMoveBytes, when > 0, is a budget of bytes copied: the plan
 	// reaches the best balance it finds within it (BalanceBytes only).
 	MaxMoveBytes int64
+	// Loads are the partitions' observed traffic (BalanceLoad, which needs
+	// them); a partition missing from it counts as idle.
+	Loads map[topology.Key]Load
 }
 
 // TargetError is a target the cluster cannot meet, or an input the planner
@@ -214,8 +219,11 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	if err := checkBalance(c, opts); err != nil {
 		return nil, err
 	}
-	if opts.Balance == BalanceBytes {
+	switch opts.Balance {
+	case BalanceBytes:
 		return computeBytes(c, opts)
+	case BalanceLoad:
+		return computeLoad(c, opts)
 	}
 	c, settled := settle(c, opts.Ongoing)
 	if opts.ReorderOnly {

@@ -62,7 +62,7 @@ func TestBadBalanceInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"objective", []string{"--from", sized, "--balance", "load"}, `--balance: want replicas or bytes, got "load"`},
+		{"objective", []string{"--from", sized, "--balance", "cpu"}, `--balance: want replicas, bytes or load, got "cpu"`},
 		{"cordon syntax", []string{"--from", sized, "--balance", "bytes", "--cordon", "3,x"}, `--cordon: "x" is not a broker id`},
 		{"cordon rack", []string{"--from", sized, "--balance", "bytes", "--cordon", "3:r1"}, "--cordon: want broker ids, no racks"},
 		{"cordon with failover moves", []string{"--from", sized, "--cordon", "3", "--failover-moves", "auto"}, "--failover-moves: moves followers without regard to cordons"},

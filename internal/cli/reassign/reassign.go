@@ -22,6 +22,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/observe"
 	"github.com/kplan-dev/kplan/internal/reassign"
 	"github.com/kplan-dev/kplan/internal/reassign/apply"
 	"github.com/kplan-dev/kplan/internal/report"
@@ -58,8 +59,11 @@ type Options struct {
 	// auto), parsed from failoverMoves.
 	FailoverMoves int
 	failoverMoves string
-	// Balance is --balance: replicas (default) or bytes.
+	// Balance is --balance: replicas (default), bytes or load.
 	Balance string
+	// Loads is --loads: a kplan observe snapshot whose per-partition rates
+	// --balance load balances ("": the --from file when it is one).
+	Loads string
 	// Cordon is --cordon: brokers that receive no new replica.
 	Cordon []int32
 	// MaxMoveBytes is --max-move-bytes (0: no budget), parsed from
@@ -158,6 +162,23 @@ on the same input, and the balance reached within several budgets of bytes
 copied. --max-move-bytes SIZE plans the best balance it finds within that
 budget.
 
+--balance load balances traffic instead, from the per-partition rates of a
+kplan observe snapshot: each partition's produce bytes/s P and consumer
+bytes/s C. A broker's bytes in are P for every replica it holds (leader:
+from producers; follower: replication), its bytes out C + (RF-1)·P for every
+partition it leads, and its leader bytes P for every partition it leads.
+All three end within --tolerance of their means on every broker (default
+5%), with the fewest bytes copied (a move costs what bytes mode counts).
+Bytes out and leader bytes move first by handing leaderships over (no byte
+copied); replicas move only for bytes in and where leaders cannot do it.
+The loads come from --loads SNAPSHOT, which goes with any layout source (a
+live cluster included: its partitions are matched by topic and partition,
+those the snapshot lacks count as idle, and sizes the layout lacks are
+taken from the snapshot), or, without --loads, from --from when that file is
+a snapshot. A snapshot of a cluster without traffic is refused. The summary
+shows bytes in, bytes out, leader bytes and disk per broker before and
+after, the bytes copied, and the count plan's figures on the same input.
+
 Cordons (KIP-1066): --cordon 3,5 names brokers that receive no new replica
 in any plan (their own may leave). From a live cluster, the brokers whose
 every log dir is in cordoned.log.dirs (kafka-configs --alter --entity-type
@@ -171,7 +192,9 @@ cordons.`,
   $ kplan reassign --from layout.json --fix-overlaps --cell-size 3 -o json
   $ kplan reassign --from layout.json --reorder-only --out reorder.json
   $ kplan reassign --from sized.json --balance bytes --tolerance 0.05 --out plan.json
-  $ kplan reassign --from sized.json --balance bytes --max-move-bytes 500GiB --cordon 3,5`,
+  $ kplan reassign --from sized.json --balance bytes --max-move-bytes 500GiB --cordon 3,5
+  $ kplan observe --cluster lab --window 60s --out snap.json && kplan reassign --from snap.json --balance load --out plan.json
+  $ kplan reassign --bootstrap-server k1:9092 --balance load --loads snap.json --out plan.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -212,7 +235,8 @@ cordons.`,
 	fs.StringVar(&opts.FailoverDomain, "failover-domain", "", "order followers so the leaderships of every lost broker, rack, or both spread evenly over the survivors: broker, rack, both or none (default: both when every broker has a rack, else broker)")
 	fs.BoolVar(&opts.ReorderOnly, "reorder-only", false, "keep every replica set and change only replica order, to the best leaders and failover spread the sets allow: no data moves (apply sets no throttle)")
 	fs.StringVar(&opts.failoverMoves, "failover-moves", "0", "allow this many replica moves beyond the plan's to place followers so every single-broker loss reaches its failover optimum; auto: the fewest that reach it (at most a tenth of the plan's moves, at least 32; none if it cannot)")
-	fs.StringVar(&opts.Balance, "balance", reassign.BalanceReplicas, "what to balance: replicas (counts, fewest replica moves) or bytes (disk bytes, fewest bytes copied)")
+	fs.StringVar(&opts.Balance, "balance", reassign.BalanceReplicas, "what to balance: replicas (counts, fewest replica moves), bytes (disk bytes, fewest bytes copied) or load (bytes in, bytes out and leader bytes from observed rates, fewest bytes copied)")
+	fs.StringVar(&opts.Loads, "loads", "", "with --balance load: a kplan observe snapshot (--out) whose per-partition rates to balance (default: --from, when it is a snapshot)")
 	fs.StringVar(&opts.cordon, "cordon", "", "brokers (comma list or FIRST-LAST ranges) that receive no new replica; from a live cluster, its cordoned brokers (cordoned.log.dirs) are added")
 	fs.StringVar(&opts.maxMoveBytes, "max-move-bytes", "", "with --balance bytes: copy at most this many bytes (e.g. 500GiB), the best balance within it (default: no budget)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
@@ -223,9 +247,15 @@ cordons.`,
 
 func (o *Options) validate() error {
 	switch o.Balance {
-	case reassign.BalanceReplicas, reassign.BalanceBytes:
+	case reassign.BalanceReplicas, reassign.BalanceBytes, reassign.BalanceLoad:
 	default:
-		return errkind.Usagef("", "--balance: want replicas or bytes, got %q", o.Balance)
+		return errkind.Usagef("", "--balance: want replicas, bytes or load, got %q", o.Balance)
+	}
+	if o.Loads != "" && o.Balance != reassign.BalanceLoad {
+		return errkind.Usagef("", "--loads: applies with --balance load only")
+	}
+	if o.Balance == reassign.BalanceLoad && o.Loads == "" && (o.Source.From == "" || o.Source.From == "-") {
+		return errkind.Usagef("", "--loads: --balance load needs each partition's produce and consumer bytes/s: give a kplan observe snapshot (--out) as --loads, or as --from")
 	}
 	if o.cordon != "" {
 		bs, err := ParseBrokers(o.cordon)
@@ -383,7 +413,13 @@ func runReassign(ctx context.Context, opts *Options) error {
 		}
 		opts.Cordon = withCordons(opts.Cordon, kafka.CordonedBrokers(cordons), opts.Brokers, c, opts.IO.ErrOut)
 	}
-	ro := reassign.Options{Ongoing: ongoing, Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
+	var loads map[topology.Key]reassign.Load
+	if opts.Balance == reassign.BalanceLoad {
+		if loads, err = readLoads(opts, c); err != nil {
+			return err
+		}
+	}
+	ro := reassign.Options{Loads: loads, Ongoing: ongoing, Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
 		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly, FailoverMoves: opts.FailoverMoves,
 		Balance: opts.Balance, Cordon: opts.Cordon, MaxMoveBytes: opts.MaxMoveBytes}
 	if opts.SeedSet {
@@ -565,4 +601,66 @@ func brokerList(ids []int32) string {
 		return "broker " + s[0] + " is"
 	}
 	return "brokers " + strings.Join(s, ", ") + " are"
+}
+
+// readLoads reads --balance load's per-partition rates: --loads, or the
+// --from file when it is a kplan observe snapshot. Partitions of c without
+// a size take the snapshot's (it is a layout too). Every fault is a usage
+// error naming the flag the snapshot came through.
+func readLoads(opts *Options, c *topology.Cluster) (map[topology.Key]reassign.Load, error) {
+	flag, path := "--loads", opts.Loads
+	if path == "" {
+		flag, path = "--from", opts.Source.From
+	}
+	if path == "" || path == "-" {
+		return nil, errkind.Usagef("", "--loads: --balance load needs each partition's produce and consumer bytes/s: give a kplan observe snapshot (--out) as --loads, or as --from")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errkind.Usagef("", "%s: %w", flag, err)
+	}
+	if !observe.IsSnapshot(data) {
+		return nil, errkind.Usagef("", "--loads: --balance load needs each partition's produce and consumer bytes/s: %s is a layout, not a kplan observe snapshot (give one as --loads)", path)
+	}
+	sl, err := observe.ParseSnapshotLoads(data, path)
+	if err != nil {
+		var se *observe.SnapshotError
+		if errors.As(err, &se) && se.Field == observe.KeySchema && !strings.Contains(se.Msg, "version") {
+			return nil, errkind.Usagef("", "--loads: --balance load needs each partition's produce and consumer bytes/s: %s is a layout, not a kplan observe snapshot (give one as --loads)", path)
+		}
+		return nil, errkind.Usagef("", "%s: %w", flag, err)
+	}
+	if flag == "--loads" {
+		if err := sizesFrom(c, data, path); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[topology.Key]reassign.Load, len(sl.Partitions))
+	for k, r := range sl.Partitions {
+		out[k] = reassign.Load{Produce: r.ProduceBytesPerSecond, Consume: r.ConsumerBytesPerSecond}
+	}
+	return out, nil
+}
+
+// sizesFrom gives the partitions of c without a size the size (and local
+// bytes) the snapshot data records.
+func sizesFrom(c *topology.Cluster, data []byte, path string) error {
+	missing := slices.ContainsFunc(c.Partitions, func(p topology.Partition) bool { return p.SizeBytes < 0 })
+	if !missing {
+		return nil
+	}
+	snap, err := topology.Load(bytes.NewReader(data), path)
+	if err != nil {
+		return errkind.Usagef("", "--loads: %w", err)
+	}
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		if p.SizeBytes >= 0 {
+			continue
+		}
+		if j := snap.Find(p.Key()); j >= 0 && snap.Partitions[j].SizeBytes >= 0 {
+			p.SizeBytes, p.LocalBytes = snap.Partitions[j].SizeBytes, snap.Partitions[j].LocalBytes
+		}
+	}
+	return nil
 }

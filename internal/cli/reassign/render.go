@@ -57,6 +57,9 @@ func doc(r result) report.Document {
 	if s.Bytes != nil {
 		d.Sections = append(d.Sections, bytesSections(s.Bytes)...)
 	}
+	if s.Load != nil {
+		d.Sections = append(d.Sections, loadSections(s.Load)...)
+	}
 	d.Sections = append(d.Sections, balanceSection(s))
 	if fo := failoverSection(s.Failover); fo != nil {
 		d.Sections = append(d.Sections, *fo)
@@ -93,7 +96,7 @@ func planSection(s reassign.Summary) report.Section {
 	plan := report.Section{Title: "Plan", Header: []string{"WHAT", "VALUE"}, Rows: [][]string{
 		{"replicas moved", strconv.Itoa(s.ReplicasMoved)},
 	}}
-	if s.Bytes == nil {
+	if s.Bytes == nil && s.Load == nil {
 		// The bound counts replicas: a bytes plan has its own (Disk bytes).
 		plan.Rows = append(plan.Rows, []string{"lower bound", boundText(s)}, []string{"gap (moves over bound)", gapText(s.Gap, s.MovesOverBound)})
 	}
