@@ -1,8 +1,6 @@
 package observe
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 )
@@ -20,12 +18,8 @@ func ReadSnapshot(data []byte, name string) (*Result, error) {
 		Schema  *int    `json:"observe_schema"`
 		Observe *Result `json:"observe"`
 	}
-	if err := json.Unmarshal(data, &s); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fail(te.Field, "want %s, got JSON %s", te.Type, te.Value)
-		}
-		return fail("", "malformed JSON: %s", oneLine(err.Error()))
+	if err := decode(data, name, &s); err != nil {
+		return nil, err
 	}
 	switch {
 	case s.Schema == nil:

@@ -140,12 +140,8 @@ func ParseSnapshotRates(data []byte, name string) (TopicRates, error) {
 			} `json:"topics"`
 		} `json:"observe"`
 	}
-	if err := json.Unmarshal(data, &s); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fail(te.Field, "want %s, got JSON %s", te.Type, te.Value)
-		}
-		return fail("", "malformed JSON: %s", oneLine(err.Error()))
+	if err := decode(data, name, &s); err != nil {
+		return TopicRates{}, err
 	}
 	switch {
 	case s.Schema == nil:
@@ -225,12 +221,8 @@ func ParseSnapshotLoads(data []byte, name string) (SnapshotLoads, error) {
 			} `json:"partitions"`
 		} `json:"observe"`
 	}
-	if err := json.Unmarshal(data, &s); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fail(te.Field, "want %s, got JSON %s", te.Type, te.Value)
-		}
-		return fail("", "malformed JSON: %s", oneLine(err.Error()))
+	if err := decode(data, name, &s); err != nil {
+		return SnapshotLoads{}, err
 	}
 	switch {
 	case s.Schema == nil:
@@ -282,4 +274,18 @@ func ParseSnapshotLoads(data []byte, name string) (SnapshotLoads, error) {
 		return fail(KeyObserve+".partitions", "no partition")
 	}
 	return sl, nil
+}
+
+// decode unmarshals a snapshot's data into v; an error is a
+// *SnapshotError naming the file and, for a value of the wrong type, the
+// JSON field.
+func decode(data []byte, name string, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &SnapshotError{File: name, Field: te.Field, Msg: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
+		}
+		return &SnapshotError{File: name, Msg: "malformed JSON: " + oneLine(err.Error())}
+	}
+	return nil
 }
