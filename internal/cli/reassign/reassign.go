@@ -246,6 +246,16 @@ cordons.`,
 }
 
 func (o *Options) validate() error {
+	for _, step := range []func() error{o.validateBalance, o.validateFailoverMoves, o.validateCounts, o.validateFiles} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateBalance reads --balance, --loads, --cordon and --max-move-bytes.
+func (o *Options) validateBalance() error {
 	switch o.Balance {
 	case reassign.BalanceReplicas, reassign.BalanceBytes, reassign.BalanceLoad:
 	default:
@@ -277,11 +287,14 @@ func (o *Options) validate() error {
 		}
 		o.MaxMoveBytes = int64(x)
 	}
-	if o.Balance != reassign.BalanceBytes {
-		if o.MaxMoveBytes > 0 {
-			return errkind.Usagef("", "--max-move-bytes: applies with --balance bytes only")
-		}
+	if o.Balance != reassign.BalanceBytes && o.MaxMoveBytes > 0 {
+		return errkind.Usagef("", "--max-move-bytes: applies with --balance bytes only")
 	}
+	return nil
+}
+
+// validateFailoverMoves reads --failover-moves N|auto.
+func (o *Options) validateFailoverMoves() error {
 	switch v := o.failoverMoves; v {
 	case "", "0":
 	case "auto":
@@ -293,9 +306,15 @@ func (o *Options) validate() error {
 		}
 		o.FailoverMoves = n
 	}
-	switch {
-	case o.FailoverMoves != 0 && o.ReorderOnly:
+	if o.FailoverMoves != 0 && o.ReorderOnly {
 		return errkind.Usagef("", "--failover-moves: moves replicas: it cannot go with --reorder-only")
+	}
+	return nil
+}
+
+// validateCounts checks the numeric flags and the ones that need another.
+func (o *Options) validateCounts() error {
+	switch {
 	case o.Waves < 0:
 		return errkind.Usagef("", "--waves: must be positive, got %d", o.Waves)
 	case o.MaxMovesPerWave < 0:
@@ -313,6 +332,11 @@ func (o *Options) validate() error {
 	case o.CellSize > 0 && !o.FixOverlaps:
 		return errkind.Usagef("", "--cell-size: only applies with --fix-overlaps")
 	}
+	return nil
+}
+
+// validateFiles refuses two output flags naming one file.
+func (o *Options) validateFiles() error {
 	files := map[string]string{}
 	for flag, path := range map[string]string{"--out": o.Out, "--rollback": o.Rollback, "--election-out": o.ElectionOut} {
 		if path == "" {
@@ -388,30 +412,9 @@ func runReassign(ctx context.Context, opts *Options) error {
 	}
 	var ongoing map[topology.Key]topology.Ongoing
 	if opts.Source.From == "" {
-		// Sizes make "bytes moved" real; without them the plan still stands.
-		conn, err := opts.Source.ConnOptions() // resolved by Load: not read again
-		if err != nil {
+		if ongoing, err = readLive(ctx, opts, c); err != nil {
 			return err
 		}
-		admin := kafka.NewAdmin(conn, opts.f.Version)
-		// Every topic's, internal ones too: the snapshot holds them.
-		sizes, err := admin.LogDirSizes(ctx, func(string) bool { return true })
-		if err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: partition sizes unknown (%v); bytes moved not reported\n", err)
-		} else {
-			kafka.ApplySizes(c, sizes)
-		}
-		// Partitions mid-reassignment list old and new replicas together:
-		// the planner needs their targets.
-		if ongoing, err = admin.AllOngoing(ctx); err != nil {
-			fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: reassignments in progress unknown (%v); a partition adding replicas would be planned with all of them\n", err)
-		}
-		cordons, err := admin.Cordons(ctx)
-		admin.Close()
-		if err != nil {
-			return fmt.Errorf("reading the brokers' cordons (cordoned.log.dirs): %w", err)
-		}
-		opts.Cordon = withCordons(opts.Cordon, kafka.CordonedBrokers(cordons), opts.Brokers, c, opts.IO.ErrOut)
 	}
 	var loads map[topology.Key]reassign.Load
 	if opts.Balance == reassign.BalanceLoad {
@@ -432,18 +435,61 @@ func runReassign(ctx context.Context, opts *Options) error {
 	if err := reassign.Check(c, plan, ro); err != nil {
 		return fmt.Errorf("refusing to write the plan: %w", err)
 	}
-	files, err := planFiles(opts, plan)
+	written, err := writePlanFiles(opts, c, plan)
 	if err != nil {
 		return err
+	}
+	r := result{Summary: plan.Summary, Files: written}
+	return report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) })
+}
+
+// readLive reads from a live cluster what its metadata does not carry:
+// partition sizes (into c), the reassignments in progress (returned) and
+// the cordoned brokers (added to opts.Cordon).
+func readLive(ctx context.Context, opts *Options, c *topology.Cluster) (map[topology.Key]topology.Ongoing, error) {
+	conn, err := opts.Source.ConnOptions() // resolved by Load: not read again
+	if err != nil {
+		return nil, err
+	}
+	admin := kafka.NewAdmin(conn, opts.f.Version)
+	defer admin.Close()
+	// Sizes make "bytes moved" real; without them the plan still stands.
+	// Every topic's, internal ones too: the snapshot holds them.
+	sizes, err := admin.LogDirSizes(ctx, func(string) bool { return true })
+	if err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: partition sizes unknown (%v); bytes moved not reported\n", err)
+	} else {
+		kafka.ApplySizes(c, sizes)
+	}
+	// Partitions mid-reassignment list old and new replicas together:
+	// the planner needs their targets.
+	ongoing, err := admin.AllOngoing(ctx)
+	if err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: reassignments in progress unknown (%v); a partition adding replicas would be planned with all of them\n", err)
+	}
+	cordons, err := admin.Cordons(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the brokers' cordons (cordoned.log.dirs): %w", err)
+	}
+	opts.Cordon = withCordons(opts.Cordon, kafka.CordonedBrokers(cordons), opts.Brokers, c, opts.IO.ErrOut)
+	return ongoing, nil
+}
+
+// writePlanFiles writes the plan's files (all rendered first, so a failure
+// leaves nothing half-written), the sidecar PLAN.kplan.json (what of the
+// cluster the plan was made from: kplan reassign apply refuses when it has
+// drifted since), and removes an earlier plan's wave files.
+func writePlanFiles(opts *Options, c *topology.Cluster, plan *reassign.Plan) ([]string, error) {
+	files, err := planFiles(opts, plan)
+	if err != nil {
+		return nil, err
 	}
 	written, err := writeAll(files)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// The sidecar PLAN.kplan.json records what of the cluster the plan was
-	// made from: kplan reassign apply refuses when it has drifted since.
 	if _, err := apply.WriteSourceFile(opts.Out, c, plan.New()); err != nil {
-		return err
+		return nil, err
 	}
 	if opts.Out != "" {
 		removed, err := removeStaleWaves(opts.Out, written)
@@ -451,11 +497,10 @@ func runReassign(ctx context.Context, opts *Options) error {
 			fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: removed wave files of an earlier plan: %s\n", strings.Join(removed, ", "))
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	r := result{Summary: plan.Summary, Files: written}
-	return report.Render(opts.IO.Out, opts.Format, r, func() report.Document { return doc(r) })
+	return written, nil
 }
 
 type file struct {
