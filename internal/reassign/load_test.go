@@ -118,9 +118,10 @@ func TestLoadMovesWhereLeadersCannot(t *testing.T) {
 // together) than it started when no replica had to move. The summary's
 // figures are the plan's own: bytes copied add up from the changes.
 func TestLoadProperties(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(22, 1))
 	within := 0
-	for iter := range 120 {
+	for iter := range 120 / raceScale {
 		in := randomSized(rng, 30)
 		c := in.c
 		opts := Options{Balance: BalanceLoad, Tolerance: in.tol, Cordon: in.cordon, Loads: randomLoads(rng, c, rng.Float64()*2)}
@@ -155,7 +156,7 @@ func TestLoadProperties(t *testing.T) {
 			within++
 		}
 	}
-	t.Logf("%d of 120 plans within every band", within)
+	t.Logf("%d of %d plans within every band", within, 120/raceScale)
 }
 
 // TestLoadReachesBandWhenEasy: where a plan within the bands is easy to
@@ -163,8 +164,9 @@ func TestLoadProperties(t *testing.T) {
 // 10% band, so any near-even spread of replicas and leaders is one), the
 // plan reaches it, from layouts skewed towards a few brokers.
 func TestLoadReachesBandWhenEasy(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(22, 2))
-	for iter := range 40 {
+	for iter := range 40 / raceScale {
 		brokers := 3 + rng.IntN(6)
 		c := generate(rng, layout{brokers: brokers, firstID: 1, topics: 4, minParts: 10 * brokers, maxParts: 12 * brokers, rf: 2, skew: 1})
 		loads := map[topology.Key]Load{}
