@@ -43,4 +43,3 @@ func TestAcceptBalanceLoad(t *testing.T) {
 	acceptance.Check(t, "e2e/balance-load/after/bytes-out/max-over-mean", "", acceptance.AtMost, 1+loadTolerance, col(func(f balanceLoadFigures) float64 { return f.OutAfter }))
 	acceptance.Check(t, "e2e/balance-load/count-plan/bytes-in/max-over-mean", "", acceptance.AtLeast, countApart, col(func(f balanceLoadFigures) float64 { return f.CountIn }))
 }
-
