@@ -165,25 +165,34 @@ func checkBalance(c *topology.Cluster, o Options) error {
 	return nil
 }
 
-// computeBytes is Compute for Options.Balance "bytes".
-func computeBytes(c *topology.Cluster, opts Options) (*Plan, error) {
+// scalarWork starts a bytes or load plan: c's reassignments in progress
+// settled, the work built (targets, racks and cordons checked: see
+// indexCordons), its notes, the failover domains checked, and the cordon
+// mask the scalar state reads (every broker false when none is cordoned).
+func scalarWork(c *topology.Cluster, opts Options) (*work, []bool, error) {
 	c, settled := settle(c, opts.Ongoing)
 	w, err := newWork(c, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	w.notes = append(append(settled, w.notes...), w.lostNotes()...)
 	if _, _, err := w.failoverDomains(); err != nil {
+		return nil, nil, err
+	}
+	cordon := w.cordon
+	if cordon == nil {
+		cordon = make([]bool, w.n())
+	}
+	return w, cordon, nil
+}
+
+// computeBytes is Compute for Options.Balance "bytes".
+func computeBytes(c *topology.Cluster, opts Options) (*Plan, error) {
+	w, cordon, err := scalarWork(c, opts)
+	if err != nil {
 		return nil, err
 	}
-	cordon := make([]bool, w.n())
-	for _, id := range opts.Cordon {
-		b, ok := w.pos[id]
-		if !ok || !w.target[b] {
-			return nil, targetErr("cordon", "broker %d is not a target broker", id)
-		}
-		cordon[b] = true
-	}
+	c = w.c
 	w.prepare()
 	w.fixRacks()
 	bs := newBytesState(w, cordon)

@@ -210,23 +210,11 @@ func (ls *loadState) ipen(b int32, in int64) float64 {
 
 // computeLoad is Compute for Options.Balance "load".
 func computeLoad(c *topology.Cluster, opts Options) (*Plan, error) {
-	c, settled := settle(c, opts.Ongoing)
-	w, err := newWork(c, opts)
+	w, cordon, err := scalarWork(c, opts)
 	if err != nil {
 		return nil, err
 	}
-	w.notes = append(append(settled, w.notes...), w.lostNotes()...)
-	if _, _, err := w.failoverDomains(); err != nil {
-		return nil, err
-	}
-	cordon := make([]bool, w.n())
-	for _, id := range opts.Cordon {
-		b, ok := w.pos[id]
-		if !ok || !w.target[b] {
-			return nil, targetErr("cordon", "broker %d is not a target broker", id)
-		}
-		cordon[b] = true
-	}
+	c = w.c
 	np := len(c.Partitions)
 	prod, cons := make([]float64, np), make([]float64, np)
 	without := 0

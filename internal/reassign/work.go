@@ -402,7 +402,7 @@ func (w *work) indexCordons(nTarget, maxRF int) error {
 		}
 		w.cordon[b] = true
 	}
-	if w.opts.Balance != BalanceBytes && nTarget-n < maxRF {
+	if (w.opts.Balance == "" || w.opts.Balance == BalanceReplicas) && nTarget-n < maxRF {
 		return targetErr("cordon", "%s cordoned leave %s to take new replicas; replication factor %d needs %d",
 			plural(n, "broker"), plural(nTarget-n, "target broker"), maxRF, maxRF)
 	}
