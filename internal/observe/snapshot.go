@@ -128,9 +128,8 @@ func ParseSnapshotRates(data []byte, name string) (TopicRates, error) {
 	var s struct {
 		Schema  *int `json:"observe_schema"`
 		Observe *struct {
-			Traffic       *bool    `json:"traffic"`
-			WindowSeconds *float64 `json:"window_seconds"`
-			Topics        []struct {
+			snapshotHead
+			Topics []struct {
 				Topic   *string `json:"topic"`
 				Produce *struct {
 					BytesPerSecond *struct {
@@ -143,19 +142,12 @@ func ParseSnapshotRates(data []byte, name string) (TopicRates, error) {
 	if err := decode(data, name, &s); err != nil {
 		return TopicRates{}, err
 	}
-	switch {
-	case s.Schema == nil:
-		return fail(KeySchema, "missing: not a snapshot of kplan observe (--out)")
-	case *s.Schema != SchemaVersion:
-		return fail(KeySchema, "unsupported version %d (want %d)", *s.Schema, SchemaVersion)
-	case s.Observe == nil:
-		return fail(KeyObserve, "missing")
-	case s.Observe.Traffic == nil:
-		return fail(KeyObserve+".traffic", "missing")
-	case !*s.Observe.Traffic:
-		return fail(KeyObserve+".traffic", "false: the cluster had no traffic in the observed window, so the snapshot has no rates")
-	case s.Observe.WindowSeconds == nil || !(*s.Observe.WindowSeconds > 0) || math.IsInf(*s.Observe.WindowSeconds, 0):
-		return fail(KeyObserve+".window_seconds", "want a positive number of seconds")
+	var head *snapshotHead
+	if s.Observe != nil {
+		head = &s.Observe.snapshotHead
+	}
+	if err := checkHead(name, s.Schema, head); err != nil {
+		return TopicRates{}, err
 	}
 	tr := TopicRates{BytesPerSecond: map[string]float64{}, WindowSeconds: *s.Observe.WindowSeconds}
 	for i, t := range s.Observe.Topics {
@@ -207,9 +199,8 @@ func ParseSnapshotLoads(data []byte, name string) (SnapshotLoads, error) {
 	var s struct {
 		Schema  *int `json:"observe_schema"`
 		Observe *struct {
-			Traffic       *bool    `json:"traffic"`
-			WindowSeconds *float64 `json:"window_seconds"`
-			Partitions    []struct {
+			snapshotHead
+			Partitions []struct {
 				Topic     *string `json:"topic"`
 				Partition *int32  `json:"partition"`
 				Produce   *struct {
@@ -224,19 +215,12 @@ func ParseSnapshotLoads(data []byte, name string) (SnapshotLoads, error) {
 	if err := decode(data, name, &s); err != nil {
 		return SnapshotLoads{}, err
 	}
-	switch {
-	case s.Schema == nil:
-		return fail(KeySchema, "missing: not a snapshot of kplan observe (--out)")
-	case *s.Schema != SchemaVersion:
-		return fail(KeySchema, "unsupported version %d (want %d)", *s.Schema, SchemaVersion)
-	case s.Observe == nil:
-		return fail(KeyObserve, "missing")
-	case s.Observe.Traffic == nil:
-		return fail(KeyObserve+".traffic", "missing")
-	case !*s.Observe.Traffic:
-		return fail(KeyObserve+".traffic", "false: the cluster had no traffic in the observed window, so the snapshot has no rates")
-	case s.Observe.WindowSeconds == nil || !(*s.Observe.WindowSeconds > 0) || math.IsInf(*s.Observe.WindowSeconds, 0):
-		return fail(KeyObserve+".window_seconds", "want a positive number of seconds")
+	var head *snapshotHead
+	if s.Observe != nil {
+		head = &s.Observe.snapshotHead
+	}
+	if err := checkHead(name, s.Schema, head); err != nil {
+		return SnapshotLoads{}, err
 	}
 	sl := SnapshotLoads{Partitions: map[topology.Key]PartitionRates{}, WindowSeconds: *s.Observe.WindowSeconds}
 	rate := func(field string, v float64) error {
@@ -286,6 +270,38 @@ func decode(data []byte, name string, v any) error {
 			return &SnapshotError{File: name, Field: te.Field, Msg: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
 		}
 		return &SnapshotError{File: name, Msg: "malformed JSON: " + oneLine(err.Error())}
+	}
+	return nil
+}
+
+// snapshotHead is what every reader of a snapshot's rates checks first in
+// its "observe" object.
+type snapshotHead struct {
+	Traffic       *bool    `json:"traffic"`
+	WindowSeconds *float64 `json:"window_seconds"`
+}
+
+// checkHead refuses a snapshot without observe_schema or of another
+// version, without its "observe" object (head nil), of a cluster without
+// traffic, or without a positive window: one *SnapshotError naming the
+// field.
+func checkHead(name string, schema *int, head *snapshotHead) error {
+	fail := func(field, format string, a ...any) error {
+		return &SnapshotError{File: name, Field: field, Msg: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case schema == nil:
+		return fail(KeySchema, "missing: not a snapshot of kplan observe (--out)")
+	case *schema != SchemaVersion:
+		return fail(KeySchema, "unsupported version %d (want %d)", *schema, SchemaVersion)
+	case head == nil:
+		return fail(KeyObserve, "missing")
+	case head.Traffic == nil:
+		return fail(KeyObserve+".traffic", "missing")
+	case !*head.Traffic:
+		return fail(KeyObserve+".traffic", "false: the cluster had no traffic in the observed window, so the snapshot has no rates")
+	case head.WindowSeconds == nil || !(*head.WindowSeconds > 0) || math.IsInf(*head.WindowSeconds, 0):
+		return fail(KeyObserve+".window_seconds", "want a positive number of seconds")
 	}
 	return nil
 }
