@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/kafka"
-	"github.com/kplan-dev/kplan/internal/kafka/kafkatest"
 	"github.com/kplan-dev/kplan/internal/labtest"
 )
 
@@ -35,20 +33,7 @@ func TestApplySecondSignalLeavesThrottle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	topic := fmt.Sprintf("second-signal-%d", time.Now().UnixNano())
-	conn := kafka.ConnOptions{BootstrapServers: lab.Bootstrap}
-	cl, err := kafka.NewClient(conn, "test")
-	require.NoError(t, err)
-	defer cl.Close()
-	require.NoError(t, kafka.CreateTopic(ctx, cl, topic, [][]int32{{1, 2}, {2, 1}}, nil))
-	require.NoError(t, kafkatest.FillPartitions(ctx, conn, topic, []int32{0, 1}, 30, 100_000))
-	adm := kafka.NewAdmin(conn, "test")
-	defer adm.Close()
-	throttles := func() []string {
-		got, err := adm.ThrottleConfigs(ctx, []int32{1, 2, 3}, []string{topic})
-		require.NoError(t, err)
-		return got
-	}
+	topic, _, throttles := filledTopic(t, ctx, lab, "second-signal", [][]int32{{1, 2}, {2, 1}}, 30)
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	require.NoError(t, os.WriteFile(plan, []byte(`{"version":1,"partitions":[`+
 		`{"topic":"`+topic+`","partition":0,"replicas":[3,2]},{"topic":"`+topic+`","partition":1,"replicas":[3,1]}]}`), 0o644))

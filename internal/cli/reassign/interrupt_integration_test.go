@@ -35,20 +35,7 @@ func TestApplyInterruptRemovesThrottle(t *testing.T) {
 
 	// Two partitions on brokers 1 and 2, 3 MB each: moving them to broker
 	// 3 at 50 kB/s takes a minute, far longer than the test waits.
-	topic := fmt.Sprintf("interrupt-%d", time.Now().UnixNano())
-	conn := kafka.ConnOptions{BootstrapServers: lab.Bootstrap}
-	cl, err := kafka.NewClient(conn, "test")
-	require.NoError(t, err)
-	defer cl.Close()
-	require.NoError(t, kafka.CreateTopic(ctx, cl, topic, [][]int32{{1, 2}, {2, 1}}, nil))
-	require.NoError(t, kafkatest.FillPartitions(ctx, conn, topic, []int32{0, 1}, 30, 100_000))
-	adm := kafka.NewAdmin(conn, "test")
-	defer adm.Close()
-	throttles := func() []string {
-		got, err := adm.ThrottleConfigs(ctx, []int32{1, 2, 3}, []string{topic})
-		require.NoError(t, err)
-		return got
-	}
+	topic, _, throttles := filledTopic(t, ctx, lab, "interrupt", [][]int32{{1, 2}, {2, 1}}, 30)
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	require.NoError(t, os.WriteFile(plan, []byte(`{"version":1,"partitions":[`+
 		`{"topic":"`+topic+`","partition":0,"replicas":[3,2]},{"topic":"`+topic+`","partition":1,"replicas":[3,1]}]}`), 0o644))
@@ -108,4 +95,31 @@ func TestApplyInterruptRemovesThrottle(t *testing.T) {
 	// cancelled.
 	code, _, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--cancel", "--yes")
 	assert.Equal(t, 0, code, errOut)
+}
+
+// filledTopic creates a topic named prefix plus a unique suffix on the lab
+// with assignment, fills each partition with records of 100 kB, and
+// returns it with the lab's connection and a reader of the throttle
+// configs set on brokers 1-3 and the topic: the start of every apply test
+// that needs moves slow enough to interrupt.
+func filledTopic(t *testing.T, ctx context.Context, lab *labtest.Lab, prefix string, assignment [][]int32, records int) (string, kafka.ConnOptions, func() []string) {
+	t.Helper()
+	topic := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	conn := kafka.ConnOptions{BootstrapServers: lab.Bootstrap}
+	cl, err := kafka.NewClient(conn, "test")
+	require.NoError(t, err)
+	defer cl.Close()
+	require.NoError(t, kafka.CreateTopic(ctx, cl, topic, assignment, nil))
+	parts := make([]int32, len(assignment))
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	require.NoError(t, kafkatest.FillPartitions(ctx, conn, topic, parts, records, 100_000))
+	adm := kafka.NewAdmin(conn, "test")
+	t.Cleanup(adm.Close)
+	return topic, conn, func() []string {
+		got, err := adm.ThrottleConfigs(ctx, []int32{1, 2, 3}, []string{topic})
+		require.NoError(t, err)
+		return got
+	}
 }

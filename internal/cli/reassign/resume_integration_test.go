@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/kafka"
-	"github.com/kplan-dev/kplan/internal/kafka/kafkatest"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/reassign/apply"
 )
@@ -38,20 +37,7 @@ func TestApplyResumeAfterSIGKILL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	topic := fmt.Sprintf("resume-%d", time.Now().UnixNano())
-	conn := kafka.ConnOptions{BootstrapServers: lab.Bootstrap}
-	cl, err := kafka.NewClient(conn, "test")
-	require.NoError(t, err)
-	defer cl.Close()
-	require.NoError(t, kafka.CreateTopic(ctx, cl, topic, [][]int32{{1, 2}, {1, 2}, {2, 1}, {2, 1}}, nil))
-	require.NoError(t, kafkatest.FillPartitions(ctx, conn, topic, []int32{0, 1, 2, 3}, 10, 100_000))
-	adm := kafka.NewAdmin(conn, "test")
-	defer adm.Close()
-	throttles := func() []string {
-		got, err := adm.ThrottleConfigs(ctx, []int32{1, 2, 3}, []string{topic})
-		require.NoError(t, err)
-		return got
-	}
+	topic, conn, throttles := filledTopic(t, ctx, lab, "resume", [][]int32{{1, 2}, {1, 2}, {2, 1}, {2, 1}}, 10)
 	targets := [][]int32{{3, 2}, {1, 3}, {3, 1}, {2, 3}}
 	var parts []string
 	for p, r := range targets {
@@ -109,6 +95,9 @@ func TestApplyResumeAfterSIGKILL(t *testing.T) {
 	t.Logf("kplan reassign apply --resume (stderr):\n%s", errOut)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, 4-before, sum(strings.Split(errOut, "\n")), "the resumed apply submitted again what the killed one had")
+	cl, err := kafka.NewClient(conn, "test")
+	require.NoError(t, err)
+	defer cl.Close()
 	c, err := kafka.Snapshot(ctx, cl, func(s string) bool { return s == topic })
 	require.NoError(t, err)
 	for _, p := range c.Partitions {
