@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,6 +52,29 @@ func (a *Admin) SetThrottle(ctx context.Context, t topology.Throttle) error {
 			return adm.AlterTopicConfigs(ctx, cfg, topic)
 		})
 		if err := alterErr("topic "+topic+" throttle", res, err); err != nil {
+			return a.classify(err)
+		}
+	}
+	return nil
+}
+
+// SetBrokerRates sets the leader and follower replication throttled rates
+// of each broker to its own rate in bytes/s (the adaptive throttle of
+// kplan reassign apply), one broker's configs at a time.
+func (a *Admin) SetBrokerRates(ctx context.Context, rates map[int32]int64) error {
+	adm, err := a.kadm()
+	if err != nil {
+		return err
+	}
+	for _, b := range slices.Sorted(maps.Keys(rates)) {
+		rate := strconv.FormatInt(rates[b], 10)
+		res, err := bounded(ctx, a, func(ctx context.Context) (kadm.AlterConfigsResponses, error) {
+			return adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+				{Op: kadm.SetConfig, Name: leaderRate, Value: &rate},
+				{Op: kadm.SetConfig, Name: followerRate, Value: &rate},
+			}, b)
+		})
+		if err := alterErr(fmt.Sprintf("broker %d throttle", b), res, err); err != nil {
 			return a.classify(err)
 		}
 	}

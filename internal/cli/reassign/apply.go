@@ -23,6 +23,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/reassign/apply"
 	"github.com/kplan-dev/kplan/internal/report"
 	"github.com/kplan-dev/kplan/internal/report/observereport"
@@ -65,6 +66,11 @@ type ApplyOptions struct {
 	Resume bool
 	// State is the state file ("": beside the plan).
 	State string
+	// Rule, when set (--latency-objective), guards the apply: a canary
+	// measures each touched broker's produce p99 and the throttle adapts
+	// to it; CanaryRate is the canary's rate in bytes/s.
+	Rule       *apply.ThrottleRule
+	CanaryRate int64
 
 	f *cmdutil.Factory
 	// admin and clock replace the cluster and the wall clock in tests.
@@ -72,6 +78,14 @@ type ApplyOptions struct {
 	clock apply.Clock
 	// signals replaces SIGINT and SIGTERM in tests.
 	signals <-chan os.Signal
+	// latency replaces the canary in tests.
+	latency apply.LatencySource
+
+	// canary and adaptive are the guarded apply's, canaryResult what the
+	// canary measured once stopped.
+	canary       *canarySource
+	adaptive     *apply.Guard
+	canaryResult *loadgen.CanaryResult
 }
 
 // NewCmdApply returns `kplan reassign apply`. runF replaces the run function
@@ -167,6 +181,7 @@ delete them (exit 1).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			raw.changed = cmd.Flags().Changed
 			if err := opts.complete(args, &raw); err != nil {
 				return err
 			}
@@ -186,6 +201,9 @@ type applyFlags struct {
 	out            cmdutil.OutputFlag
 	throttle       string
 	verify, cancel bool
+	guard          guardFlags
+	// changed reports whether a flag was given.
+	changed func(string) bool
 }
 
 // addApplyFlags declares the flags of `kplan reassign apply` on cmd, into
@@ -206,6 +224,7 @@ func addApplyFlags(cmd *cobra.Command, opts *ApplyOptions, raw *applyFlags) {
 	fs.BoolVar(&opts.IgnoreDrift, "ignore-drift", false, "apply even when the cluster changed since the plan was made")
 	fs.BoolVar(&opts.Resume, "resume", false, "go on with an apply cut short, from its state file")
 	fs.StringVar(&opts.State, "state", "", "the apply's state file (default: PLAN.kplan-state.json beside the plan)")
+	addGuardFlags(fs, &raw.guard)
 	cmdutil.AddOutputFlag(cmd, &raw.out)
 }
 
@@ -255,7 +274,11 @@ func (o *ApplyOptions) complete(args []string, raw *applyFlags) error {
 	if o.Source != "" && o.IgnoreDrift {
 		return errkind.Usagef("", "--source and --ignore-drift: give one")
 	}
-	return nil
+	changed := raw.changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	return o.completeGuard(&raw.guard, changed)
 }
 
 // output is the JSON of `kplan reassign apply -o json`.
@@ -279,6 +302,11 @@ type output struct {
 	// Election is the preferred leader election after a complete plan
 	// (null for cancel and an incomplete plan).
 	Election *apply.Election `json:"election"`
+	// Canary is what the canary of a guarded apply measured, and
+	// AdaptiveThrottle what the adaptive throttle saw and did
+	// (--latency-objective only).
+	Canary           *loadgen.CanaryResult `json:"canary,omitempty"`
+	AdaptiveThrottle *apply.GuardReport    `json:"adaptive_throttle,omitempty"`
 	// ThrottleLeft is the replication throttle an interrupted run left
 	// set (its removal failed or a second signal cut it short); absent
 	// otherwise.
@@ -328,7 +356,7 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 	default:
 		ao.Limits, ao.Source, ao.Resume, ao.SaveState = g.Limits, g.Source, g.Resume, g.SaveState
 		ao.Sizes = sizes(ctx, adm, plan)
-		res, err = apply.Execute(ctx, adm, plan, ao)
+		res, err = o.execute(ctx, adm, plan, ao)
 	}
 	var ie *apply.Interrupted
 	if errors.As(err, &ie) {
@@ -338,6 +366,39 @@ func runApply(ctx context.Context, o *ApplyOptions) error {
 		return o.spell(err)
 	}
 	return o.finish(res)
+}
+
+// execute runs the plan, guarded by a canary and the adaptive throttle
+// with --latency-objective: the canary starts once the plan passed its
+// checks and is stopped (its topic deleted) whatever the outcome.
+func (o *ApplyOptions) execute(ctx context.Context, adm apply.Admin, plan []topology.Partition, ao apply.Options) (*apply.Result, error) {
+	if o.Rule == nil {
+		return apply.Execute(ctx, adm, plan, ao)
+	}
+	src := o.latency
+	if src == nil {
+		conn, err := o.ConnOptions()
+		if err != nil {
+			return nil, err
+		}
+		o.canary = &canarySource{conn: conn, version: o.f.Version, rate: o.CanaryRate, say: func(format string, a ...any) {
+			fmt.Fprintf(o.IO.ErrOut, format+"\n", a...)
+		}}
+		src = o.canary
+	}
+	o.adaptive = apply.NewGuard(*o.Rule, src)
+	ao.Guard = o.adaptive
+	res, err := apply.Execute(ctx, adm, plan, ao)
+	cres, cerr := o.canary.stop(ctx, o.Timeout)
+	o.canaryResult = cres
+	if cres != nil {
+		fmt.Fprintf(o.IO.ErrOut, "kplan reassign apply: canary stopped: %d records acknowledged, %d read back, %d lost; topic %s %s\n",
+			cres.Acked, cres.Read, cres.Lost, cres.Topic, map[bool]string{true: "deleted", false: "NOT deleted: delete it with kafka-topics --delete --topic " + cres.Topic}[cres.Deleted])
+	}
+	if err == nil && cerr != nil {
+		err = fmt.Errorf("the plan went through, but the canary failed: %w", cerr)
+	}
+	return res, err
 }
 
 // connect returns the cluster's Admin (o.admin in tests) and the function
@@ -399,6 +460,9 @@ func (o *ApplyOptions) finish(res *apply.Result) error {
 	if e := res.Election; e != nil && e.Skipped == apply.SkipNoElect && e.Needed > 0 {
 		fmt.Fprintf(o.IO.ErrOut, "kplan reassign apply: %d partitions are not led by their first replica; elect them with kafka-leader-election --bootstrap-server %s --election-type PREFERRED --path-to-json-file ELECTION.json (kplan reassign --election-out writes it), or run this again with --verify\n",
 			e.Needed, o.BootstrapServers)
+	}
+	if c := o.canaryResult; c != nil && c.Lost > 0 {
+		return errkind.New(errkind.Runtime, "", "the canary lost %d of %d records acknowledged with acks=all while replicas moved", c.Lost, c.Acked)
 	}
 	if !res.Election.OK() {
 		return errkind.Silent(errkind.Runtime)
@@ -535,6 +599,10 @@ func (o *ApplyOptions) progress() func(apply.Event) {
 			lastDone, said = e.Result.Complete, e.Elapsed
 			fmt.Fprintf(w, "kplan reassign apply: %d of %d partitions complete, %d in progress (%s)%s\n",
 				e.Result.Complete, len(e.Result.Partitions), e.Result.InProgress, e.Elapsed.Round(time.Second), bytesNote(e.Bytes))
+		case apply.EventThrottle:
+			for _, c := range e.Changes {
+				fmt.Fprintln(w, throttleChange(c))
+			}
 		case apply.EventElected:
 			el := e.Result.Election
 			refused := ""
@@ -590,6 +658,9 @@ func (o *ApplyOptions) showPlan(res *apply.Result) {
 	throttled := ""
 	if o.Throttle > 0 {
 		throttled = ", replication throttled to " + units.FormatRate(o.Throttle)
+		if r := o.Rule; r != nil {
+			throttled += fmt.Sprintf(" (adaptive between %s and %s, to keep the canary's produce p99 within %v)", units.FormatRate(r.Min), units.FormatRate(r.Max), r.Objective)
+		}
 	}
 	fmt.Fprintf(w, "Plan for %s: %d of %d partitions to change%s\n", o.BootstrapServers, n, len(res.Partitions), throttled)
 	shown := 0
@@ -669,6 +740,7 @@ func (o *ApplyOptions) render(res *apply.Result, left *apply.ThrottleLeft) error
 		Schema: apply.Schema, Mode: res.Mode, Bootstrap: o.BootstrapServers, Throttle: o.Throttle, Outcome: res.Outcome,
 		Partitions: res.Partitions, Complete: res.Complete, InProgress: res.InProgress, Differs: res.Differs, Message: o.message(res),
 		Steps: res.Steps, Submitted: res.Submitted, Waves: res.Waves, ThrottleLeft: left,
+		Canary: o.canaryResult, AdaptiveThrottle: o.adaptive.Report(),
 	}
 	if res.Election != nil {
 		e := *res.Election
@@ -693,6 +765,7 @@ func (o *ApplyOptions) render(res *apply.Result, left *apply.ThrottleLeft) error
 				Rows:   rows,
 			}},
 		}
+		doc.Sections = append(doc.Sections, canarySections(out.Canary, out.AdaptiveThrottle)...)
 		if e := out.Election; e != nil && !e.OK() {
 			var rows [][]string
 			for _, f := range e.Failed {

@@ -232,6 +232,9 @@ const (
 	// EventElected: the controller answered the preferred election
 	// (Result.Election holds the figures, before the wait for metadata).
 	EventElected
+	// EventThrottle: the adaptive throttle changed the rate of brokers
+	// (Event.Changes).
+	EventThrottle
 )
 
 // Event is a step of a run, reported through Options.Progress.
@@ -250,6 +253,8 @@ type Event struct {
 	// an Admin that is a ReplicaSizer, when partition sizes are known);
 	// nil otherwise.
 	Bytes *ByteProgress
+	// Changes are the adaptive throttle's rate changes (EventThrottle).
+	Changes []RateChange
 }
 
 // Options tune a run.
@@ -299,6 +304,11 @@ type Options struct {
 	Abort <-chan struct{}
 	// CleanupTimeout bounds that cleanup (0: 10 s).
 	CleanupTimeout time.Duration
+	// Guard, when set, adapts the throttle to a canary's latency while
+	// replicas move (Execute only; it needs Throttle as the starting rate
+	// and an Admin that is a RateSetter). Execute starts it once the plan
+	// passed its checks; its owner stops the canary.
+	Guard *Guard
 }
 
 func (o *Options) emit(e Event) {

@@ -187,6 +187,16 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 	lift := previous
 	if o.Throttle > 0 && len(open) > 0 {
 		t := stepsThrottle(o.Throttle, open)
+		if o.Guard != nil {
+			if _, ok := adm.(RateSetter); !ok {
+				return nil, errkind.Usagef("latency-objective", "this cluster's admin cannot set the throttle broker by broker")
+			}
+			// Nothing changed on the cluster yet but what the canary
+			// creates, which its owner removes.
+			if err := o.Guard.begin(ctx, o.Clock.Now(), t.Brokers, o.Throttle); err != nil {
+				return nil, err
+			}
+		}
 		lift = lift.union(throttleSet{Brokers: t.Brokers, Topics: t.Topics()})
 		state.ThrottleBrokers, state.ThrottleTopics = lift.Brokers, lift.Topics
 		if err := save(); err != nil {
@@ -364,6 +374,12 @@ func waves(ctx context.Context, adm Admin, plan []topology.Partition, res *Resul
 		}
 		// After the next wave, so its moves count in progress.
 		progress()
+		if err := adapt(ctx, adm, res, elapsed, now, o); err != nil {
+			if ctx.Err() != nil {
+				return stopped(ctx.Err())
+			}
+			return err
+		}
 		d := poll
 		if o.WaitTimeout > 0 {
 			left := o.WaitTimeout - elapsed
@@ -380,4 +396,26 @@ func waves(ctx context.Context, adm Admin, plan []topology.Partition, res *Resul
 			return stopped(err)
 		}
 	}
+}
+
+// adapt closes a window of the adaptive throttle (o.Guard) when one is
+// due, sets the rates its rule changed and reports them.
+func adapt(ctx context.Context, adm Admin, res *Result, elapsed time.Duration, now time.Time, o Options) error {
+	if o.Guard == nil || !o.Guard.started {
+		return nil
+	}
+	changes := o.Guard.Adjust(now)
+	if len(changes) == 0 {
+		return nil
+	}
+	rates := map[int32]int64{}
+	for _, c := range changes {
+		rates[c.Broker] = c.To
+	}
+	if err := adm.(RateSetter).SetBrokerRates(ctx, rates); err != nil {
+		return fmt.Errorf("adapting the replication throttle (the moves go on at the rates set before): %w: %w", err, ErrNotDone)
+	}
+	o.Guard.Commit(changes)
+	o.emit(Event{Kind: EventThrottle, Result: res, Elapsed: elapsed, Changes: changes})
+	return nil
 }

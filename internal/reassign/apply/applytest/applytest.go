@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kplan-dev/kplan/internal/topology"
@@ -212,6 +214,16 @@ func (f *Admin) Ongoing(_ context.Context, keys []topology.Key) (map[topology.Ke
 func (f *Admin) SetThrottle(_ context.Context, t topology.Throttle) error {
 	f.Calls = append(f.Calls, fmt.Sprintf("SetThrottle %d %v %v %v", t.Rate, t.Brokers, t.Leaders, t.Followers))
 	return f.Errs["SetThrottle"]
+}
+
+// SetBrokerRates implements apply.RateSetter.
+func (f *Admin) SetBrokerRates(_ context.Context, rates map[int32]int64) error {
+	var parts []string
+	for _, b := range slices.Sorted(maps.Keys(rates)) {
+		parts = append(parts, fmt.Sprintf("%d=%d", b, rates[b]))
+	}
+	f.Calls = append(f.Calls, "SetBrokerRates "+strings.Join(parts, " "))
+	return f.Errs["SetBrokerRates"]
 }
 
 // ClearThrottle implements apply.Admin.

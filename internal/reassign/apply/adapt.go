@@ -1,0 +1,279 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/stats"
+)
+
+// This file is the adaptive throttle of `kplan reassign apply
+// --latency-objective`: a canary measures what clients feel on each broker
+// the plan touches, and a control rule raises or cuts each broker's
+// replication throttle from it.
+
+// RateSetter is an Admin that sets the replication throttle's rate broker
+// by broker (internal/kafka's Admin does); the adaptive throttle needs it.
+type RateSetter interface {
+	// SetBrokerRates sets the leader and follower replication throttled
+	// rates of each broker to its rate in bytes/s.
+	SetBrokerRates(ctx context.Context, rates map[int32]int64) error
+}
+
+// LatencySource is the canary the adaptive throttle listens to.
+type LatencySource interface {
+	// Start begins measuring, with one probe led by each of brokers; it is
+	// called once the plan passed every check, before the throttle is set.
+	Start(ctx context.Context, brokers []int32) error
+	// Window returns, per broker, the latency measured since the previous
+	// call (milliseconds, as stats.LatencySummary has them).
+	Window() map[int32]stats.LatencySummary
+}
+
+// ThrottleRule is the adaptive throttle's control rule, applied to each throttled
+// broker at the end of every window (Period) with the canary's p99 on it:
+//
+//   - fewer than MinSamples samples in the window: hold (too few to judge);
+//   - p99 above Objective: cut the rate to Down times it (multiplicative
+//     decrease, at once), not below Min;
+//   - p99 below Calm times Objective for RaiseAfter windows in a row:
+//     raise it to Up times it, not above Max;
+//   - in between (the hysteresis band, Calm x Objective to Objective):
+//     hold, and start counting calm windows again.
+//
+// The asymmetry is on purpose: one window over the objective is what a
+// client felt, so the cut is immediate and large; a raise waits for calm
+// windows in a row, so the rate does not oscillate around the objective.
+type ThrottleRule struct {
+	Objective time.Duration
+	// Min and Max bound every broker's rate (bytes/s).
+	Min, Max int64
+	// Period is a window's length (0: DefaultWindow).
+	Period time.Duration
+	// MinSamples is the fewest samples a window needs to count (0:
+	// DefaultMinSamples).
+	MinSamples int64
+	// Calm is the fraction of the objective under which a window is calm
+	// (0: DefaultCalm).
+	Calm float64
+	// RaiseAfter is the number of calm windows in a row before a raise (0:
+	// DefaultRaiseAfter).
+	RaiseAfter int
+	// Up and Down are the factors of a raise and a cut (0: DefaultUp,
+	// DefaultDown).
+	Up, Down float64
+}
+
+// The defaults of ThrottleRule.
+const (
+	DefaultWindow     = 5 * time.Second
+	DefaultMinSamples = 20
+	DefaultCalm       = 0.75
+	DefaultRaiseAfter = 2
+	DefaultUp         = 1.5
+	DefaultDown       = 0.5
+)
+
+func (r ThrottleRule) withDefaults() ThrottleRule {
+	if r.Period <= 0 {
+		r.Period = DefaultWindow
+	}
+	if r.MinSamples <= 0 {
+		r.MinSamples = DefaultMinSamples
+	}
+	if r.Calm <= 0 || r.Calm >= 1 {
+		r.Calm = DefaultCalm
+	}
+	if r.RaiseAfter <= 0 {
+		r.RaiseAfter = DefaultRaiseAfter
+	}
+	if r.Up <= 1 {
+		r.Up = DefaultUp
+	}
+	if r.Down <= 0 || r.Down >= 1 {
+		r.Down = DefaultDown
+	}
+	return r
+}
+
+// Validate checks the rule against the starting rate; the error names the
+// flag of `kplan reassign apply` at fault.
+func (r ThrottleRule) Validate(start int64) error {
+	switch {
+	case r.Objective <= 0:
+		return errkind.Usagef("latency-objective", "must be positive, got %v", r.Objective)
+	case start <= 0:
+		return errkind.Usagef("throttle", "the adaptive throttle starts from it: give a rate, e.g. 50MB/s")
+	case r.Min <= 0:
+		return errkind.Usagef("min-throttle", "must be positive, got %d bytes/s", r.Min)
+	case r.Max < r.Min:
+		return errkind.Usagef("max-throttle", "%d bytes/s is below --min-throttle %d bytes/s", r.Max, r.Min)
+	case start < r.Min || start > r.Max:
+		return errkind.Usagef("throttle", "%d bytes/s is outside --min-throttle %d and --max-throttle %d bytes/s", start, r.Min, r.Max)
+	}
+	return nil
+}
+
+// RateChange is one change the adaptive throttle made to a broker's rate.
+type RateChange struct {
+	// At is the time since the apply began.
+	At     time.Duration `json:"at_ns"`
+	Broker int32         `json:"broker"`
+	From   int64         `json:"from_bytes_per_s"`
+	To     int64         `json:"to_bytes_per_s"`
+	// P99 and Samples are the window's figures that decided it
+	// (milliseconds).
+	P99     float64 `json:"p99_ms"`
+	Samples int64   `json:"samples"`
+	Reason  string  `json:"reason"`
+}
+
+// GuardWindow is one broker's figures in one window.
+type GuardWindow struct {
+	At      time.Duration `json:"at_ns"`
+	Broker  int32         `json:"broker"`
+	Samples int64         `json:"samples"`
+	P50     float64       `json:"p50_ms"`
+	P99     float64       `json:"p99_ms"`
+	// Rate is the broker's throttle during the window (bytes/s).
+	Rate int64 `json:"rate_bytes_per_s"`
+	// Counted says the window had enough samples to judge (ThrottleRule's
+	// MinSamples); Within, that its p99 met the objective then.
+	Counted bool `json:"counted"`
+	Within  bool `json:"within"`
+}
+
+// GuardReport is what the adaptive throttle saw and did.
+type GuardReport struct {
+	Objective time.Duration `json:"objective_ns"`
+	Min       int64         `json:"min_bytes_per_s"`
+	Max       int64         `json:"max_bytes_per_s"`
+	Start     int64         `json:"start_bytes_per_s"`
+	Period    time.Duration `json:"window_ns"`
+	Windows   []GuardWindow `json:"windows"`
+	Changes   []RateChange  `json:"changes"`
+	// Final is each broker's rate when the moves ended.
+	Final map[int32]int64 `json:"final_bytes_per_s"`
+}
+
+// WithinShare is the share of counted windows whose p99 met the
+// objective (1 when none counted).
+func (g *GuardReport) WithinShare() float64 {
+	n, in := 0, 0
+	for _, w := range g.Windows {
+		if w.Counted {
+			n++
+			if w.Within {
+				in++
+			}
+		}
+	}
+	if n == 0 {
+		return 1
+	}
+	return float64(in) / float64(n)
+}
+
+// Guard is the adaptive throttle: Execute starts its Source once the plan
+// passed its checks and, after every poll, applies what Adjust returns.
+type Guard struct {
+	Rule   ThrottleRule
+	Source LatencySource
+
+	started bool
+	start   time.Time
+	last    time.Time
+	rates   map[int32]int64
+	calm    map[int32]int
+	report  GuardReport
+}
+
+// NewGuard is the adaptive throttle with rule over src.
+func NewGuard(rule ThrottleRule, src LatencySource) *Guard {
+	return &Guard{Rule: rule.withDefaults(), Source: src}
+}
+
+// begin starts the canary on brokers, each at rate.
+func (g *Guard) begin(ctx context.Context, now time.Time, brokers []int32, rate int64) error {
+	if err := g.Source.Start(ctx, brokers); err != nil {
+		return fmt.Errorf("starting the canary: %w", err)
+	}
+	g.started, g.start, g.last = true, now, now
+	g.rates, g.calm = map[int32]int64{}, map[int32]int{}
+	for _, b := range brokers {
+		g.rates[b] = rate
+	}
+	r := g.Rule
+	g.report = GuardReport{Objective: r.Objective, Min: r.Min, Max: r.Max, Start: rate, Period: r.Period, Windows: []GuardWindow{}, Changes: []RateChange{}}
+	return nil
+}
+
+// Adjust closes a window when one Period passed since the last and
+// returns the rate changes the rule makes (none otherwise); the caller
+// sets them on the cluster and then calls Commit.
+func (g *Guard) Adjust(now time.Time) []RateChange {
+	if !g.started || now.Sub(g.last) < g.Rule.Period {
+		return nil
+	}
+	g.last = now
+	at := now.Sub(g.start)
+	window := g.Source.Window()
+	r := g.Rule
+	var out []RateChange
+	for _, b := range slices.Sorted(maps.Keys(g.rates)) {
+		rate := g.rates[b]
+		s := window[b]
+		w := GuardWindow{At: at, Broker: b, Samples: s.Count, P50: s.P50, P99: s.P99, Rate: rate}
+		objective := float64(r.Objective) / float64(time.Millisecond)
+		if s.Count >= r.MinSamples {
+			w.Counted, w.Within = true, s.P99 <= objective
+		}
+		g.report.Windows = append(g.report.Windows, w)
+		change := RateChange{At: at, Broker: b, From: rate, P99: s.P99, Samples: s.Count}
+		switch {
+		case !w.Counted:
+			continue
+		case !w.Within:
+			g.calm[b] = 0
+			change.To = max(r.Min, int64(float64(rate)*r.Down))
+			change.Reason = fmt.Sprintf("p99 %.0f ms above the objective %v: cut", s.P99, r.Objective)
+		case s.P99 < r.Calm*objective:
+			g.calm[b]++
+			if g.calm[b] < r.RaiseAfter {
+				continue
+			}
+			g.calm[b] = 0
+			change.To = min(r.Max, int64(float64(rate)*r.Up))
+			change.Reason = fmt.Sprintf("p99 below %.0f ms (%.0f%% of the objective) for %d windows: raise", r.Calm*objective, 100*r.Calm, r.RaiseAfter)
+		default:
+			g.calm[b] = 0
+			continue
+		}
+		if change.To != change.From {
+			out = append(out, change)
+		}
+	}
+	return out
+}
+
+// Commit records changes as made.
+func (g *Guard) Commit(changes []RateChange) {
+	for _, c := range changes {
+		g.rates[c.Broker] = c.To
+		g.report.Changes = append(g.report.Changes, c)
+	}
+}
+
+// Report is what the guard saw and did so far (nil before it started).
+func (g *Guard) Report() *GuardReport {
+	if g == nil || !g.started {
+		return nil
+	}
+	rep := g.report
+	rep.Final = maps.Clone(g.rates)
+	return &rep
+}
