@@ -71,6 +71,8 @@ type ApplyOptions struct {
 	// to it; CanaryRate is the canary's rate in bytes/s.
 	Rule       *apply.ThrottleRule
 	CanaryRate int64
+	// Progress is text or json: how progress goes to stderr.
+	Progress string
 
 	f *cmdutil.Factory
 	// admin and clock replace the cluster and the wall clock in tests.
@@ -202,6 +204,7 @@ type applyFlags struct {
 	throttle       string
 	verify, cancel bool
 	guard          guardFlags
+	progress       string
 	// changed reports whether a flag was given.
 	changed func(string) bool
 }
@@ -225,6 +228,7 @@ func addApplyFlags(cmd *cobra.Command, opts *ApplyOptions, raw *applyFlags) {
 	fs.BoolVar(&opts.Resume, "resume", false, "go on with an apply cut short, from its state file")
 	fs.StringVar(&opts.State, "state", "", "the apply's state file (default: PLAN.kplan-state.json beside the plan)")
 	addGuardFlags(fs, &raw.guard)
+	fs.StringVar(&raw.progress, "progress", progressAuto, "progress on stderr: text, json (one event object a line, for automation) or auto (json with -o json)")
 	cmdutil.AddOutputFlag(cmd, &raw.out)
 }
 
@@ -235,6 +239,9 @@ func (o *ApplyOptions) complete(args []string, raw *applyFlags) error {
 		return err
 	}
 	o.Plan = args[0]
+	if o.Progress, err = parseProgress(raw.progress, o.Format); err != nil {
+		return err
+	}
 	if o.BootstrapServers == "" && o.CommandConfig == "" {
 		return errkind.Usagef("", "--bootstrap-server: required (or --command-config with bootstrap.servers)")
 	}
@@ -381,9 +388,7 @@ func (o *ApplyOptions) execute(ctx context.Context, adm apply.Admin, plan []topo
 		if err != nil {
 			return nil, err
 		}
-		o.canary = &canarySource{conn: conn, version: o.f.Version, rate: o.CanaryRate, say: func(format string, a ...any) {
-			fmt.Fprintf(o.IO.ErrOut, format+"\n", a...)
-		}}
+		o.canary = &canarySource{conn: conn, version: o.f.Version, rate: o.CanaryRate, say: o.sayCanary}
 		src = o.canary
 	}
 	o.adaptive = apply.NewGuard(*o.Rule, src)
@@ -392,8 +397,7 @@ func (o *ApplyOptions) execute(ctx context.Context, adm apply.Admin, plan []topo
 	cres, cerr := o.canary.stop(ctx, o.Timeout)
 	o.canaryResult = cres
 	if cres != nil {
-		fmt.Fprintf(o.IO.ErrOut, "kplan reassign apply: canary stopped: %d records acknowledged, %d read back, %d lost; topic %s %s\n",
-			cres.Acked, cres.Read, cres.Lost, cres.Topic, map[bool]string{true: "deleted", false: "NOT deleted: delete it with kafka-topics --delete --topic " + cres.Topic}[cres.Deleted])
+		o.canaryStopped(cres)
 	}
 	if err == nil && cerr != nil {
 		err = fmt.Errorf("the plan went through, but the canary failed: %w", cerr)
@@ -579,6 +583,14 @@ func (o *ApplyOptions) where(field string) string {
 func (o *ApplyOptions) progress() func(apply.Event) {
 	lastDone, said := -1, time.Duration(0)
 	return func(e apply.Event) {
+		if o.Progress == progressJSON {
+			ev := jsonEvent(e)
+			if e.Kind == apply.EventPlan {
+				ev.Throttle = o.Throttle
+			}
+			o.writeEvent(ev)
+			return
+		}
 		w := o.IO.ErrOut
 		switch e.Kind {
 		case apply.EventPlan:

@@ -124,7 +124,8 @@ type canarySource struct {
 	rate    int64
 	canary  *loadgen.Canary
 	topic   string
-	say     func(format string, a ...any)
+	// say reports the canary's start: its topic, leaders and rate.
+	say func(topic string, brokers []int32, rate int64)
 }
 
 // Start implements apply.LatencySource.
@@ -136,8 +137,7 @@ func (s *canarySource) Start(ctx context.Context, brokers []int32) error {
 		Topic: s.topic, Leaders: brokers, Brokers: brokers, RF: 3,
 		Rate: float64(s.rate), RecordSize: canaryRecordSize, Run: binary.BigEndian.Uint64(b[:]),
 	}
-	s.say("kplan reassign apply: canary: topic %s, one partition led by each of brokers %s (replication factor %d), %s in records of 1 KiB, acks=all, idempotent",
-		s.topic, joinIDs(brokers), min(3, len(brokers)), observereport.Rate(float64(s.rate)))
+	s.say(s.topic, brokers, s.rate)
 	c, err := loadgen.StartCanary(ctx, s.conn, s.version, spec, nil)
 	if err != nil {
 		return err
@@ -224,4 +224,32 @@ func canarySection(c *loadgen.CanaryResult, g *apply.GuardReport, within map[int
 				c.Sent, c.Acked, c.Failed, c.Read, c.Lost, c.Duplicates, 100*g.WithinShare(), g.Period),
 		},
 	}
+}
+
+// sayCanary reports the canary's start on stderr.
+func (o *ApplyOptions) sayCanary(topic string, brokers []int32, rate int64) {
+	if o.Progress == progressJSON {
+		c := &loadgen.CanaryResult{Topic: topic}
+		for i, b := range brokers {
+			c.Brokers = append(c.Brokers, loadgen.CanaryBroker{Broker: b, Partition: int32(i)})
+		}
+		o.canaryEvent("canary-started", c)
+		return
+	}
+	fmt.Fprintf(o.IO.ErrOut, "kplan reassign apply: canary: topic %s, one partition led by each of brokers %s (replication factor %d), %s in records of 1 KiB, acks=all, idempotent\n",
+		topic, joinIDs(brokers), min(3, len(brokers)), observereport.Rate(float64(rate)))
+}
+
+// canaryStopped reports the canary's end on stderr.
+func (o *ApplyOptions) canaryStopped(c *loadgen.CanaryResult) {
+	if o.Progress == progressJSON {
+		o.canaryEvent("canary-stopped", c)
+		return
+	}
+	deleted := "deleted"
+	if !c.Deleted {
+		deleted = "NOT deleted: delete it with kafka-topics --delete --topic " + c.Topic
+	}
+	fmt.Fprintf(o.IO.ErrOut, "kplan reassign apply: canary stopped: %d records acknowledged, %d read back, %d lost; topic %s %s\n",
+		c.Acked, c.Read, c.Lost, c.Topic, deleted)
 }

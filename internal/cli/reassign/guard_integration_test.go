@@ -32,7 +32,7 @@ func TestApplyGuardedLab(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	topic, conn, throttles := filledTopic(t, ctx, lab, "guarded", [][]int32{{1, 2}, {1, 2}, {2, 1}, {2, 1}}, 5)
+	topic, conn, throttles := filledTopic(t, ctx, lab, "guarded", [][]int32{{1, 2}, {1, 2}, {2, 1}, {2, 1}}, 10)
 	targets := [][]int32{{3, 2}, {1, 3}, {3, 1}, {2, 3}}
 	var parts []string
 	for p, r := range targets {
@@ -43,7 +43,7 @@ func TestApplyGuardedLab(t *testing.T) {
 
 	code, out, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--yes", "-o", "json",
 		"--throttle", "400kB/s", "--min-throttle", "200kB/s", "--latency-objective", "p99=1ms",
-		"--canary-rate", "90kB/s", "--canary-window", "1s")
+		"--canary-rate", "90kB/s", "--canary-window", "1s", "--max-inflight-per-broker", "1")
 	t.Logf("kplan reassign apply (stderr):\n%s", errOut)
 	require.Equal(t, 0, code, errOut)
 	var res struct {
@@ -76,8 +76,24 @@ func TestApplyGuardedLab(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.Equal(t, "complete", res.Outcome)
 
+	// -o json: the progress is JSON events on stderr, one a line.
+	events := map[string][]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), "a stderr line that is no JSON event: %s", line)
+		require.Equal(t, "kplan.reassign.apply.event/v1", ev["schema"], line)
+		events[ev["event"].(string)] = append(events[ev["event"].(string)], ev)
+	}
+	for _, kind := range []string{"plan", "canary-started", "accepted", "progress", "throttle", "canary-stopped"} {
+		assert.NotEmpty(t, events[kind], "no %s event", kind)
+	}
+	require.NotEmpty(t, events["canary-started"])
+	assert.Equal(t, res.Canary.Topic, events["canary-started"][0]["canary"].(map[string]any)["topic"])
+	last := events["progress"][len(events["progress"])-1]
+	assert.Equal(t, float64(4), last["complete"])
+	assert.NotNil(t, last["bytes"], "progress in bytes")
+
 	// The canary: one partition led by each broker the plan touches.
-	assert.Contains(t, errOut, "canary: topic "+res.Canary.Topic)
 	var brokers []int32
 	for _, b := range res.Canary.Brokers {
 		brokers = append(brokers, b.Broker)
@@ -97,8 +113,12 @@ func TestApplyGuardedLab(t *testing.T) {
 		assert.Less(t, c.To, c.From, "only cuts: %+v", c)
 		assert.GreaterOrEqual(t, c.To, res.Adaptive.Min)
 		assert.Contains(t, c.Reason, "above the objective")
-		assert.Contains(t, errOut, fmt.Sprintf("throttle on broker %d:", c.Broker))
 	}
+	var logged int
+	for _, ev := range events["throttle"] {
+		logged += len(ev["changes"].([]any))
+	}
+	assert.Equal(t, len(res.Adaptive.Changes), logged, "every change was an event as it happened")
 
 	// Checked on the cluster: the canary's topic is gone, the throttle
 	// removed.

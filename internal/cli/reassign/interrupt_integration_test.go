@@ -42,7 +42,7 @@ func TestApplyInterruptRemovesThrottle(t *testing.T) {
 
 	self, err := os.Executable()
 	require.NoError(t, err)
-	cmd := exec.CommandContext(ctx, self, "reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--throttle", "50kB/s", "--yes", "-o", "json")
+	cmd := exec.CommandContext(ctx, self, "reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--throttle", "50kB/s", "--yes", "-o", "json", "--progress", "text")
 	cmd.Env = append(os.Environ(), asKplan+"=1")
 	var stdout strings.Builder
 	cmd.Stdout = &stdout

@@ -240,7 +240,7 @@ func TestApplyExecutesThePlan(t *testing.T) {
 		} `json:"election"`
 	}
 	targets := planLeaders(t, plan)
-	code, out, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--throttle", "10MB/s", "--yes", "-o", "json")
+	code, out, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--throttle", "10MB/s", "--yes", "-o", "json", "--progress", "text")
 	require.Equal(t, 0, code, errOut)
 	t.Logf("kplan reassign apply (stderr):\n%s", errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
