@@ -52,7 +52,7 @@ func BenchmarkDecision(b *testing.B) {
 	})
 	b.Run("sqf-idle", func(b *testing.B) {
 		f := benchLeaders()
-		benchPick(b, NewSQF(f.src, NewInflight(), false).ForTopic("t"), nil)
+		benchPick(b, NewSQF(f.src, NewInflight()).ForTopic("t"), nil)
 	})
 	// Every broker has work in flight and each pick charges the chosen
 	// broker, so the loads keep changing and no scan stops early. The timed
@@ -70,7 +70,7 @@ func BenchmarkDecision(b *testing.B) {
 			for p := range slots {
 				slots[p] = in.slot(f.leader[p])
 			}
-			benchPick(b, NewSQF(f.src, in, false).ForTopic("t"), func(p int) { slots[p].v[unitRecords].Add(1) })
+			benchPick(b, NewSQF(f.src, in).ForTopic("t"), func(p int) { slots[p].v[unitRecords].Add(1) })
 		})
 	}
 }
@@ -126,6 +126,6 @@ func BenchmarkDecisionClientLeaders(b *testing.B) {
 		benchPick(b, NewNode(leaders.Leader).ForTopic("bench"), nil)
 	})
 	b.Run("sqf-idle", func(b *testing.B) {
-		benchPick(b, NewSQF(leaders.Leader, NewInflight(), false).ForTopic("bench"), nil)
+		benchPick(b, NewSQF(leaders.Leader, NewInflight()).ForTopic("bench"), nil)
 	})
 }
