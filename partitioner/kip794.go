@@ -69,15 +69,18 @@ type KIP794 struct {
 	timeout time.Duration
 	now     func() time.Time
 
-	mu     sync.Mutex // guards rng and stalls, shared by the topics
+	mu     sync.Mutex // guards rng, stalls and draws, shared by the topics
 	rng    rand.Source
 	stalls map[int32]*stall
+	draws  uint64 // draws so far, to check each broker once per draw
 }
 
 // stall is what KIP794 last saw of a broker's progress, and when.
 type stall struct {
 	count uint64
 	since time.Time
+	draw  uint64 // the draw that set ok
+	ok    bool   // available at that draw
 }
 
 // NewKIP794 returns a KIP794 partitioner reading leaders from src and queues
@@ -138,6 +141,7 @@ func (t *kip794Topic) next(n int) int32 {
 	var now time.Time
 	if p.timeout > 0 {
 		now = p.now()
+		p.draws++
 	}
 	t.ids, t.cft, t.avail = t.ids[:0], t.cft[:0], t.avail[:0]
 	var most int64
@@ -175,17 +179,20 @@ func (t *kip794Topic) next(n int) int32 {
 // the last time it was seen to, it has had work in flight for at most the
 // timeout. Called with mu held.
 func (p *KIP794) available(broker int32, now time.Time) bool {
-	count, busy := p.tracker.Progress(broker)
 	s := p.stalls[broker]
-	if s == nil {
-		p.stalls[broker] = &stall{count: count, since: now}
-		return true
+	if s != nil && s.draw == p.draws {
+		return s.ok // a broker leading several partitions is checked once
 	}
-	if !busy || count != s.count {
+	count, busy := p.tracker.Progress(broker)
+	switch {
+	case s == nil:
+		s = &stall{count: count, since: now}
+		p.stalls[broker] = s
+	case !busy || count != s.count:
 		s.count, s.since = count, now
-		return true
 	}
-	return now.Sub(s.since) <= p.timeout
+	s.draw, s.ok = p.draws, now.Sub(s.since) <= p.timeout
+	return s.ok
 }
 
 // draw returns a uniform number in [0, n). Called with mu held.
