@@ -37,12 +37,14 @@
 //	defer cl.Close()
 //	leaders.Bind(cl) // from here on the partitioner follows the client's leaders
 //
-// The partitioners return partition numbers (RequiresConsistency is true),
-// skip partitions without a leader while any partition has one, and follow a
-// leader change on the first record after the client learns of it. They are
-// safe for franz-go's use: a client calls one topic's partitioner for one
-// record at a time, and the state shared between topics is synchronized.
+// The partitioners return partition numbers (RequiresConsistency is true) and
+// skip partitions without a leader while any partition has one. Node and SQF
+// follow a leader change on the first record after the client learns of it,
+// KIP794 on its next draw, as the Java producer does. They are safe for
+// franz-go's use: a client calls one topic's partitioner for one record at a
+// time, and the state shared between topics is synchronized.
 //
 // The API is versioned with the kplan binary (github.com/kplan-dev/kplan):
-// constructors, their options, LeaderSource, ClientLeaders and Inflight.
+// the constructors, their options, LeaderSource, ClientLeaders, Inflight and
+// Tracker.
 package partitioner

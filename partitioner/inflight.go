@@ -137,7 +137,9 @@ func (t *topicQueues) queue(p int32, create bool) *queue {
 // broker charged is remembered per record, in its partition's queue, so
 // every increment is undone exactly once even if the partition's leader
 // changes in between, and records that failed before being partitioned are
-// not counted at all. It is safe for concurrent use by any number of clients.
+// not counted at all. It also keeps each partition's bytes and each broker's
+// progress, the Tracker KIP794 reads. It is safe for concurrent use by any
+// number of clients.
 type Inflight struct {
 	mu     sync.Mutex                              // serializes slot and topic creation
 	slots  atomic.Pointer[map[int32]*slot]         // copy-on-write: lock-free reads

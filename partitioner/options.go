@@ -94,8 +94,15 @@ func WithAvailabilityTimeout(d time.Duration) Option {
 }
 
 // WithClock sets the clock KIP794 measures the availability timeout with
-// (time.Now by default). It is read only when a new partition is chosen.
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+// (time.Now by default, also when now is nil). It is read only when a new
+// partition is chosen.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) {
+		if now != nil {
+			o.now = now
+		}
+	}
+}
 
 // WithRand sets KIP794's random source (math/rand/v2's global source by
 // default; a *math/rand.Rand fits too). Access is serialized internally, so

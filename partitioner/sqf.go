@@ -13,11 +13,11 @@ import (
 //
 // Queues are compared with a slack: every broker whose in flight is within
 // the slack of the least is a tie, and ties are served round robin (the
-// rotation resumes after the broker last chosen). Under light load, where queues differ only by the
-// brokers' acknowledgement jitter, sqf therefore serves brokers round robin
-// (the thesis's usage-balanced shares, like node); once a broker falls more
-// than the slack behind, sqf steers records away from it (join the shortest
-// queue). Slack 0 is the pure policy, whose record shares follow each
+// rotation resumes after the broker last chosen). Under light load, where
+// queues differ only by the brokers' acknowledgement jitter, sqf therefore
+// serves brokers round robin (the thesis's usage-balanced shares, like node);
+// once a broker falls more than the slack behind, sqf steers records away
+// from it (join the shortest queue). Slack 0 is the pure policy, whose record shares follow each
 // broker's acknowledgement speed even when nothing is overloaded.
 //
 // "In flight" is what the producers sharing the Inflight tracker have
