@@ -200,6 +200,7 @@ var Equivalents = []Equivalent{
 	{"random", RoundRobin, "a uniformly random writable partition per record: the same share for each in expectation"},
 	{"hash", RoundRobin, "keyless records (as assumed without --keys) stick to a random writable partition per batch; keyed records hash over all partitions by murmur2, so they follow the keys (--keys predicts them) and an offline partition's share waits instead of moving"},
 	{"leastbackup", RoundRobin, "the writable partition with the fewest buffered records, per batch: with brokers equally fast every backlog drains alike, so shares follow partitions, not brokers"},
+	{"kip794", RoundRobin, "the Java producer's default (KIP-794): 16 KiB to one partition with a leader, then a draw weighted against each partition's queue; with brokers equally fast the queues are alike, so shares follow partitions, not brokers"},
 	{"sqf", Node, "one producer per topic (as kplan chaos runs them) sees queues that differ by acknowledgement jitter only, within the slack, so it serves the leader brokers round robin (thesis §6.4: Node and SQF share one row); producers sharing one tracker balance their combined flow instead (Fig 6.7), which depends on who shares"},
 	{"sqf-shared", Node, "one tracker shared by every producer (Fig 6.7), rate-capped: queues stay within the slack, so it serves each topic's leader brokers round robin as node; with queues full it balances the combined flow instead (--saturated predicts that)"},
 }

@@ -18,11 +18,12 @@ const (
 	LeastBackup = "leastbackup"
 	SQF         = "sqf"
 	SQFShared   = "sqf-shared"
+	KIP794      = "kip794"
 )
 
 // SharePartitioners lists every partitioner PredictShares knows (every one
 // kplan chaos runs), in the order kplan audit prints them.
-var SharePartitioners = []string{RoundRobin, Node, SQF, SQFShared, Default, Random, Hash, LeastBackup}
+var SharePartitioners = []string{RoundRobin, Node, SQF, SQFShared, Default, Random, Hash, LeastBackup, KIP794}
 
 func knownPartitioner(name string) bool { return slices.Contains(SharePartitioners, name) }
 
@@ -83,9 +84,10 @@ func (p PredictedShares) Shares(over []int32) map[int32]float64 {
 // and a keyed record bound for it waits rather than moving, so its share is
 // left out). The model, partitioner by partitioner:
 //
-//   - roundrobin, random, leastbackup, and default and hash on keyless
-//     records: every writable partition of a topic takes the same share;
-//   - hash, and default on keyed records: each partition takes the mass of
+//   - roundrobin, random, leastbackup, and default, kip794 and hash on
+//     keyless records: every writable partition of a topic takes the same
+//     share;
+//   - hash, and default and kip794 on keyed records: each partition takes the mass of
 //     the keys murmur2 sends to it (workload.Keys.PartitionMass);
 //   - node, sqf, and sqf-shared while rate-capped: every broker leading a
 //     writable partition of the topic takes the same share of it, split
@@ -173,7 +175,7 @@ func predictMany(c *topology.Cluster, loads []workload.Topic, names []string, o 
 			switch name {
 			case RoundRobin, Random, LeastBackup:
 				uniform(load[k], leader, l.Rate)
-			case Default, Hash:
+			case Default, Hash, KIP794:
 				if !l.Keys.Keyed() {
 					uniform(load[k], leader, l.Rate)
 					continue
@@ -358,6 +360,8 @@ func basis(name string, o ShareOptions) string {
 		return "the writable partition with the fewest buffered records: with brokers equally fast every partition takes the same share in expectation"
 	case Default:
 		return "franz-go's uniform sticky partitioner: keyless, every writable partition takes the same share in expectation (64 KiB runs make short phases noisy); keyed, murmur2 of the key as Kafka does"
+	case KIP794:
+		return "the Java producer's default (KIP-794): keyless, 16 KiB to one partition, then a draw weighted against queues, so every writable partition takes the same share in expectation while brokers are equally fast; keyed, murmur2 of the key"
 	case Hash:
 		return "murmur2 of the key modulo the partition count (Kafka's rule): each partition takes its keys' mass; keyless records stick to a random partition per batch, the same share for each in expectation"
 	case Node:

@@ -1,15 +1,11 @@
-// Package partitioner holds franz-go kgo.Partitioner implementations that kplan
-// compares: partition-balancing ones (roundrobin, default, random, hash,
-// leastbackup) and the broker-balancing Node and SQF partitioners of the
-// Burato thesis (seed 000, chapters 5 and 6).
-//
-// The broker-aware partitioners need the leader of every partition. They read
-// it from a LeaderSource, usually the producing client's own view
-// (kgo.Client.PartitionLeader, bound late through ClientLeaders because the
-// partitioner is configured before the client exists). They return partition
-// numbers (RequiresConsistency is true), skip partitions without a leader, and
-// check the leader of the partition they chose on every record, so a leader
-// change is followed on the first record after the client learns of it.
+// Package partitioner is the registry of the franz-go kgo.Partitioner
+// implementations kplan compares, by name: partition-balancing ones
+// (roundrobin, default, random, hash, leastbackup), the broker-balancing Node
+// and SQF partitioners of the Burato thesis (seed 000, chapters 5 and 6), and
+// the Java producer's KIP-794 rule (kip794). Node, SQF and KIP794 live in the
+// public package github.com/kplan-dev/kplan/partitioner; this package names
+// them, describes them and builds a producer's options (ClientOpts) for kplan
+// chaos.
 package partitioner
 
 import (
@@ -18,37 +14,26 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	pub "github.com/kplan-dev/kplan/partitioner"
 )
 
-// LeaderSource reports the current leader of a partition and its leader epoch.
-// ok is false when the partition has no usable leader (unknown topic, load
-// error, leader not available). It must be safe for concurrent use and cheap:
-// the broker-aware partitioners call it once per record.
-type LeaderSource func(topic string, partition int32) (leader, epoch int32, ok bool)
+// LeaderSource reports the current leader of a partition and its leader
+// epoch (see the public package).
+type LeaderSource = pub.LeaderSource
 
-// ClientLeaders is a LeaderSource over a franz-go client that is bound after
-// the client is created (kgo.RecordPartitioner must be given to kgo.NewClient,
-// so the partitioner exists before the client does). Until Bind is called,
-// every partition reports no leader.
-type ClientLeaders struct {
-	cl atomic.Pointer[kgo.Client]
-}
+// Inflight tracks records and bytes in flight per broker (see the public
+// package); sqf, sqf-shared and kip794 read one.
+type Inflight = pub.Inflight
 
-// Bind sets the client whose leader view is reported.
-func (c *ClientLeaders) Bind(cl *kgo.Client) { c.cl.Store(cl) }
+// NewInflight returns an empty tracker.
+func NewInflight() *Inflight { return pub.NewInflight() }
 
-// Leader implements LeaderSource with kgo.Client.PartitionLeader.
-func (c *ClientLeaders) Leader(topic string, partition int32) (leader, epoch int32, ok bool) {
-	cl := c.cl.Load()
-	if cl == nil {
-		return -1, -1, false
-	}
-	l, e, err := cl.PartitionLeader(topic, partition)
-	return l, e, err == nil && l >= 0
-}
+// DefaultSlackRecords is sqf's default slack in records.
+const DefaultSlackRecords = pub.DefaultSlackRecords
 
 // Option configures New.
 type Option func(*config)
@@ -60,35 +45,41 @@ type config struct {
 	bytes    bool
 	slack    *int64
 	stick    int
+	timeout  time.Duration
 }
 
 // WithLeaders sets the leader source of the broker-aware partitioners (node,
-// sqf). It is required for them.
+// sqf, kip794). It is required for them.
 func WithLeaders(src LeaderSource) Option { return func(c *config) { c.leaders = src } }
 
 // WithRand sets the random source of the random partitioner (required for it;
-// kplan never uses the global source). Access is serialized internally.
+// kplan never uses the global source) and of kip794. Access is serialized
+// internally.
 func WithRand(r *rand.Rand) Option { return func(c *config) { c.rng = r } }
 
-// WithInflight sets the in-flight tracker the sqf partitioner reads. Share one
+// WithInflight sets the in-flight tracker sqf and kip794 read. Share one
 // Inflight between several producers (and their partitioners) to balance their
 // combined flow; it must be registered as a hook on every one of those
-// clients (kgo.WithHooks). Without it, sqf makes its own, reachable through
-// the returned partitioner's Inflight method.
+// clients (kgo.WithHooks). Without it, sqf and kip794 make their own.
 func WithInflight(in *Inflight) Option { return func(c *config) { c.inflight = in } }
 
-// WithSlack sets sqf's slack (see SQF): records, or bytes with WithBytes; 0
-// is pure join-the-shortest-queue. Without it sqf uses DefaultSlackRecords or
-// DefaultSlackBytes.
+// WithSlack sets sqf's slack (see pub.SQF): records, or bytes with
+// WithBytes; 0 is pure join-the-shortest-queue. Without it sqf uses the
+// public package's default.
 func WithSlack(n int64) Option { return func(c *config) { c.slack = &n } }
 
 // WithStick makes node and sqf send n records in a row to each partition
-// they choose (see Node.WithStick); without it, or below 1, they choose per
+// they choose (see pub.WithStick); without it, or below 1, they choose per
 // record.
 func WithStick(n int) Option { return func(c *config) { c.stick = n } }
 
 // WithBytes makes sqf compare in-flight bytes instead of in-flight records.
 func WithBytes() Option { return func(c *config) { c.bytes = true } }
+
+// WithAvailabilityTimeout sets kip794's availability timeout (the Java
+// producer's partitioner.availability.timeout.ms); 0, the default as in
+// Kafka, disables it.
+func WithAvailabilityTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 type constructor struct {
 	doc string
@@ -113,17 +104,13 @@ var registry = map[string]constructor{
 		if c.leaders == nil {
 			return nil, fmt.Errorf("partitioner node: %w", errNoLeaders)
 		}
-		return NewNode(c.leaders).WithStick(c.stick), nil
+		return pub.NewNode(c.leaders, pub.WithStick(c.stick)), nil
 	}},
 	"sqf": {"the leader broker with the least in flight (buffered plus unacknowledged), then round robin over its partitions", func(c *config) (kgo.Partitioner, error) {
 		if c.leaders == nil {
 			return nil, fmt.Errorf("partitioner sqf: %w", errNoLeaders)
 		}
-		in := c.inflight
-		if in == nil {
-			in = NewInflight()
-		}
-		return newSQF(c, in), nil
+		return newSQF(c, c.tracker()), nil
 	}},
 	SQFShared: {"sqf with one in-flight tracker shared by every producer given it (WithInflight): balances their combined flow (thesis Fig 6.7)", func(c *config) (kgo.Partitioner, error) {
 		if c.leaders == nil {
@@ -134,17 +121,43 @@ var registry = map[string]constructor{
 		}
 		return newSQF(c, c.inflight), nil
 	}},
+	KIP794: {"the Java producer's default since Kafka 3.3 (KIP-794): 16 KiB sticky batches, the next partition drawn against its queue, murmur2 for keys; partitioner.availability.timeout.ms 0 as in Kafka", func(c *config) (kgo.Partitioner, error) {
+		if c.leaders == nil {
+			return nil, fmt.Errorf("partitioner %s: %w", KIP794, errNoLeaders)
+		}
+		opts := []pub.Option{pub.WithAvailabilityTimeout(c.timeout)}
+		if c.rng != nil {
+			opts = append(opts, pub.WithRand(c.rng))
+		}
+		return pub.NewKIP794(c.leaders, c.tracker(), opts...), nil
+	}},
 }
 
-// SQFShared is sqf over a tracker shared by several producers.
-const SQFShared = "sqf-shared"
+// Registry names beyond the plain ones.
+const (
+	// SQFShared is sqf over a tracker shared by several producers.
+	SQFShared = "sqf-shared"
+	// KIP794 is the Java producer's default partitioner (pub.KIP794).
+	KIP794 = "kip794"
+)
 
-func newSQF(c *config, in *Inflight) *SQF {
-	p := NewSQF(c.leaders, in, c.bytes).WithStick(c.stick)
-	if c.slack != nil {
-		p.WithSlack(*c.slack)
+// tracker returns the in-flight tracker given, or a new one.
+func (c *config) tracker() *Inflight {
+	if c.inflight == nil {
+		return NewInflight()
 	}
-	return p
+	return c.inflight
+}
+
+func newSQF(c *config, in *Inflight) *pub.SQF {
+	opts := []pub.Option{pub.WithStick(c.stick)}
+	if c.bytes {
+		opts = append(opts, pub.WithBytes())
+	}
+	if c.slack != nil {
+		opts = append(opts, pub.WithSlack(*c.slack))
+	}
+	return pub.NewSQF(c.leaders, in, opts...)
 }
 
 var errNoLeaders = fmt.Errorf("needs a leader source (WithLeaders)")
@@ -164,10 +177,15 @@ func Names() []string {
 func Describe(name string) string { return registry[name].doc }
 
 // BrokerAware reports whether the named partitioner needs a LeaderSource.
-func BrokerAware(name string) bool { return name == "node" || name == "sqf" || name == SQFShared }
+func BrokerAware(name string) bool {
+	return name == "node" || name == "sqf" || name == SQFShared || name == KIP794
+}
 
-// New returns the named partitioner. node and sqf need WithLeaders; random
-// needs WithRand.
+// tracked reports whether the named partitioner reads an in-flight tracker.
+func tracked(name string) bool { return name == "sqf" || name == SQFShared || name == KIP794 }
+
+// New returns the named partitioner. node, sqf, sqf-shared and kip794 need
+// WithLeaders; random needs WithRand.
 func New(name string, opts ...Option) (kgo.Partitioner, error) {
 	var c config
 	for _, o := range opts {
@@ -181,17 +199,17 @@ func New(name string, opts ...Option) (kgo.Partitioner, error) {
 }
 
 // ClientOpts returns what a producer needs to use the named partitioner: the
-// kgo options (the partitioner and, for sqf, its in-flight hooks) and a bind
-// function to call with the client once kgo.NewClient returned it. Options
-// given here (WithInflight, WithBytes, WithRand) are passed to New; the leader
-// source is the bound client.
+// kgo options (the partitioner and, for sqf and kip794, the in-flight hooks)
+// and a bind function to call with the client once kgo.NewClient returned it.
+// Options given here (WithInflight, WithBytes, WithRand, ...) are passed to
+// New; the leader source is the bound client.
 func ClientOpts(name string, opts ...Option) (kopts []kgo.Opt, bind func(*kgo.Client), err error) {
-	leaders := new(ClientLeaders)
+	leaders := new(pub.ClientLeaders)
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
-	if name == "sqf" && c.inflight == nil {
+	if tracked(name) && c.inflight == nil {
 		c.inflight = NewInflight()
 		opts = append(opts, WithInflight(c.inflight))
 	}
@@ -201,7 +219,7 @@ func ClientOpts(name string, opts ...Option) (kopts []kgo.Opt, bind func(*kgo.Cl
 		return nil, nil, err
 	}
 	kopts = []kgo.Opt{kgo.RecordPartitioner(p)}
-	if name == "sqf" || name == SQFShared {
+	if tracked(name) {
 		kopts = append(kopts, kgo.WithHooks(c.inflight))
 	}
 	return kopts, leaders.Bind, nil

@@ -571,7 +571,7 @@ func loadUnit(r audit.Report) func(float64) string {
 func assumptions(r audit.Report) []string {
 	var notes []string
 	if r.Keys != "" {
-		notes = append(notes, "keys: "+r.Keys+" (hash and default send keyed records by murmur2, as Kafka does)")
+		notes = append(notes, "keys: "+r.Keys+" (hash, default and kip794 send keyed records by murmur2, as Kafka does)")
 	}
 	if r.SQFSharedRegime != "" {
 		notes = append(notes, "sqf-shared: "+r.SQFSharedRegime+" (--saturated)")

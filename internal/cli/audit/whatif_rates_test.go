@@ -62,7 +62,7 @@ func TestWhatIfWithRates(t *testing.T) {
 		}
 		assert.InDelta(t, mm, p.MaxOverMean, 1e-3, p.Partitioner)
 	}
-	assert.Equal(t, []string{"roundrobin", "node", "sqf", "sqf-shared", "default", "random", "hash", "leastbackup"}, names)
+	assert.Equal(t, []string{"roundrobin", "node", "sqf", "sqf-shared", "default", "random", "hash", "leastbackup", "kip794"}, names)
 	golden.AssertString(t, "thesis-6-4-whatif-rates.json", out)
 	for _, f := range []string{"table", "markdown"} {
 		code, out, errOut = run("", append(args, "-o", f)...)
@@ -82,7 +82,7 @@ func TestWhatIfSkewOverLiveLeaders(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &r))
 	require.Len(t, r.PredictedAfterLoss, 1)
 	assert.Equal(t, []int32{1, 3}, r.PredictedAfterLoss[0].SkewBrokers)
-	require.Len(t, r.PredictedAfterLoss[0].Predictions, 8)
+	require.Len(t, r.PredictedAfterLoss[0].Predictions, 9)
 	for _, p := range r.PredictedAfterLoss[0].Predictions {
 		assert.InDelta(t, 1.333, p.MaxOverMean, 1e-9, p.Partitioner)
 	}

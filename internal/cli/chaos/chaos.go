@@ -249,7 +249,7 @@ func (c *flags) add(fs *pflag.FlagSet) {
 	d := chaos.Defaults()
 	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest, each (every broker in turn) or none (required unless --fault)")
 	fs.StringVar(&c.fault, "fault", "", "network fault to inject after the before phase, instead of or before the kill: delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT% or partition:TARGET (lab, or chaos-mesh's NetworkChaos)")
-	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run)")
+	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run), kip794 (the Java producer's default)")
 	fs.StringVar(&c.topic, "topic", d.Topic, "topic name prefix: each partitioner writes to PREFIX-NAME")
 	fs.IntVar(&c.partitions, "partitions", 3, "partitions per experiment topic (replicas placed round the brokers: partition p led by the p-th broker)")
 	fs.IntVar(&c.rf, "replication-factor", 2, "replication factor of the experiment topics")

@@ -160,24 +160,17 @@ func (t *brokerTopic) Layout() map[int32][]int32 {
 
 // Node is the thesis's Node partitioner: round robin over the brokers that
 // lead at least one partition of the topic, then round robin over that
-// broker's partitions. Keys are ignored (thesis §6.3).
+// broker's partitions (thesis §6.2.2). Keys are ignored (thesis §6.3).
 type Node struct {
 	leaders LeaderSource
 	stick   int
 }
 
-// NewNode returns a Node partitioner reading leaders from src, choosing per
-// record.
-func NewNode(src LeaderSource) *Node { return &Node{leaders: src, stick: 1} }
-
-// WithStick makes the partitioner send n records in a row to each partition
-// it chooses (values below 1 count as 1, a choice per record) and returns p.
-// Runs let franz-go fill one batch at a time, as its sticky partitioners do;
-// shares over brokers stay equal to within n records. A leader change ends
-// a run at once.
-func (p *Node) WithStick(n int) *Node {
-	p.stick = max(n, 1)
-	return p
+// NewNode returns a Node partitioner reading leaders from src. It reads
+// WithStick; without it, it chooses per record.
+func NewNode(src LeaderSource, opts ...Option) *Node {
+	o := apply(opts)
+	return &Node{leaders: src, stick: o.stick}
 }
 
 // ForTopic implements kgo.Partitioner.

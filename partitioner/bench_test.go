@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,7 +31,10 @@ func benchLeadersOn(brokers int) *fakeLeaders {
 }
 
 func benchPick(b *testing.B, tp kgo.TopicPartitioner, after func(p int)) {
-	r := &kgo.Record{Value: []byte("v")}
+	benchPickRecord(b, tp, &kgo.Record{Value: []byte("v")}, after)
+}
+
+func benchPickRecord(b *testing.B, tp kgo.TopicPartitioner, r *kgo.Record, after func(p int)) {
 	tp.Partition(r, benchPartitions) // build the layout outside the timer
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -52,7 +56,7 @@ func BenchmarkDecision(b *testing.B) {
 	})
 	b.Run("sqf-idle", func(b *testing.B) {
 		f := benchLeaders()
-		benchPick(b, NewSQF(f.src, NewInflight(), false).ForTopic("t"), nil)
+		benchPick(b, NewSQF(f.src, NewInflight()).ForTopic("t"), nil)
 	})
 	// Every broker has work in flight and each pick charges the chosen
 	// broker, so the loads keep changing and no scan stops early. The timed
@@ -70,8 +74,32 @@ func BenchmarkDecision(b *testing.B) {
 			for p := range slots {
 				slots[p] = in.slot(f.leader[p])
 			}
-			benchPick(b, NewSQF(f.src, in, false).ForTopic("t"), func(p int) { slots[p].v[unitRecords].Add(1) })
+			benchPick(b, NewSQF(f.src, in).ForTopic("t"), func(p int) { slots[p].v[unitRecords].Add(1) })
 		})
+	}
+}
+
+// BenchmarkKIP794 is KIP794's cost per record at 1,000 partitions on 100
+// brokers, with records of 100 bytes and 1 KiB: a new partition is drawn
+// every 164 and 16 records (16 KiB batches), each draw reading every
+// partition's leader and queue. The tracker holds a queue for every
+// partition; with the availability timeout each draw also checks the leader
+// brokers' progress.
+func BenchmarkKIP794(b *testing.B) {
+	for _, size := range []int{100, 1024} {
+		for _, timeout := range []time.Duration{0, time.Second} {
+			b.Run(fmt.Sprintf("record-%dB/timeout-%v", size, timeout), func(b *testing.B) {
+				f := benchLeaders()
+				in := NewInflight()
+				rng := rand.New(rand.NewSource(1))
+				for p := range int32(benchPartitions) {
+					r := &kgo.Record{Topic: "t", Partition: p, Value: make([]byte, rng.Intn(3*DefaultBatchBytes))}
+					in.OnProduceRecordPartitioned(r, f.leader[p])
+				}
+				tp := NewKIP794(f.src, in, WithAvailabilityTimeout(timeout), WithRand(rng)).ForTopic("t")
+				benchPickRecord(b, tp, &kgo.Record{Value: make([]byte, size)}, nil)
+			})
+		}
 	}
 }
 
@@ -105,7 +133,8 @@ func BenchmarkInflightHooks(b *testing.B) {
 // BenchmarkDecisionClientLeaders is node and sqf with the leader source they
 // use in production, kgo.Client.PartitionLeader through ClientLeaders, on an
 // in-process cluster (1,000 partitions on 3 brokers: the per-record cost does
-// not depend on the broker count for node, and sqf's scan is exact here).
+// not depend on the broker count for node, and sqf's scan is exact here),
+// and kip794.
 func BenchmarkDecisionClientLeaders(b *testing.B) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(benchPartitions, "bench"))
 	if err != nil {
@@ -126,6 +155,11 @@ func BenchmarkDecisionClientLeaders(b *testing.B) {
 		benchPick(b, NewNode(leaders.Leader).ForTopic("bench"), nil)
 	})
 	b.Run("sqf-idle", func(b *testing.B) {
-		benchPick(b, NewSQF(leaders.Leader, NewInflight(), false).ForTopic("bench"), nil)
+		benchPick(b, NewSQF(leaders.Leader, NewInflight()).ForTopic("bench"), nil)
+	})
+	// A draw reads all 1,000 leaders: one every 16 records of 1 KiB.
+	b.Run("kip794-1KiB", func(b *testing.B) {
+		tp := NewKIP794(leaders.Leader, NewInflight(), WithRand(rand.New(rand.NewSource(1)))).ForTopic("bench")
+		benchPickRecord(b, tp, &kgo.Record{Value: make([]byte, 1024)}, nil)
 	})
 }

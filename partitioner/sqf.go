@@ -9,15 +9,15 @@ import (
 // SQF is the thesis's Shortest Queue First partitioner: among the brokers
 // that lead at least one partition of the topic it picks the one with the
 // least in flight (records, or bytes with WithBytes) and then round robins
-// over that broker's partitions. Keys are ignored.
+// over that broker's partitions (thesis §6.2.3). Keys are ignored.
 //
 // Queues are compared with a slack: every broker whose in flight is within
 // the slack of the least is a tie, and ties are served round robin (the
-// rotation resumes after the broker last chosen). Under light load, where queues differ only by the
-// brokers' acknowledgement jitter, sqf therefore serves brokers round robin
-// (the thesis's usage-balanced shares, like node); once a broker falls more
-// than the slack behind, sqf steers records away from it (join the shortest
-// queue). Slack 0 is the pure policy, whose record shares follow each
+// rotation resumes after the broker last chosen). Under light load, where
+// queues differ only by the brokers' acknowledgement jitter, sqf therefore
+// serves brokers round robin (the thesis's usage-balanced shares, like node);
+// once a broker falls more than the slack behind, sqf steers records away
+// from it (join the shortest queue). Slack 0 is the pure policy, whose record shares follow each
 // broker's acknowledgement speed even when nothing is overloaded.
 //
 // "In flight" is what the producers sharing the Inflight tracker have
@@ -41,29 +41,19 @@ const (
 )
 
 // NewSQF returns an SQF partitioner reading leaders from src and loads from
-// in, with the default slack. Register in as a hook (kgo.WithHooks(in)) on
-// every client using it.
-func NewSQF(src LeaderSource, in *Inflight, bytes bool) *SQF {
+// in. It reads WithBytes, WithSlack and WithStick. Register in as a hook
+// (kgo.WithHooks(in)) on every client using it; one Inflight may serve several
+// SQFs, which then balance their combined flow.
+func NewSQF(src LeaderSource, in *Inflight, opts ...Option) *SQF {
+	o := apply(opts)
 	slack := int64(DefaultSlackRecords)
-	if bytes {
+	if o.bytes {
 		slack = DefaultSlackBytes
 	}
-	return &SQF{leaders: src, inflight: in, bytes: bytes, slack: slack, stick: 1}
-}
-
-// WithStick makes the partitioner send n records in a row to each partition
-// it chooses (values below 1 count as 1) and returns p; see Node.WithStick.
-// The queues are compared once per run.
-func (p *SQF) WithStick(n int) *SQF {
-	p.stick = max(n, 1)
-	return p
-}
-
-// WithSlack sets the slack (records, or bytes with WithBytes; 0 is pure
-// join-the-shortest-queue) and returns p. Negative values count as 0.
-func (p *SQF) WithSlack(n int64) *SQF {
-	p.slack = max(n, 0)
-	return p
+	if o.slack != nil {
+		slack = *o.slack
+	}
+	return &SQF{leaders: src, inflight: in, bytes: o.bytes, slack: slack, stick: o.stick}
 }
 
 // Slack returns the slack in use.

@@ -15,10 +15,22 @@ const (
 
 // slot holds one broker's in-flight gauges. They are bounded by what the
 // producers may buffer, so int64 never overflows; they return to zero when
-// every record has been answered. Padded to keep brokers off one cache line.
+// every record has been answered. progress counts the broker's answers and
+// its starts from idle (see Progress). Padded to keep brokers off one cache
+// line.
 type slot struct {
-	v [2]atomic.Int64 // by unit: records, bytes
-	_ [48]byte
+	v        [2]atomic.Int64 // by unit: records, bytes
+	progress atomic.Uint64
+	_        [40]byte
+}
+
+// charged adds records and bytes to the gauges; progress moves when the
+// broker goes from idle to busy, so a stall is timed from then.
+func (s *slot) charged(records, bytes int64) {
+	if s.v[unitRecords].Add(records) == records && records > 0 {
+		s.progress.Add(1)
+	}
+	s.v[unitBytes].Add(bytes)
 }
 
 // charge is one record in flight: the broker charged and how much.
@@ -40,9 +52,10 @@ type queue struct {
 	ring   []charge
 	head   int
 	n      int
-	s      *slot // the gauges of leader, the broker charged last
+	s      *slot        // the gauges of leader, the broker charged last
+	bytes  atomic.Int64 // the bytes of the records in the ring
 	leader int32
-	_      [4]byte
+	_      [60]byte
 }
 
 func (q *queue) push(c charge) {
@@ -55,6 +68,7 @@ func (q *queue) push(c charge) {
 	}
 	q.ring[(q.head+q.n)&(len(q.ring)-1)] = c
 	q.n++
+	q.bytes.Add(c.bytes)
 }
 
 // remove takes r's charge out of the queue and reports whether r was there.
@@ -75,6 +89,7 @@ func (q *queue) remove(r *kgo.Record) (charge, bool) {
 		q.ring[q.head] = charge{} // let the record go
 		q.head = (q.head + 1) & mask
 		q.n--
+		q.bytes.Add(-c.bytes)
 		return c, true
 	}
 	return charge{}, false
@@ -122,7 +137,9 @@ func (t *topicQueues) queue(p int32, create bool) *queue {
 // broker charged is remembered per record, in its partition's queue, so
 // every increment is undone exactly once even if the partition's leader
 // changes in between, and records that failed before being partitioned are
-// not counted at all. It is safe for concurrent use by any number of clients.
+// not counted at all. It also keeps each partition's bytes and each broker's
+// progress, the Tracker KIP794 reads. It is safe for concurrent use by any
+// number of clients.
 type Inflight struct {
 	mu     sync.Mutex                              // serializes slot and topic creation
 	slots  atomic.Pointer[map[int32]*slot]         // copy-on-write: lock-free reads
@@ -214,12 +231,12 @@ func (in *Inflight) OnProduceRecordPartitioned(r *kgo.Record, leader int32) {
 	c.s = q.s
 	q.push(c)
 	q.mu.Unlock()
-	c.s.v[unitRecords].Add(1)
-	c.s.v[unitBytes].Add(c.bytes)
+	c.s.charged(1, c.bytes)
 }
 
-// OnProduceRecordUnbuffered implements kgo.HookProduceRecordUnbuffered.
-func (in *Inflight) OnProduceRecordUnbuffered(r *kgo.Record, _ error) {
+// OnProduceRecordUnbuffered implements kgo.HookProduceRecordUnbuffered. A
+// record acknowledged without error is progress for its broker (Progress).
+func (in *Inflight) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
 	t := in.topic(r.Topic, false)
 	if t == nil {
 		return
@@ -234,6 +251,9 @@ func (in *Inflight) OnProduceRecordUnbuffered(r *kgo.Record, _ error) {
 	if ok {
 		c.s.v[unitRecords].Add(-1)
 		c.s.v[unitBytes].Add(-c.bytes)
+		if err == nil {
+			c.s.progress.Add(1)
+		}
 	}
 }
 
@@ -246,16 +266,46 @@ func (in *Inflight) Broker(id int32) (records, bytes int64) {
 	return s.v[unitRecords].Load(), s.v[unitBytes].Load()
 }
 
+// PartitionBytes returns the bytes of the records buffered or in flight to a
+// partition (as charged by the hooks; Add charges brokers only).
+func (in *Inflight) PartitionBytes(topic string, partition int32) int64 {
+	t := in.topic(topic, false)
+	if t == nil {
+		return 0
+	}
+	q := t.queue(partition, false)
+	if q == nil {
+		return 0
+	}
+	return q.bytes.Load()
+}
+
+// Progress returns a counter of a broker's progress and whether it has
+// records in flight. The counter grows with every record the broker
+// acknowledges and every time it goes from nothing in flight to something:
+// while busy is true and count stays the same, the broker has made no
+// progress since it was last seen to.
+func (in *Inflight) Progress(broker int32) (count uint64, busy bool) {
+	s := (*in.slots.Load())[broker]
+	if s == nil {
+		return 0, false
+	}
+	return s.progress.Load(), s.v[unitRecords].Load() > 0
+}
+
 // Add charges (or, with negative values, relieves) a broker directly. It is
 // for producers that track in-flight work themselves instead of through the
-// hooks, and for tests.
+// hooks, and for tests. Relieving records counts as progress (Progress).
 func (in *Inflight) Add(id int32, records, bytes int64) {
 	s := in.slot(id)
-	s.v[unitRecords].Add(records)
-	s.v[unitBytes].Add(bytes)
+	s.charged(records, bytes)
+	if records < 0 {
+		s.progress.Add(1)
+	}
 }
 
 var (
 	_ kgo.HookProduceRecordPartitioned = (*Inflight)(nil)
 	_ kgo.HookProduceRecordUnbuffered  = (*Inflight)(nil)
+	_ Tracker                          = (*Inflight)(nil)
 )
