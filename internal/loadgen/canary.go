@@ -180,7 +180,7 @@ func (c *Canary) warm(ctx context.Context) error {
 		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("canary: warming its producer: %w (last: %v)", err, last)
+		return fmt.Errorf("canary: warming its producer: %w (last: %w)", err, last)
 	}
 	return nil
 }

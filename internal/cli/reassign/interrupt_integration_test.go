@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,4 +123,21 @@ func filledTopic(t *testing.T, ctx context.Context, lab *labtest.Lab, prefix str
 		require.NoError(t, err)
 		return got
 	}
+}
+
+// writePlan writes a plan moving partition p of topic to targets[p], in a
+// temporary directory, and returns its path.
+func writePlan(t *testing.T, topic, name string, targets [][]int32) string {
+	t.Helper()
+	var parts []string
+	for p, r := range targets {
+		ids := make([]string, len(r))
+		for i, b := range r {
+			ids[i] = strconv.Itoa(int(b))
+		}
+		parts = append(parts, fmt.Sprintf(`{"topic":%q,"partition":%d,"replicas":[%s]}`, topic, p, strings.Join(ids, ",")))
+	}
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(`{"version":1,"partitions":[`+strings.Join(parts, ",")+`]}`), 0o644))
+	return path
 }

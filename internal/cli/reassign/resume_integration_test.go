@@ -5,10 +5,8 @@ package reassign_test
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -39,12 +37,7 @@ func TestApplyResumeAfterSIGKILL(t *testing.T) {
 
 	topic, conn, throttles := filledTopic(t, ctx, lab, "resume", [][]int32{{1, 2}, {1, 2}, {2, 1}, {2, 1}}, 10)
 	targets := [][]int32{{3, 2}, {1, 3}, {3, 1}, {2, 3}}
-	var parts []string
-	for p, r := range targets {
-		parts = append(parts, fmt.Sprintf(`{"topic":%q,"partition":%d,"replicas":[%d,%d]}`, topic, p, r[0], r[1]))
-	}
-	plan := filepath.Join(t.TempDir(), "plan.json")
-	require.NoError(t, os.WriteFile(plan, []byte(`{"version":1,"partitions":[`+strings.Join(parts, ",")+`]}`), 0o644))
+	plan := writePlan(t, topic, "plan.json", targets)
 
 	self, err := os.Executable()
 	require.NoError(t, err)

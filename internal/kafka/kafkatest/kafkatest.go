@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -45,6 +46,42 @@ func FillPartitions(ctx context.Context, opts kafka.ConnOptions, topic string, p
 				return fmt.Errorf("writing to %s/%d: %w", topic, p, err)
 			}
 		}
+	}
+	return nil
+}
+
+// FillBytes writes bytesPerPartition bytes, in uncompressed records of
+// recordSize bytes, into each of partitions of topic, with many records in
+// flight (FillPartitions writes one at a time): a bulk filler for data
+// that only has to be there, hundreds of megabytes.
+func FillBytes(ctx context.Context, opts kafka.ConnOptions, topic string, partitions []int32, bytesPerPartition int64, recordSize int) error {
+	cl, err := kafka.NewClient(opts, "fill", kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(int32(max(recordSize+1024, 1_000_000))),
+		kgo.MaxBufferedBytes(64<<20))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	value := bytes.Repeat([]byte("x"), recordSize)
+	var first atomic.Pointer[error]
+	for range bytesPerPartition / int64(recordSize) {
+		for _, p := range partitions {
+			if first.Load() != nil {
+				break
+			}
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Value: value}, func(r *kgo.Record, err error) {
+				if err != nil {
+					err = fmt.Errorf("writing to %s/%d: %w", topic, r.Partition, err)
+					first.CompareAndSwap(nil, &err)
+				}
+			})
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if e := first.Load(); e != nil {
+		return *e
 	}
 	return nil
 }
