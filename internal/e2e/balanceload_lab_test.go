@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/loadgen"
+	"github.com/kplan-dev/kplan/internal/observe"
 )
 
 // loadTolerance is --balance load's band in the lab runs: every broker's
@@ -31,6 +34,9 @@ type balanceLoadFigures struct {
 	// snapshot; BytesCopied and CountCopied what each plan copies.
 	CountIn                  float64
 	BytesCopied, CountCopied int64
+	// SizeRatio is the largest partition's size over the smallest's in
+	// the snapshot before the plan.
+	SizeRatio float64
 }
 
 // loadShape is a balanceLoadRun's topics and timing: the hot topic's and
@@ -40,15 +46,19 @@ type loadShape struct {
 	window            string
 	samples, warm     int
 	hotRate, coldRate float64
+	// hotSize and coldSize are the topics' record sizes in bytes.
+	hotSize, coldSize int
 }
 
 // fourBrokerLoad is the acceptance run's shape: 8 hot partitions on
-// brokers 1-2 at 2000 records/s, 8 cold ones on 3-4 at 100 records/s,
-// 15 s windows of 3 samples.
+// brokers 1-2 at 2000 records/s of 1000 bytes, 8 cold ones on 3-4 at 100
+// records/s of 50 bytes (rates and record sizes 20x apart, bytes/s 400x,
+// so partition sizes end far more than 50x apart), 15 s windows of 3
+// samples.
 var fourBrokerLoad = loadShape{
 	hot:    [][]int32{{1, 2}, {1, 2}, {2, 1}, {2, 1}, {1, 2}, {2, 1}, {1, 2}, {2, 1}},
 	cold:   [][]int32{{3, 4}, {4, 3}, {3, 4}, {4, 3}, {3, 4}, {4, 3}, {3, 4}, {4, 3}},
-	window: "15s", samples: 3, warm: 10, hotRate: 2000, coldRate: 100,
+	window: "15s", samples: 3, warm: 10, hotRate: 2000, coldRate: 100, hotSize: 1000, coldSize: 50,
 }
 
 // threeBrokerLoad is make test's short run on the shared 3-broker lab: 6
@@ -56,7 +66,7 @@ var fourBrokerLoad = loadShape{
 var threeBrokerLoad = loadShape{
 	hot:    [][]int32{{1, 2}, {2, 1}, {1, 2}, {2, 1}, {1, 2}, {2, 1}},
 	cold:   [][]int32{{3}, {3}, {3}},
-	window: "6s", samples: 2, warm: 4, hotRate: 500, coldRate: 25,
+	window: "6s", samples: 2, warm: 4, hotRate: 500, coldRate: 25, hotSize: 1000, coldSize: 50,
 }
 
 // balanceLoadRun runs the sequence once on topics named after prefix.
@@ -84,11 +94,11 @@ func balanceLoadRun(t *testing.T, lab *labtest.Lab, prefix string, shape loadSha
 		})
 	}
 	run(func() error {
-		_, err := loadgen.Write(traffic, conn, "test", loadgen.WriteSpec{Topic: hot, Rate: shape.hotRate, RecordSize: 1000, Run: 1})
+		_, err := loadgen.Write(traffic, conn, "test", loadgen.WriteSpec{Topic: hot, Rate: shape.hotRate, RecordSize: shape.hotSize, Run: 1})
 		return err
 	})
 	run(func() error {
-		_, err := loadgen.Write(traffic, conn, "test", loadgen.WriteSpec{Topic: cold, Rate: shape.coldRate, RecordSize: 1000, Run: 2})
+		_, err := loadgen.Write(traffic, conn, "test", loadgen.WriteSpec{Topic: cold, Rate: shape.coldRate, RecordSize: shape.coldSize, Run: 2})
 		return err
 	})
 	for _, g := range []string{prefix + "-readers-a", prefix + "-readers-b"} {
@@ -135,6 +145,7 @@ func balanceLoadRun(t *testing.T, lab *labtest.Lab, prefix string, shape loadSha
 
 	f := balanceLoadFigures{CountIn: sum.Load.Replicas.In.MaxOverMean, BytesCopied: sum.Load.BytesMoved, CountCopied: sum.Load.Replicas.BytesMoved}
 	f.InBefore, f.OutBefore = observedSkew(ctx, t, before)
+	f.SizeRatio = sizeRatio(t, before)
 	f.InAfter, f.OutAfter = observedSkew(ctx, t, after)
 	return f
 }
@@ -157,4 +168,20 @@ func observedSkew(ctx context.Context, t *testing.T, snap string) (float64, floa
 	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
 	require.Positive(t, r.Observed.In.MaxOverMean, "%s: no observed load", snap)
 	return r.Observed.In.MaxOverMean, r.Observed.Out.MaxOverMean
+}
+
+// sizeRatio is the largest partition's size over the smallest's (at
+// least one byte) in a snapshot.
+func sizeRatio(t *testing.T, snap string) float64 {
+	t.Helper()
+	data, err := os.ReadFile(snap)
+	require.NoError(t, err)
+	r, err := observe.ReadSnapshot(data, snap)
+	require.NoError(t, err)
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, p := range r.Partitions {
+		lo, hi = min(lo, max(p.SizeBytes, 1)), max(hi, p.SizeBytes)
+	}
+	require.NotEmpty(t, r.Partitions)
+	return float64(hi) / float64(lo)
 }

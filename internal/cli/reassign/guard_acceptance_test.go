@@ -63,6 +63,7 @@ func TestAcceptGuardedApply(t *testing.T) {
 		t.Logf("repetition %d: p99 at rest %.1f ms, fixed windows' median p99 %.1f ms, X %v; fixed %v, guarded %v; within X: fixed %.2f, guarded %.2f; ETA error at 25%%: fixed %.2f, guarded %.2f; lost %d+%d; %d throttle changes",
 			i+1, rest, median(fixed.p99s()), x, fixed.took, guarded.took, fixed.within(x), guarded.within(x), fixed.etaErr, guarded.etaErr,
 			fixed.lost, guarded.lost, guarded.changes)
+		t.Logf("repetition %d: the guarded apply's windows over X: %s", i+1, guarded.over(x))
 		guardedWithin = append(guardedWithin, guarded.within(x))
 		fixedWithin = append(fixedWithin, fixed.within(x))
 		lost = append(lost, float64(fixed.lost+guarded.lost))
@@ -147,12 +148,17 @@ func restP99(t *testing.T, ctx context.Context, bootstrap string) float64 {
 	return worst
 }
 
+// window is one broker's window in adaptive_throttle.windows.
+type window struct {
+	At      time.Duration `json:"at_ns"`
+	Broker  int32         `json:"broker"`
+	P99     float64       `json:"p99_ms"`
+	Counted bool          `json:"counted"`
+}
+
 // applyRun is one apply's figures.
 type applyRun struct {
-	windows []struct {
-		P99     float64 `json:"p99_ms"`
-		Counted bool    `json:"counted"`
-	}
+	windows []window
 	lost    int64
 	etaErr  float64
 	took    time.Duration
@@ -184,6 +190,18 @@ func (r applyRun) within(x time.Duration) float64 {
 	return float64(n) / float64(len(ps))
 }
 
+// over lists the counted windows whose p99 is above x: when, which broker,
+// the p99.
+func (r applyRun) over(x time.Duration) string {
+	var out []string
+	for _, w := range r.windows {
+		if w.Counted && w.P99 > float64(x)/float64(time.Millisecond) {
+			out = append(out, fmt.Sprintf("%v b%d %.0fms", w.At.Round(time.Second), w.Broker, w.P99))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -207,10 +225,7 @@ func guardedRun(t *testing.T, bootstrap, plan string, flags ...string) applyRun 
 			Lost int64 `json:"lost"`
 		} `json:"canary"`
 		Adaptive struct {
-			Windows []struct {
-				P99     float64 `json:"p99_ms"`
-				Counted bool    `json:"counted"`
-			} `json:"windows"`
+			Windows []window          `json:"windows"`
 			Changes []json.RawMessage `json:"changes"`
 		} `json:"adaptive_throttle"`
 	}

@@ -38,8 +38,10 @@ type LatencySource interface {
 // broker at the end of every window (Period) with the canary's p99 on it:
 //
 //   - fewer than MinSamples samples in the window: hold (too few to judge);
-//   - p99 above Objective: cut the rate to Down times it (multiplicative
-//     decrease, at once), not below Min;
+//   - p99 above Objective: cut the rate at once (multiplicative decrease)
+//     to Down times it, or to Objective/p99 times it when that is lower (a
+//     window far over the objective cuts deeper), but never below Floor
+//     times it, nor below Min;
 //   - p99 below Calm times Objective for RaiseAfter windows in a row:
 //     raise it to Up times it, not above Max;
 //   - in between (the hysteresis band, Calm x Objective to Objective):
@@ -63,9 +65,9 @@ type ThrottleRule struct {
 	// RaiseAfter is the number of calm windows in a row before a raise (0:
 	// DefaultRaiseAfter).
 	RaiseAfter int
-	// Up and Down are the factors of a raise and a cut (0: DefaultUp,
-	// DefaultDown).
-	Up, Down float64
+	// Up and Down are the factors of a raise and of a cut (0: DefaultUp,
+	// DefaultDown); Floor bounds the deepest cut (0: DefaultFloor).
+	Up, Down, Floor float64
 }
 
 // The defaults of ThrottleRule.
@@ -74,8 +76,9 @@ const (
 	DefaultMinSamples = 20
 	DefaultCalm       = 0.75
 	DefaultRaiseAfter = 2
-	DefaultUp         = 1.5
+	DefaultUp         = 1.25
 	DefaultDown       = 0.5
+	DefaultFloor      = 0.25
 )
 
 func (r ThrottleRule) withDefaults() ThrottleRule {
@@ -96,6 +99,9 @@ func (r ThrottleRule) withDefaults() ThrottleRule {
 	}
 	if r.Down <= 0 || r.Down >= 1 {
 		r.Down = DefaultDown
+	}
+	if r.Floor <= 0 || r.Floor > r.Down {
+		r.Floor = min(DefaultFloor, r.Down)
 	}
 	return r
 }
@@ -239,7 +245,8 @@ func (g *Guard) Adjust(now time.Time) []RateChange {
 			continue
 		case !w.Within:
 			g.calm[b] = 0
-			change.To = max(r.Min, int64(float64(rate)*r.Down))
+			f := max(r.Floor, min(r.Down, objective/s.P99))
+			change.To = max(r.Min, int64(float64(rate)*f))
 			change.Reason = fmt.Sprintf("p99 %.0f ms above the objective %v: cut", s.P99, r.Objective)
 		case s.P99 < r.Calm*objective:
 			g.calm[b]++

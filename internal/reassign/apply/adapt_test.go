@@ -62,11 +62,14 @@ func TestGuardRule(t *testing.T) {
 		{"above the objective cuts at once, by half", 50, []float64{150}, []int64{5 * mb}, []string{"above the objective 100ms: cut"}},
 		{"cuts stop at --min-throttle", 50, []float64{150, 150, 150, 150, 150}, []int64{5 * mb, 2.5 * mb, 1.25 * mb, 1 * mb}, nil},
 		{"the hysteresis band holds", 50, []float64{80, 90, 99, 76}, nil, nil},
-		{"two calm windows in a row raise by half", 50, []float64{10, 10}, []int64{15 * mb}, []string{"p99 below 75 ms (75% of the objective) for 2 windows: raise"}},
-		{"a window in the band resets the calm count", 50, []float64{10, 80, 10, 10}, []int64{15 * mb}, nil},
-		{"raises stop at --max-throttle", 50, []float64{10, 10, 10, 10, 10, 10, 10, 10, 10, 10}, []int64{15 * mb, 22.5 * mb, 33.75 * mb, 40 * mb}, nil},
+		{"a window far over the objective cuts deeper, to objective/p99", 50, []float64{300}, []int64{3495253}, nil},
+		{"the deepest cut is a quarter", 50, []float64{1000}, []int64{2.5 * mb}, nil},
+		{"two calm windows in a row raise by a quarter", 50, []float64{10, 10}, []int64{12.5 * mb}, []string{"p99 below 75 ms (75% of the objective) for 2 windows: raise"}},
+		{"a window in the band resets the calm count", 50, []float64{10, 80, 10, 10}, []int64{12.5 * mb}, nil},
+		{"raises stop at --max-throttle", 50, []float64{10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10},
+			[]int64{13107200, 16384000, 20480000, 25600000, 32000000, 40000000, 40 * mb}, nil},
 		{"too few samples hold", 19, []float64{500, 500, 500}, nil, nil},
-		{"cut then raise", 50, []float64{200, 10, 10}, []int64{5 * mb, 7.5 * mb}, nil},
+		{"cut then raise", 50, []float64{200, 10, 10}, []int64{5 * mb, 6.25 * mb}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &script{samples: tc.samples}
@@ -113,7 +116,7 @@ func TestGuardWindowsNeedAPeriod(t *testing.T) {
 	assert.Equal(t, 0, src.window)
 	changes := g.Adjust(clk.T.Add(5 * time.Second))
 	require.Len(t, changes, 1)
-	assert.Equal(t, int64(25), changes[0].To)
+	assert.Equal(t, int64(12), changes[0].To, "p99 5x the objective: the deepest cut, a quarter")
 }
 
 func TestThrottleRuleValidate(t *testing.T) {
@@ -187,9 +190,9 @@ func TestExecuteAdaptsTheThrottle(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, len(four), 2)
-	assert.Equal(t, []int64{50_000, 75_000}, four[:2])
+	assert.Equal(t, []int64{25_000, 31_250}, four[:2], "p99 4.5x the objective: a quarter; then a quarter more")
 	assert.Contains(t, events[0].Changes[0].Reason, "cut")
-	assert.Contains(t, adm.Calls, "SetBrokerRates 4=50000", "the cut reached the cluster")
+	assert.Contains(t, adm.Calls, "SetBrokerRates 4=25000", "the cut reached the cluster")
 	assert.True(t, strings.HasPrefix(adm.Calls[len(adm.Calls)-1], "ClearThrottle [1 2 3 4]"), "the throttle is removed at the end: %v", adm.Calls)
 	rep := g.Report()
 	require.NotNil(t, rep)
