@@ -162,7 +162,7 @@ func (w *work) countMoves() int {
 
 // origHas reports whether partition i held broker b before the plan.
 func (w *work) origHas(i int, b int32) bool {
-	return slices.Contains(w.c.Partitions[i].Replicas, w.ids[b])
+	return slices.Contains(w.orig[w.origOff[i]:w.origOff[i+1]], b)
 }
 
 func (w *work) newFM(rack bool) *fmState {

@@ -285,7 +285,7 @@ func (w *work) bestDestIn(i int, slot int32, deficitOnly bool, tie []int32, doma
 			continue
 		}
 		tc := w.tc[t*n+int(d)]
-		if def > 0 && slices.Contains(w.c.Partitions[i].Replicas, w.ids[d]) {
+		if def > 0 && w.origHas(i, d) {
 			tc = -1 // it held the partition: no data to copy
 		} else if w.quota != nil && tc >= w.quota[t] {
 			continue // the topic's fair share is there already (shed)

@@ -180,7 +180,7 @@ func (w *work) swapOut(i int, s, b int32, t int, caps []int32) bool {
 			continue
 		}
 		u := int(w.ptopic[j])
-		if u == t || w.tc[u*n+int(b)]+1 > caps[u] || w.holds(j, b) || !w.mayTake(j, b) || slices.Contains(w.c.Partitions[j].Replicas, w.ids[d]) {
+		if u == t || w.tc[u*n+int(b)]+1 > caps[u] || w.holds(j, b) || !w.mayTake(j, b) || w.origHas(j, d) {
 			continue
 		}
 		sj := w.slotOf(j, d)
