@@ -271,21 +271,22 @@ func (w *work) bestDest(i int, slot int32, deficitOnly bool, tie []int32) int32 
 	return w.bestDestIn(i, slot, deficitOnly, tie, w.cells[w.tcell[t]])
 }
 
-// bestDestIn is bestDest over the brokers in domain.
+// bestDestIn is bestDest over the brokers in domain. A broker is ranked
+// before its other rules are checked (rackFree, mayTake): most brokers of a
+// large domain lose on rank alone.
 func (w *work) bestDestIn(i int, slot int32, deficitOnly bool, tie []int32, domain []int32) int32 {
 	n := w.n()
 	t := int(w.ptopic[i])
+	row := w.tc[t*n : (t+1)*n]
+	has := w.markHolders(i)
 	best, bDef, bTC := int32(-1), 0, int32(0)
 	for _, d := range domain {
 		def := w.tgt[d] - w.cnt[d]
-		if deficitOnly && def <= 0 {
+		if deficitOnly && def <= 0 || has[d]&holdsNow != 0 {
 			continue
 		}
-		if w.holds(i, d) || !w.rackFree(i, d, slot) || !w.mayTake(i, d) {
-			continue
-		}
-		tc := w.tc[t*n+int(d)]
-		if def > 0 && w.origHas(i, d) {
+		tc := row[d]
+		if def > 0 && has[d]&heldBefore != 0 {
 			tc = -1 // it held the partition: no data to copy
 		} else if w.quota != nil && tc >= w.quota[t] {
 			continue // the topic's fair share is there already (shed)
@@ -301,11 +302,47 @@ func (w *work) bestDestIn(i int, slot int32, deficitOnly bool, tie []int32, doma
 		default:
 			better = def > bDef || def == bDef && (tc < bTC || tc == bTC && tie[d] < tie[best])
 		}
-		if better {
+		if better && w.rackFree(i, d, slot) && (w.cordon == nil || !w.cordon[d] || has[d]&heldBefore != 0) {
 			best, bDef, bTC = d, def, tc
 		}
 	}
+	w.unmarkHolders(i)
 	return best
+}
+
+// Bits of work.mark: the broker holds the partition now (a slot), held it
+// before the plan.
+const (
+	holdsNow   = 1
+	heldBefore = 2
+)
+
+// markHolders marks, in w.mark, the brokers holding partition i now and
+// before the plan, and returns w.mark; unmarkHolders clears them again.
+func (w *work) markHolders(i int) []uint8 {
+	if w.mark == nil {
+		w.mark = make([]uint8, w.n())
+	}
+	for s := w.off[i]; s < w.off[i+1]; s++ {
+		if b := w.slots[s]; b >= 0 {
+			w.mark[b] |= holdsNow
+		}
+	}
+	for _, b := range w.orig[w.origOff[i]:w.origOff[i+1]] {
+		w.mark[b] |= heldBefore
+	}
+	return w.mark
+}
+
+func (w *work) unmarkHolders(i int) {
+	for s := w.off[i]; s < w.off[i+1]; s++ {
+		if b := w.slots[s]; b >= 0 {
+			w.mark[b] = 0
+		}
+	}
+	for _, b := range w.orig[w.origOff[i]:w.origOff[i+1]] {
+		w.mark[b] = 0
+	}
 }
 
 // put places broker d in slot s of partition i (a hole or a leaving replica).

@@ -52,6 +52,8 @@ type work struct {
 	// cluster's partitions: one flat array, no id lookup).
 	origOff []int32
 	orig    []int32
+	// mark is per-broker scratch of markHolders, all zero between calls.
+	mark []uint8
 
 	// Topics: partitions tstart[t]..tstart[t+1]-1, cell tcell[t].
 	tname  []string
