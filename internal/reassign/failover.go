@@ -83,6 +83,8 @@ type foState struct {
 	h       int32   // brokers holding the topic
 	hr      []int32 // per rack: brokers of it holding the topic
 	p       int32   // the topic's partitions
+
+	paths *pathSearch // the augmenting paths' scratch
 }
 
 // failoverDomains resolves Options.FailoverDomain: both when racks are
@@ -115,7 +117,7 @@ func (w *work) orderFollowers() {
 	}
 	n := w.n()
 	np := len(w.c.Partitions)
-	f := &foState{w: w, n: n, broker: broker, rack: rack, fst: make([]int32, np), cur: make([]int32, np)}
+	f := &foState{w: w, n: n, broker: broker, rack: rack, fst: make([]int32, np), cur: make([]int32, np), paths: newPathSearch(n)}
 	nT := 0
 	f.gc = make([]int32, n)
 	for i := range np {
@@ -698,10 +700,6 @@ func (f *foState) topicRepair(t, lo, hi int) int {
 	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
 	topicLoad := func(b, j int32) int32 { return lc[j] + f.ST[int(b)*n+int(j)] }
 	changed := 0
-	prevB := make([]int32, n)
-	prevP := make([]int32, n)
-	seen := make([]bool, n)
-	var visited []int32
 	for a := 0; a < len(idx); {
 		b := w.lead[idx[a]]
 		e := a
@@ -711,6 +709,14 @@ func (f *foState) topicRepair(t, lo, hi int) int {
 		group := idx[a:e]
 		a = e
 		r := int(w.rack[b])
+		on := func(int32) []int32 { return group }
+		to := func(i, x int32) []int32 {
+			if f.fst[i] != x || !plain(int(i), x) {
+				return nil
+			}
+			return w.slots[w.off[i]:w.off[i+1]]
+		}
+		may := func(i, k int32) bool { return k != b && plain(int(i), k) }
 		for guard := len(group); guard > 0; guard-- {
 			// The follower furthest above the topic target.
 			start, worst := int32(-1), f.tgtT[b]
@@ -727,56 +733,24 @@ func (f *foState) topicRepair(t, lo, hi int) int {
 			if f.rack {
 				startR = f.gc[start] + f.G[r*n+int(start)]
 			}
-			queue := []int32{start}
-			seen[start] = true
-			visited = append(visited[:0], start)
-			end := int32(-1)
-			for len(queue) > 0 && end < 0 {
-				x := queue[0]
-				queue = queue[1:]
-				for _, i := range group {
-					if f.fst[i] != x || !plain(int(i), x) {
-						continue
-					}
-					for s := w.off[i]; s < w.off[i+1]; s++ {
-						k := w.slots[s]
-						if k == b || seen[k] || !plain(int(i), k) {
-							continue
-						}
-						seen[k] = true
-						visited = append(visited, k)
-						prevB[k], prevP[k] = x, i
-						okT := topicLoad(b, k)+1 <= f.tgtT[b]
-						okB := !f.broker || f.gc[k]+f.S[int(b)*n+int(k)]+1 <= max(f.tgtB[b]+1, startB-1)
-						okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1) &&
-							lc[k]+f.GT[r*n+int(k)]+1 <= max(f.tgtTR[r], lc[start]+f.GT[r*n+int(start)]-1)
-						if okT && okB && okR {
-							end = k
-							break
-						}
-						queue = append(queue, k)
-					}
-					if end >= 0 {
-						break
-					}
-				}
-			}
-			for _, v := range visited {
-				seen[v] = false
-			}
+			end := f.paths.search(start, on, to, may, func(k int32) bool {
+				okT := topicLoad(b, k)+1 <= f.tgtT[b]
+				okB := !f.broker || f.gc[k]+f.S[int(b)*n+int(k)]+1 <= max(f.tgtB[b]+1, startB-1)
+				okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1) &&
+					lc[k]+f.GT[r*n+int(k)]+1 <= max(f.tgtTR[r], lc[start]+f.GT[r*n+int(start)]-1)
+				return okT && okB && okR
+			})
 			if end < 0 {
 				break
 			}
-			for k := end; k != start; {
-				i, x := int(prevP[k]), prevB[k]
-				f.addGlobal(i, x, -1)
-				f.addTopic(i, x, -1)
+			f.paths.walk(start, end, func(i, x, k int32) {
+				f.addGlobal(int(i), x, -1)
+				f.addTopic(int(i), x, -1)
 				f.fst[i] = k
-				f.addGlobal(i, k, 1)
-				f.addTopic(i, k, 1)
+				f.addGlobal(int(i), k, 1)
+				f.addTopic(int(i), k, 1)
 				changed++
-				k = x
-			}
+			})
 		}
 	}
 	return changed
@@ -811,11 +785,10 @@ func (f *foState) exactRows() int {
 		}
 	}
 	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
-	prevB := make([]int32, n)
-	prevP := make([]int32, n)
-	seen := make([]bool, n)
-	var visited, queue []int32
-	tl := map[int64]int32{}    // topic t's successors on j in the row: t*n+j
+	// tl[t*n+j] counts topic t's successors on j in the row; the entries
+	// of the row's partitions are cleared before the next row.
+	tl := make([]int32, len(w.tname)*n)
+	var last []int32           // the previous row's partitions
 	byAt := make([][]int32, n) // the row's partitions with a choice by first follower
 	var touchedAt []int32
 	changed := 0
@@ -824,10 +797,13 @@ func (f *foState) exactRows() int {
 		if !w.target[b] || len(group) == 0 {
 			continue
 		}
+		for _, i := range last {
+			tl[int(w.ptopic[i])*n+int(f.fst[i])] = 0
+		}
+		last = group
 		choice := false
-		clear(tl)
 		for _, i := range group {
-			tl[int64(w.ptopic[i])*int64(n)+int64(f.fst[i])]++
+			tl[int(w.ptopic[i])*n+int(f.fst[i])]++
 			choice = choice || w.off[i+1]-w.off[i] > 2
 		}
 		if !choice {
@@ -851,7 +827,13 @@ func (f *foState) exactRows() int {
 			}
 		}
 		load := func(j int32) int32 { return f.gc[j] + f.S[b*n+int(j)] }
-		topicLoad := func(t int, j int32) int32 { return w.lc[t*n+int(j)] + tl[int64(t)*int64(n)+int64(j)] }
+		on := func(x int32) []int32 { return byAt[x] }
+		to := func(i, x int32) []int32 {
+			if !plain(int(i), x) {
+				return nil
+			}
+			return w.slots[w.off[i]:w.off[i+1]]
+		}
 		// The level only rises within a row: a level that found no path
 		// is not tried again (each failed search walks the whole row).
 		level := 0
@@ -874,43 +856,12 @@ func (f *foState) exactRows() int {
 			end := int32(-1)
 			for ; level < len(foLevels); level++ {
 				tslack, rslack := foLevels[level][0], foLevels[level][1]
-				queue = append(queue[:0], m)
-				seen[m] = true
-				visited = append(visited[:0], m)
-				for len(queue) > 0 && end < 0 {
-					x := queue[0]
-					queue = queue[1:]
-					for _, i := range byAt[x] {
-						if !plain(int(i), x) {
-							continue
-						}
-						t := int(w.ptopic[i])
-						for s := w.off[i]; s < w.off[i+1]; s++ {
-							k := w.slots[s]
-							if int(k) == b || seen[k] || !plain(int(i), k) {
-								continue
-							}
-							if topicLoad(t, k)+1 > f.pT[i]+tslack {
-								continue
-							}
-							seen[k] = true
-							visited = append(visited, k)
-							prevB[k], prevP[k] = x, i
-							okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1)+rslack
-							if load(k) <= L-2 && okR {
-								end = k
-								break
-							}
-							queue = append(queue, k)
-						}
-						if end >= 0 {
-							break
-						}
-					}
-				}
-				for _, v := range visited {
-					seen[v] = false
-				}
+				end = f.paths.search(m, on, to, func(i, k int32) bool {
+					return int(k) != b && plain(int(i), k) && w.lc[int(w.ptopic[i])*n+int(k)]+tl[int(w.ptopic[i])*n+int(k)]+1 <= f.pT[i]+tslack
+				}, func(k int32) bool {
+					okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1)+rslack
+					return load(k) <= L-2 && okR
+				})
 				if end >= 0 {
 					break
 				}
@@ -918,22 +869,20 @@ func (f *foState) exactRows() int {
 			if end < 0 {
 				break
 			}
-			for k := end; k != m; {
-				i, x := int(prevP[k]), prevB[k]
-				t := int64(w.ptopic[i])
-				f.addGlobal(i, x, -1)
-				tl[t*int64(n)+int64(x)]--
+			f.paths.walk(m, end, func(i, x, k int32) {
+				t := int(w.ptopic[i])
+				f.addGlobal(int(i), x, -1)
+				tl[t*n+int(x)]--
 				f.fst[i] = k
-				f.addGlobal(i, k, 1)
-				tl[t*int64(n)+int64(k)]++
-				byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == int32(i) })
+				f.addGlobal(int(i), k, 1)
+				tl[t*n+int(k)]++
+				byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == i })
 				if len(byAt[k]) == 0 {
 					touchedAt = append(touchedAt, k)
 				}
-				byAt[k] = append(byAt[k], int32(i))
+				byAt[k] = append(byAt[k], i)
 				changed++
-				k = x
-			}
+			})
 		}
 	}
 	return changed
@@ -970,10 +919,8 @@ func (f *foState) rackRows() {
 		return w.lc[t*n+int(j)] + tl[(int64(t)*int64(n)+int64(b))*int64(n)+int64(j)]
 	}
 	byAt := make([][]int32, n)
-	prevB := make([]int32, n)
-	prevP := make([]int32, n)
-	seen := make([]bool, n)
-	var queue, visited []int32
+	on := func(x int32) []int32 { return byAt[x] }
+	to := func(i, _ int32) []int32 { return w.slots[w.off[i]:w.off[i+1]] }
 	for r := range w.nrack {
 		for j := range byAt {
 			byAt[j] = byAt[j][:0]
@@ -983,6 +930,11 @@ func (f *foState) rackRows() {
 		}
 		load := func(j int32) int32 { return f.gc[j] + f.G[r*n+int(j)] }
 		surv := func(j int32) bool { return w.target[j] && int(w.rack[j]) != r }
+		may := func(i, k int32) bool {
+			b, t := w.lead[i], int(w.ptopic[i])
+			return k != b && surv(k) && f.rackSucc(int(i), k) == k &&
+				f.gc[k]+f.S[int(b)*n+int(k)]+1 <= rowMax[b] && topicLoad(t, b, k)+1 <= f.pT[i]+1
+		}
 		for guard := 4 * len(byRack[r]); guard > 0; guard-- {
 			m := int32(-1)
 			for j := range int32(n) {
@@ -994,56 +946,20 @@ func (f *foState) rackRows() {
 				break
 			}
 			L := load(m)
-			end := int32(-1)
-			queue = append(queue[:0], m)
-			visited = append(visited[:0], m)
-			seen[m] = true
-			for len(queue) > 0 && end < 0 {
-				x := queue[0]
-				queue = queue[1:]
-				for _, i := range byAt[x] {
-					b := w.lead[i]
-					t := int(w.ptopic[i])
-					for s := w.off[i]; s < w.off[i+1]; s++ {
-						k := w.slots[s]
-						if k == b || seen[k] || !surv(k) || f.rackSucc(int(i), k) != k {
-							continue
-						}
-						if f.gc[k]+f.S[int(b)*n+int(k)]+1 > rowMax[b] || topicLoad(t, b, k)+1 > f.pT[i]+1 {
-							continue
-						}
-						seen[k] = true
-						visited = append(visited, k)
-						prevB[k], prevP[k] = x, i
-						if load(k) <= L-2 {
-							end = k
-							break
-						}
-						queue = append(queue, k)
-					}
-					if end >= 0 {
-						break
-					}
-				}
-			}
-			for _, v := range visited {
-				seen[v] = false
-			}
+			end := f.paths.search(m, on, to, may, func(k int32) bool { return load(k) <= L-2 })
 			if end < 0 {
 				break
 			}
-			for k := end; k != m; {
-				i, x := int(prevP[k]), prevB[k]
+			f.paths.walk(m, end, func(i, x, k int32) {
 				b, t := w.lead[i], int64(w.ptopic[i])
-				f.addGlobal(i, x, -1)
+				f.addGlobal(int(i), x, -1)
 				tl[(t*int64(n)+int64(b))*int64(n)+int64(x)]--
 				f.fst[i] = k
-				f.addGlobal(i, k, 1)
+				f.addGlobal(int(i), k, 1)
 				tl[(t*int64(n)+int64(b))*int64(n)+int64(k)]++
-				byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == int32(i) })
-				byAt[k] = append(byAt[k], int32(i))
-				k = x
-			}
+				byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == i })
+				byAt[k] = append(byAt[k], i)
+			})
 		}
 	}
 }
@@ -1073,10 +989,13 @@ func (f *foState) topicRows() {
 	// Partitions by topic, then leader: topics are contiguous already.
 	var group []int32
 	tl := make([]int32, n)
-	prevB := make([]int32, n)
-	prevP := make([]int32, n)
-	seen := make([]bool, n)
-	var queue, visited []int32
+	on := func(int32) []int32 { return group }
+	to := func(i, x int32) []int32 {
+		if f.fst[i] != x || w.off[i+1]-w.off[i] <= 2 || !plain(int(i), x) {
+			return nil
+		}
+		return w.slots[w.off[i]:w.off[i+1]]
+	}
 	for t := range w.tname {
 		lo, hi := int(w.tstart[t]), int(w.tstart[t+1])
 		idx := make([]int32, 0, hi-lo)
@@ -1102,6 +1021,7 @@ func (f *foState) topicRows() {
 			if f.rack {
 				r = int(w.rack[b])
 			}
+			may := func(i, k int32) bool { return k != b && plain(int(i), k) }
 			tgt := f.pT[group[0]]
 			for guard := len(group); guard > 0; guard-- {
 				m := int32(-1)
@@ -1114,53 +1034,21 @@ func (f *foState) topicRows() {
 				if L <= tgt {
 					break
 				}
-				end := int32(-1)
-				queue = append(queue[:0], m)
-				visited = append(visited[:0], m)
-				seen[m] = true
-				for len(queue) > 0 && end < 0 {
-					x := queue[0]
-					queue = queue[1:]
-					for _, i := range group {
-						if f.fst[i] != x || w.off[i+1]-w.off[i] <= 2 || !plain(int(i), x) {
-							continue
-						}
-						for s := w.off[i]; s < w.off[i+1]; s++ {
-							k := w.slots[s]
-							if k == b || seen[k] || !plain(int(i), k) {
-								continue
-							}
-							seen[k] = true
-							visited = append(visited, k)
-							prevB[k], prevP[k] = x, i
-							okB := f.gc[k]+f.S[int(b)*n+int(k)]+1 <= rowMax[b]
-							okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= rackMax[r]
-							if lc[k]+tl[k] <= L-2 && okB && okR {
-								end = k
-								break
-							}
-							queue = append(queue, k)
-						}
-						if end >= 0 {
-							break
-						}
-					}
-				}
-				for _, v := range visited {
-					seen[v] = false
-				}
+				end := f.paths.search(m, on, to, may, func(k int32) bool {
+					okB := f.gc[k]+f.S[int(b)*n+int(k)]+1 <= rowMax[b]
+					okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= rackMax[r]
+					return lc[k]+tl[k] <= L-2 && okB && okR
+				})
 				if end < 0 {
 					break
 				}
-				for k := end; k != m; {
-					i, x := int(prevP[k]), prevB[k]
-					f.addGlobal(i, x, -1)
+				f.paths.walk(m, end, func(i, x, k int32) {
+					f.addGlobal(int(i), x, -1)
 					tl[x]--
 					f.fst[i] = k
-					f.addGlobal(i, k, 1)
+					f.addGlobal(int(i), k, 1)
 					tl[k]++
-					k = x
-				}
+				})
 			}
 			for _, i := range group {
 				tl[f.fst[i]] = 0

@@ -370,15 +370,13 @@ func exactLoss(c *topology.Cluster, ix *topology.Index, unit []int, nu int, base
 // mmScratch is minMaxAssign's scratch, sized to the brokers once and
 // reused across calls.
 type mmScratch struct {
-	prevB, prevP   []int32
-	seen           []bool
-	byAt           [][]int32
-	queue, visited []int32
-	touched        []int32
+	paths   *pathSearch
+	byAt    [][]int32
+	touched []int32
 }
 
 func newMMScratch(n int) *mmScratch {
-	return &mmScratch{prevB: make([]int32, n), prevP: make([]int32, n), seen: make([]bool, n), byAt: make([][]int32, n)}
+	return &mmScratch{paths: newPathSearch(n), byAt: make([][]int32, n)}
 }
 
 // minMaxAssign lowers the busiest survivor of an assignment of unit
@@ -418,6 +416,8 @@ func minMaxAssign(sc *mmScratch, load []int, brokers []int32, cand [][]int32, at
 		}
 		sc.byAt[j] = append(sc.byAt[j], int32(k))
 	}
+	on := func(x int32) []int32 { return sc.byAt[x] }
+	to := func(k, _ int32) []int32 { return cand[k] }
 	for {
 		m := brokers[0]
 		for _, j := range brokers {
@@ -425,50 +425,20 @@ func minMaxAssign(sc *mmScratch, load []int, brokers []int32, cand [][]int32, at
 				m = j
 			}
 		}
-		end := int32(-1)
-		sc.queue = append(sc.queue[:0], m)
-		sc.visited = append(sc.visited[:0], m)
-		sc.seen[m] = true
-		for len(sc.queue) > 0 && end < 0 {
-			x := sc.queue[0]
-			sc.queue = sc.queue[1:]
-			for _, k := range sc.byAt[x] {
-				for _, y := range cand[k] {
-					if sc.seen[y] {
-						continue
-					}
-					sc.seen[y] = true
-					sc.visited = append(sc.visited, y)
-					sc.prevB[y], sc.prevP[y] = x, k
-					if load[y] <= load[m]-2 {
-						end = y
-						break
-					}
-					sc.queue = append(sc.queue, y)
-				}
-				if end >= 0 {
-					break
-				}
-			}
-		}
-		for _, v := range sc.visited {
-			sc.seen[v] = false
-		}
+		end := sc.paths.search(m, on, to, nil, func(y int32) bool { return load[y] <= load[m]-2 })
 		if end < 0 {
 			return load[m]
 		}
 		load[m]--
 		load[end]++
-		for y := end; y != m; {
-			k, x := sc.prevP[y], sc.prevB[y]
+		sc.paths.walk(m, end, func(k, x, y int32) {
 			at[k] = y
 			sc.byAt[x] = slices.DeleteFunc(sc.byAt[x], func(v int32) bool { return v == k })
 			if len(sc.byAt[y]) == 0 {
 				sc.touched = append(sc.touched, y)
 			}
 			sc.byAt[y] = append(sc.byAt[y], k)
-			y = x
-		}
+		})
 	}
 }
 
