@@ -68,9 +68,29 @@ type FailoverFigure struct {
 	TopicOverReachable int `json:"topic_over_reachable"`
 }
 
-// failoverSummary fills the failover section from the layouts before and
-// after.
-func (w *work) failoverSummary(s *Summary, final *topology.Cluster) {
+// figures are one layout's failover figures, computed in the background
+// (figure is a pure read of the layout, so the result is the same whenever
+// it runs): wait on wg before reading them.
+type figures struct {
+	wg           sync.WaitGroup
+	broker, rack FailoverFigure
+}
+
+// startFigures starts computing layout c's failover figures: the broker
+// domain's, and the rack domain's when racks are known. c must not change
+// until they are read.
+func (w *work) startFigures(c *topology.Cluster) *figures {
+	f := &figures{}
+	f.wg.Go(func() { f.broker = figure(c, audit.DomainBroker) })
+	if w.rackAware && w.nrack >= 2 {
+		f.wg.Go(func() { f.rack = figure(c, audit.DomainRack) })
+	}
+	return f
+}
+
+// failoverSummary fills the failover section from the figures of the
+// layouts before (w.before, started here when nil) and after.
+func (w *work) failoverSummary(s *Summary, final *topology.Cluster, after *figures) {
 	broker, rack, _ := w.failoverDomains()
 	fo := &Failover{Domain: FailoverBroker}
 	switch {
@@ -83,29 +103,22 @@ func (w *work) failoverSummary(s *Summary, final *topology.Cluster) {
 	}
 	// Both domains are measured whenever they exist, whatever the order
 	// spread.
-	// The figures are independent reads of the two layouts: computed
-	// side by side, the results are the same in any order.
 	fo.Broker = &FailoverChange{}
 	fo.ExtraMoves = w.foExtra
 	if w.foMore != 0 {
 		m := w.foMore
 		fo.MoreMoves = &m
 	}
-	type job struct {
-		c   *topology.Cluster
-		d   audit.Domain
-		out *FailoverFigure
+	before := w.before
+	if before == nil {
+		before = w.startFigures(w.c)
 	}
-	jobs := []job{{w.c, audit.DomainBroker, &fo.Broker.Before}, {final, audit.DomainBroker, &fo.Broker.After}}
+	before.wg.Wait()
+	after.wg.Wait()
+	fo.Broker.Before, fo.Broker.After = before.broker, after.broker
 	if w.rackAware && w.nrack >= 2 {
-		fo.Rack = &FailoverChange{}
-		jobs = append(jobs, job{w.c, audit.DomainRack, &fo.Rack.Before}, job{final, audit.DomainRack, &fo.Rack.After})
+		fo.Rack = &FailoverChange{Before: before.rack, After: after.rack}
 	}
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		wg.Go(func() { *j.out = figure(j.c, j.d) })
-	}
-	wg.Wait()
 	s.Failover = fo
 	if note := w.rackBoundNote(final, &fo.Broker.After); note != "" {
 		w.notes = append(w.notes, note)

@@ -162,13 +162,15 @@ func (w *work) plan() *Plan {
 	s := &pl.Summary
 	s.Schema = Schema
 	w.changes(pl)
+	// final is complete: its failover figures run beside the rest.
+	after := w.startFigures(final)
 	w.bounds(s)
 	w.brokers(s)
 	w.balance(s, final)
 	w.topicSpreads(s, final)
 	w.groups(s, final)
 	s.Cells = w.cellList()
-	w.failoverSummary(s, final)
+	w.failoverSummary(s, final, after)
 	s.Notes = append(s.Notes, w.notes...)
 	if s.RackBound != nil {
 		s.Notes = append(s.Notes, rackNote(s.RackBound))

@@ -92,6 +92,9 @@ type work struct {
 	// and foMore how many more would reach the failover optimum (0: it is
 	// reached or not measured, -1: not within autoMovesCap).
 	foExtra, foMore int
+	// before are the failover figures of the layout before the plan,
+	// started early (Compute) so they run beside the plan; nil until then.
+	before *figures
 }
 
 func (w *work) n() int { return len(w.ids) }
