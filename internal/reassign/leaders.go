@@ -94,6 +94,7 @@ func (w *work) spreadTopic(t int, gc []int, tie []int32, paths *leadPaths) {
 		}
 	}
 	// Paths for what is left above the ceiling, then below the floor.
+	paths.group(w, t)
 	for guard := last - first; guard > 0; guard-- {
 		if !w.topicPath(t, func(b int32) bool { return lc[b] > hi }, func(r int32) bool { return lc[r] < hi }, gc, paths) {
 			break
@@ -109,13 +110,13 @@ func (w *work) spreadTopic(t int, gc []int, tie []int32, paths *leadPaths) {
 	}
 }
 
-// leadPaths is topicPath's scratch: dense arrays over the brokers, reused
-// from one search to the next and left reset after each (a search touches
-// only the brokers of one topic, so resetting costs what the search does).
+// leadPaths is topicPath's state for one topic: its partitions by leader,
+// built once (group) and kept up to date by the paths, and the search's
+// scratch, dense arrays over the brokers reset after each search.
 type leadPaths struct {
-	cnt, at []int32 // per broker: partitions of the topic it leads, their start in byLead
-	byLead  []int32 // the topic's partitions grouped by leader, in partition order
-	leaders []int32 // the brokers leading a partition of the topic
+	led     [][]int32 // per broker: the topic's partitions it leads, in partition order
+	leaders []int32   // the brokers with a list (it may be empty now)
+	listed  []bool
 	seen    []bool
 	// from and part are the hop that reached a broker: partition part
 	// handed over by broker from (-1: none, a source or not reached).
@@ -124,11 +125,33 @@ type leadPaths struct {
 }
 
 func newLeadPaths(n int) *leadPaths {
-	p := &leadPaths{cnt: make([]int32, n), at: make([]int32, n), seen: make([]bool, n), from: make([]int32, n), part: make([]int32, n)}
+	p := &leadPaths{led: make([][]int32, n), listed: make([]bool, n), seen: make([]bool, n), from: make([]int32, n), part: make([]int32, n)}
 	for b := range p.from {
 		p.from[b] = -1
 	}
 	return p
+}
+
+// group lists topic t's partitions by leader.
+func (p *leadPaths) group(w *work, t int) {
+	for _, b := range p.leaders {
+		p.led[b] = p.led[b][:0]
+		p.listed[b] = false
+	}
+	p.leaders = p.leaders[:0]
+	for i := w.tstart[t]; i < w.tstart[t+1]; i++ {
+		p.add(w.lead[i], i)
+	}
+}
+
+// add lists partition i under broker b, in partition order.
+func (p *leadPaths) add(b, i int32) {
+	if !p.listed[b] {
+		p.listed[b] = true
+		p.leaders = append(p.leaders, b)
+	}
+	k, _ := slices.BinarySearch(p.led[b], i)
+	p.led[b] = slices.Insert(p.led[b], k, i)
 }
 
 // topicPath finds, by breadth-first search over brokers, a chain of
@@ -136,33 +159,11 @@ func newLeadPaths(n int) *leadPaths {
 // broker and applies it. Each hop hands a partition led by one broker to
 // another of its replicas. The sources are searched from in broker order,
 // a broker's partitions in partition order, their replicas in slot order.
+// p must hold t's partitions by leader (group).
 func (w *work) topicPath(t int, source, sink func(int32) bool, gc []int, p *leadPaths) bool {
-	first, last := int(w.tstart[t]), int(w.tstart[t+1])
-	p.leaders = p.leaders[:0]
-	for i := first; i < last; i++ {
-		b := w.lead[i]
-		if p.cnt[b] == 0 {
-			p.leaders = append(p.leaders, b)
-		}
-		p.cnt[b]++
-	}
-	at := int32(0)
-	for _, b := range p.leaders {
-		p.at[b] = at
-		at += p.cnt[b]
-	}
-	p.byLead = slices.Grow(p.byLead[:0], int(at))[:at]
-	for i := first; i < last; i++ {
-		b := w.lead[i]
-		p.byLead[p.at[b]] = int32(i)
-		p.at[b]++
-	}
-	for _, b := range p.leaders {
-		p.at[b] -= p.cnt[b]
-	}
 	queue := p.queue[:0]
 	for _, b := range p.leaders {
-		if source(b) {
+		if len(p.led[b]) > 0 && source(b) {
 			p.seen[b] = true
 			queue = append(queue, b)
 		}
@@ -171,7 +172,7 @@ func (w *work) topicPath(t int, source, sink func(int32) bool, gc []int, p *lead
 	found := false
 	for head := 0; head < len(queue) && !found; head++ {
 		b := queue[head]
-		for _, i := range p.byLead[p.at[b] : p.at[b]+p.cnt[b]] {
+		for _, i := range p.led[b] {
 			for s := w.off[i]; s < w.off[i+1]; s++ {
 				r := w.slots[s]
 				if p.seen[r] || !w.inBlock(r, t) {
@@ -182,7 +183,11 @@ func (w *work) topicPath(t int, source, sink func(int32) bool, gc []int, p *lead
 				queue = append(queue, r)
 				if sink(r) {
 					for x := r; p.from[x] >= 0; x = p.from[x] {
-						w.setLead(int(p.part[x]), x, gc)
+						i, a := p.part[x], p.from[x]
+						w.setLead(int(i), x, gc)
+						k, _ := slices.BinarySearch(p.led[a], i)
+						p.led[a] = slices.Delete(p.led[a], k, k+1)
+						p.add(x, i)
 					}
 					found = true
 					break
@@ -196,9 +201,6 @@ func (w *work) topicPath(t int, source, sink func(int32) bool, gc []int, p *lead
 	for _, b := range queue {
 		p.seen[b] = false
 		p.from[b] = -1
-	}
-	for _, b := range p.leaders {
-		p.cnt[b] = 0
 	}
 	p.queue = queue
 	return found
