@@ -264,9 +264,10 @@ func (w *work) sameRack(i int) (int32, int32) {
 func (w *work) bestDest(i int, slot int32, deficitOnly bool, tie []int32) int32 {
 	t := int(w.ptopic[i])
 	if deficitOnly && w.under != nil {
-		// Only brokers under target qualify: shed keeps their list, which
-		// picks the same broker (ties break by tie, not by position).
-		return w.bestDestIn(i, slot, deficitOnly, tie, w.under[w.tcell[t]])
+		// Only brokers under target qualify: shed keeps their list, in
+		// the order that lets bestUnder stop early (it picks the broker
+		// bestDestIn picks: ties break by tie, not by position).
+		return w.bestUnder(i, slot, tie, w.under[w.tcell[t]])
 	}
 	return w.bestDestIn(i, slot, deficitOnly, tie, w.cells[w.tcell[t]])
 }
@@ -349,7 +350,8 @@ func (w *work) unmarkHolders(i int) {
 func (w *work) put(i int, s int32, d int32) {
 	n := w.n()
 	t := int(w.ptopic[i])
-	if from := w.slots[s]; from >= 0 {
+	from := w.slots[s]
+	if from >= 0 {
 		w.cnt[from]--
 		w.tc[t*n+int(from)]--
 	}
@@ -357,11 +359,11 @@ func (w *work) put(i int, s int32, d int32) {
 	w.cnt[d]++
 	w.tc[t*n+int(d)]++
 	w.moves++
-	if w.under != nil && w.cnt[d] >= w.tgt[d] {
-		c := w.cellOf[d]
-		if k := slices.Index(w.under[c], d); k >= 0 {
-			w.under[c] = slices.Delete(w.under[c], k, k+1)
+	if w.under != nil {
+		if from >= 0 {
+			w.underMoved(from)
 		}
+		w.underMoved(d)
 	}
 }
 
@@ -578,8 +580,9 @@ func (w *work) shedPass() {
 			}
 		}
 	}
-	defer func() { w.under = nil }()
+	defer func() { w.under, w.underAt, w.underTie = nil, nil, nil }()
 	tie := w.tieOrder()
+	w.sortUnder(tie)
 	ttotal := make([]float64, len(w.tname))
 	tk := make([]float64, len(w.tname))
 	for t := range w.tname {

@@ -86,8 +86,11 @@ type work struct {
 	// (see spreadTopics); nil outside shed.
 	shedLog [][]shedMove
 	// under lists, per cell, the brokers under target while shed runs
-	// (nil otherwise).
-	under [][]int32
+	// (nil otherwise), in bestUnder's order; underAt and underTie index
+	// and order them (see under.go).
+	under    [][]int32
+	underAt  []int32
+	underTie []int32
 	// foExtra are the moves the failover placement added (negative: saved)
 	// and foMore how many more would reach the failover optimum (0: it is
 	// reached or not measured, -1: not within autoMovesCap).
