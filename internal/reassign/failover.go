@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // The failover phase (phase 2b) runs after the leaders are chosen. Kafka
@@ -775,115 +778,182 @@ var foLevels = [][2]int32{{0, 0}, {1, 0}, {1, 2}, {1, math.MaxInt32 / 2}, {math.
 // keep the rack row within its target or below the start's (hops change
 // only successors that are also the rack successor, so the rack row
 // changes at the ends only). It returns the partitions changed.
+//
+// Without racks the rows share nothing: a row's paths change the first
+// followers of its own partitions and its own counts (row b of S) only, so
+// the rows run side by side (exactWorkers) and give what they give one
+// after another. With racks a path's end raises a rack row that other
+// broker rows read: they run in turn.
 func (f *foState) exactRows() int {
 	w, n := f.w, f.n
-	np := len(w.c.Partitions)
 	byLead := make([][]int32, n)
-	for i := range np {
+	for i := range len(w.c.Partitions) {
 		if f.fst[i] >= 0 {
 			byLead[w.lead[i]] = append(byLead[w.lead[i]], int32(i))
 		}
 	}
-	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
-	// tl[t*n+j] counts topic t's successors on j in the row; the entries
-	// of the row's partitions are cleared before the next row.
-	tl := make([]int32, len(w.tname)*n)
-	var last []int32           // the previous row's partitions
-	byAt := make([][]int32, n) // the row's partitions with a choice by first follower
-	var touchedAt []int32
-	changed := 0
-	for b := range n {
-		group := byLead[b]
-		if !w.target[b] || len(group) == 0 {
-			continue
-		}
-		for _, i := range last {
-			tl[int(w.ptopic[i])*n+int(f.fst[i])] = 0
-		}
-		last = group
-		choice := false
-		for _, i := range group {
-			tl[int(w.ptopic[i])*n+int(f.fst[i])]++
-			choice = choice || w.off[i+1]-w.off[i] > 2
-		}
-		if !choice {
-			continue
-		}
-		r := 0
-		if f.rack {
-			r = int(w.rack[b])
-		}
-		for _, x := range touchedAt {
-			byAt[x] = byAt[x][:0]
-		}
-		touchedAt = touchedAt[:0]
-		for _, i := range group {
-			if w.off[i+1]-w.off[i] > 2 {
-				x := f.fst[i]
-				if len(byAt[x]) == 0 {
-					touchedAt = append(touchedAt, x)
+	workers := 1
+	if !f.rack {
+		workers = min(runtime.GOMAXPROCS(0), exactWorkers)
+	}
+	var next, changed atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			sc := f.newRowScratch()
+			for {
+				b := int(next.Add(1) - 1)
+				if b >= n {
+					return
 				}
-				byAt[x] = append(byAt[x], i)
+				changed.Add(int64(f.exactRow(b, byLead[b], sc)))
 			}
-		}
-		load := func(j int32) int32 { return f.gc[j] + f.S[b*n+int(j)] }
-		on := func(x int32) []int32 { return byAt[x] }
-		to := func(i, x int32) []int32 {
-			if !plain(int(i), x) {
-				return nil
-			}
-			return w.slots[w.off[i]:w.off[i+1]]
-		}
-		// The level only rises within a row: a level that found no path
-		// is not tried again (each failed search walks the whole row).
-		level := 0
-		for guard := 4 * len(group); guard > 0; guard-- {
-			m := int32(-1)
-			for j := range int32(n) {
-				if int(j) != b && w.target[j] && (m < 0 || load(j) > load(m)) {
-					m = j
-				}
-			}
-			if m < 0 {
-				break
-			}
+		})
+	}
+	wg.Wait()
+	return int(changed.Load())
+}
 
-			L := load(m)
-			var startR int32
-			if f.rack {
-				startR = f.gc[m] + f.G[r*n+int(m)]
+// exactWorkers bounds the rows exactRows runs side by side.
+const exactWorkers = 4
+
+// rowScratch is one exactRows worker's scratch.
+type rowScratch struct {
+	// tl[local[t]*n+j] counts topic t's successors on j in the row, where
+	// local numbers the row's topics (-1: none of the row); both are
+	// cleared after the row.
+	tl        []int32
+	local     []int32
+	topics    []int32   // the row's topics
+	byAt      [][]int32 // the row's partitions with a choice by first follower
+	touchedAt []int32
+	paths     *pathSearch
+}
+
+func (f *foState) newRowScratch() *rowScratch {
+	sc := &rowScratch{local: make([]int32, len(f.w.tname)), byAt: make([][]int32, f.n), paths: newPathSearch(f.n)}
+	for t := range sc.local {
+		sc.local[t] = -1
+	}
+	return sc
+}
+
+// exactRow brings row b (its partitions group) to its optimum and returns
+// the partitions changed.
+func (f *foState) exactRow(b int, group []int32, sc *rowScratch) int {
+	w, n := f.w, f.n
+	if !w.target[b] || len(group) == 0 {
+		return 0
+	}
+	choice := false
+	for _, i := range group {
+		choice = choice || w.off[i+1]-w.off[i] > 2
+	}
+	if !choice {
+		return 0
+	}
+	for _, i := range group {
+		if t := w.ptopic[i]; sc.local[t] < 0 {
+			sc.local[t] = int32(len(sc.topics))
+			sc.topics = append(sc.topics, t)
+		}
+	}
+	sc.tl = slices.Grow(sc.tl[:0], len(sc.topics)*n)[:len(sc.topics)*n]
+	tl := sc.tl
+	at := func(i, j int32) int { return int(sc.local[w.ptopic[i]])*n + int(j) }
+	for _, i := range group {
+		tl[at(i, f.fst[i])]++
+	}
+	changed := f.exactPaths(b, group, sc, at)
+	for _, i := range group {
+		tl[at(i, f.fst[i])] = 0
+	}
+	for _, t := range sc.topics {
+		sc.local[t] = -1
+	}
+	sc.topics = sc.topics[:0]
+	return changed
+}
+
+// exactPaths applies exactRow's paths to row b, whose topic counts are
+// in sc.tl at at(i, j) for partition i's topic and broker j.
+func (f *foState) exactPaths(b int, group []int32, sc *rowScratch, at func(i, j int32) int) int {
+	w, n := f.w, f.n
+	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
+	tl, byAt := sc.tl, sc.byAt
+	r := 0
+	if f.rack {
+		r = int(w.rack[b])
+	}
+	for _, x := range sc.touchedAt {
+		byAt[x] = byAt[x][:0]
+	}
+	sc.touchedAt = sc.touchedAt[:0]
+	for _, i := range group {
+		if w.off[i+1]-w.off[i] > 2 {
+			x := f.fst[i]
+			if len(byAt[x]) == 0 {
+				sc.touchedAt = append(sc.touchedAt, x)
 			}
-			end := int32(-1)
-			for ; level < len(foLevels); level++ {
-				tslack, rslack := foLevels[level][0], foLevels[level][1]
-				end = f.paths.search(m, on, to, func(i, k int32) bool {
-					return int(k) != b && plain(int(i), k) && w.lc[int(w.ptopic[i])*n+int(k)]+tl[int(w.ptopic[i])*n+int(k)]+1 <= f.pT[i]+tslack
-				}, func(k int32) bool {
-					okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1)+rslack
-					return load(k) <= L-2 && okR
-				})
-				if end >= 0 {
-					break
-				}
+			byAt[x] = append(byAt[x], i)
+		}
+	}
+	load := func(j int32) int32 { return f.gc[j] + f.S[b*n+int(j)] }
+	on := func(x int32) []int32 { return byAt[x] }
+	to := func(i, x int32) []int32 {
+		if !plain(int(i), x) {
+			return nil
+		}
+		return w.slots[w.off[i]:w.off[i+1]]
+	}
+	changed := 0
+	// The level only rises within a row: a level that found no path is
+	// not tried again (each failed search walks the whole row).
+	level := 0
+	for guard := 4 * len(group); guard > 0; guard-- {
+		m := int32(-1)
+		for j := range int32(n) {
+			if int(j) != b && w.target[j] && (m < 0 || load(j) > load(m)) {
+				m = j
 			}
-			if end < 0 {
+		}
+		if m < 0 {
+			break
+		}
+		L := load(m)
+		var startR int32
+		if f.rack {
+			startR = f.gc[m] + f.G[r*n+int(m)]
+		}
+		end := int32(-1)
+		for ; level < len(foLevels); level++ {
+			tslack, rslack := foLevels[level][0], foLevels[level][1]
+			end = sc.paths.search(m, on, to, func(i, k int32) bool {
+				return int(k) != b && plain(int(i), k) && w.lc[int(w.ptopic[i])*n+int(k)]+tl[at(i, k)]+1 <= f.pT[i]+tslack
+			}, func(k int32) bool {
+				okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1)+rslack
+				return load(k) <= L-2 && okR
+			})
+			if end >= 0 {
 				break
 			}
-			f.paths.walk(m, end, func(i, x, k int32) {
-				t := int(w.ptopic[i])
-				f.addGlobal(int(i), x, -1)
-				tl[t*n+int(x)]--
-				f.fst[i] = k
-				f.addGlobal(int(i), k, 1)
-				tl[t*n+int(k)]++
-				byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == i })
-				if len(byAt[k]) == 0 {
-					touchedAt = append(touchedAt, k)
-				}
-				byAt[k] = append(byAt[k], i)
-				changed++
-			})
 		}
+		if end < 0 {
+			break
+		}
+		sc.paths.walk(m, end, func(i, x, k int32) {
+			f.addGlobal(int(i), x, -1)
+			tl[at(i, x)]--
+			f.fst[i] = k
+			f.addGlobal(int(i), k, 1)
+			tl[at(i, k)]++
+			byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == i })
+			if len(byAt[k]) == 0 {
+				sc.touchedAt = append(sc.touchedAt, k)
+			}
+			byAt[k] = append(byAt[k], i)
+			changed++
+		})
 	}
 	return changed
 }
