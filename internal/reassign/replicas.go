@@ -2,7 +2,6 @@ package reassign
 
 import (
 	"cmp"
-	"container/heap"
 	"fmt"
 	"math"
 	"slices"
@@ -644,9 +643,9 @@ func (w *work) shedPass() {
 			for g := range groups {
 				h.items = append(h.items, topicItem{g: int32(g), rank: rank(g)})
 			}
-			heap.Init(&h)
-			for h.Len() > 0 && w.cnt[s] > w.tgt[s] {
-				it := heap.Pop(&h).(topicItem)
+			h.init()
+			for len(h.items) > 0 && w.cnt[s] > w.tgt[s] {
+				it := h.pop()
 				g := &groups[it.g]
 				i := int(sel[g.lo])
 				g.lo++
@@ -660,7 +659,7 @@ func (w *work) shedPass() {
 					}
 				}
 				if g.lo < g.hi {
-					heap.Push(&h, topicItem{g: it.g, rank: rank(int(it.g))})
+					h.push(topicItem{g: it.g, rank: rank(int(it.g))})
 				}
 			}
 		}
@@ -673,22 +672,66 @@ type topicItem struct {
 	rank float64
 }
 
-// topicHeap orders topics by rank, highest first, then by group index.
+// topicHeap orders topics by rank, highest first, then by group index
+// (a total order: a group is in the heap once). It is container/heap's
+// algorithm on topicItem itself, so a push or pop allocates nothing.
 type topicHeap struct{ items []topicItem }
 
-func (h *topicHeap) Len() int { return len(h.items) }
-func (h *topicHeap) Less(a, b int) bool {
+func (h *topicHeap) less(a, b int) bool {
 	if h.items[a].rank != h.items[b].rank {
 		return h.items[a].rank > h.items[b].rank
 	}
 	return h.items[a].g < h.items[b].g
 }
-func (h *topicHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *topicHeap) Push(x any)    { h.items = append(h.items, x.(topicItem)) }
-func (h *topicHeap) Pop() any {
-	x := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return x
+
+func (h *topicHeap) init() {
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i, len(h.items))
+	}
+}
+
+func (h *topicHeap) push(it topicItem) {
+	h.items = append(h.items, it)
+	h.up(len(h.items) - 1)
+}
+
+// pop removes and returns the first item.
+func (h *topicHeap) pop() topicItem {
+	n := len(h.items) - 1
+	h.items[0], h.items[n] = h.items[n], h.items[0]
+	h.down(0, n)
+	it := h.items[n]
+	h.items = h.items[:n]
+	return it
+}
+
+func (h *topicHeap) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !h.less(j, i) {
+			break
+		}
+		h.items[i], h.items[j] = h.items[j], h.items[i]
+		j = i
+	}
+}
+
+func (h *topicHeap) down(i, n int) {
+	for {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 {
+			break
+		}
+		j := j1 // left child
+		if j2 := j1 + 1; j2 < n && h.less(j2, j1) {
+			j = j2 // right child
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.items[i], h.items[j] = h.items[j], h.items[i]
+		i = j
+	}
 }
 
 // repair handles what shed could not: an over-target broker whose
