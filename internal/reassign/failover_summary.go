@@ -480,13 +480,14 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 	sc := newMMScratch(n)
 	over := 0
 	worst, topic := 0, ""
+	var touched []int // per topic, reused
+	var leds []led
 	for lo := 0; lo < len(c.Partitions); {
 		hi := lo
 		for hi < len(c.Partitions) && c.Partitions[hi].Topic == c.Partitions[lo].Topic {
 			hi++
 		}
-		var touched []int
-		var leds []led
+		touched, leds = touched[:0], leds[:0]
 		online := 0
 		for i := lo; i < hi; i++ {
 			p := &c.Partitions[i]
