@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // The failover phase (phase 2b) runs after the leaders are chosen. Kafka
@@ -83,6 +86,8 @@ type foState struct {
 	h       int32   // brokers holding the topic
 	hr      []int32 // per rack: brokers of it holding the topic
 	p       int32   // the topic's partitions
+
+	paths *pathSearch // the augmenting paths' scratch
 }
 
 // failoverDomains resolves Options.FailoverDomain: both when racks are
@@ -115,7 +120,7 @@ func (w *work) orderFollowers() {
 	}
 	n := w.n()
 	np := len(w.c.Partitions)
-	f := &foState{w: w, n: n, broker: broker, rack: rack, fst: make([]int32, np), cur: make([]int32, np)}
+	f := &foState{w: w, n: n, broker: broker, rack: rack, fst: make([]int32, np), cur: make([]int32, np), paths: newPathSearch(n)}
 	nT := 0
 	f.gc = make([]int32, n)
 	for i := range np {
@@ -698,10 +703,6 @@ func (f *foState) topicRepair(t, lo, hi int) int {
 	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
 	topicLoad := func(b, j int32) int32 { return lc[j] + f.ST[int(b)*n+int(j)] }
 	changed := 0
-	prevB := make([]int32, n)
-	prevP := make([]int32, n)
-	seen := make([]bool, n)
-	var visited []int32
 	for a := 0; a < len(idx); {
 		b := w.lead[idx[a]]
 		e := a
@@ -711,6 +712,14 @@ func (f *foState) topicRepair(t, lo, hi int) int {
 		group := idx[a:e]
 		a = e
 		r := int(w.rack[b])
+		on := func(int32) []int32 { return group }
+		to := func(i, x int32) []int32 {
+			if f.fst[i] != x || !plain(int(i), x) {
+				return nil
+			}
+			return w.slots[w.off[i]:w.off[i+1]]
+		}
+		may := func(i, k int32) bool { return k != b && plain(int(i), k) }
 		for guard := len(group); guard > 0; guard-- {
 			// The follower furthest above the topic target.
 			start, worst := int32(-1), f.tgtT[b]
@@ -727,56 +736,24 @@ func (f *foState) topicRepair(t, lo, hi int) int {
 			if f.rack {
 				startR = f.gc[start] + f.G[r*n+int(start)]
 			}
-			queue := []int32{start}
-			seen[start] = true
-			visited = append(visited[:0], start)
-			end := int32(-1)
-			for len(queue) > 0 && end < 0 {
-				x := queue[0]
-				queue = queue[1:]
-				for _, i := range group {
-					if f.fst[i] != x || !plain(int(i), x) {
-						continue
-					}
-					for s := w.off[i]; s < w.off[i+1]; s++ {
-						k := w.slots[s]
-						if k == b || seen[k] || !plain(int(i), k) {
-							continue
-						}
-						seen[k] = true
-						visited = append(visited, k)
-						prevB[k], prevP[k] = x, i
-						okT := topicLoad(b, k)+1 <= f.tgtT[b]
-						okB := !f.broker || f.gc[k]+f.S[int(b)*n+int(k)]+1 <= max(f.tgtB[b]+1, startB-1)
-						okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1) &&
-							lc[k]+f.GT[r*n+int(k)]+1 <= max(f.tgtTR[r], lc[start]+f.GT[r*n+int(start)]-1)
-						if okT && okB && okR {
-							end = k
-							break
-						}
-						queue = append(queue, k)
-					}
-					if end >= 0 {
-						break
-					}
-				}
-			}
-			for _, v := range visited {
-				seen[v] = false
-			}
+			end := f.paths.search(start, on, to, may, func(k int32) bool {
+				okT := topicLoad(b, k)+1 <= f.tgtT[b]
+				okB := !f.broker || f.gc[k]+f.S[int(b)*n+int(k)]+1 <= max(f.tgtB[b]+1, startB-1)
+				okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1) &&
+					lc[k]+f.GT[r*n+int(k)]+1 <= max(f.tgtTR[r], lc[start]+f.GT[r*n+int(start)]-1)
+				return okT && okB && okR
+			})
 			if end < 0 {
 				break
 			}
-			for k := end; k != start; {
-				i, x := int(prevP[k]), prevB[k]
-				f.addGlobal(i, x, -1)
-				f.addTopic(i, x, -1)
+			f.paths.walk(start, end, func(i, x, k int32) {
+				f.addGlobal(int(i), x, -1)
+				f.addTopic(int(i), x, -1)
 				f.fst[i] = k
-				f.addGlobal(i, k, 1)
-				f.addTopic(i, k, 1)
+				f.addGlobal(int(i), k, 1)
+				f.addTopic(int(i), k, 1)
 				changed++
-				k = x
-			}
+			})
 		}
 	}
 	return changed
@@ -801,140 +778,182 @@ var foLevels = [][2]int32{{0, 0}, {1, 0}, {1, 2}, {1, math.MaxInt32 / 2}, {math.
 // keep the rack row within its target or below the start's (hops change
 // only successors that are also the rack successor, so the rack row
 // changes at the ends only). It returns the partitions changed.
+//
+// Without racks the rows share nothing: a row's paths change the first
+// followers of its own partitions and its own counts (row b of S) only, so
+// the rows run side by side (exactWorkers) and give what they give one
+// after another. With racks a path's end raises a rack row that other
+// broker rows read: they run in turn.
 func (f *foState) exactRows() int {
 	w, n := f.w, f.n
-	np := len(w.c.Partitions)
 	byLead := make([][]int32, n)
-	for i := range np {
+	for i := range len(w.c.Partitions) {
 		if f.fst[i] >= 0 {
 			byLead[w.lead[i]] = append(byLead[w.lead[i]], int32(i))
 		}
 	}
-	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
-	prevB := make([]int32, n)
-	prevP := make([]int32, n)
-	seen := make([]bool, n)
-	var visited, queue []int32
-	tl := map[int64]int32{}    // topic t's successors on j in the row: t*n+j
-	byAt := make([][]int32, n) // the row's partitions with a choice by first follower
-	var touchedAt []int32
-	changed := 0
-	for b := range n {
-		group := byLead[b]
-		if !w.target[b] || len(group) == 0 {
-			continue
-		}
-		choice := false
-		clear(tl)
-		for _, i := range group {
-			tl[int64(w.ptopic[i])*int64(n)+int64(f.fst[i])]++
-			choice = choice || w.off[i+1]-w.off[i] > 2
-		}
-		if !choice {
-			continue
-		}
-		r := 0
-		if f.rack {
-			r = int(w.rack[b])
-		}
-		for _, x := range touchedAt {
-			byAt[x] = byAt[x][:0]
-		}
-		touchedAt = touchedAt[:0]
-		for _, i := range group {
-			if w.off[i+1]-w.off[i] > 2 {
-				x := f.fst[i]
-				if len(byAt[x]) == 0 {
-					touchedAt = append(touchedAt, x)
+	workers := 1
+	if !f.rack {
+		workers = min(runtime.GOMAXPROCS(0), exactWorkers)
+	}
+	var next, changed atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			sc := f.newRowScratch()
+			for {
+				b := int(next.Add(1) - 1)
+				if b >= n {
+					return
 				}
-				byAt[x] = append(byAt[x], i)
+				changed.Add(int64(f.exactRow(b, byLead[b], sc)))
 			}
-		}
-		load := func(j int32) int32 { return f.gc[j] + f.S[b*n+int(j)] }
-		topicLoad := func(t int, j int32) int32 { return w.lc[t*n+int(j)] + tl[int64(t)*int64(n)+int64(j)] }
-		// The level only rises within a row: a level that found no path
-		// is not tried again (each failed search walks the whole row).
-		level := 0
-		for guard := 4 * len(group); guard > 0; guard-- {
-			m := int32(-1)
-			for j := range int32(n) {
-				if int(j) != b && w.target[j] && (m < 0 || load(j) > load(m)) {
-					m = j
-				}
-			}
-			if m < 0 {
-				break
-			}
+		})
+	}
+	wg.Wait()
+	return int(changed.Load())
+}
 
-			L := load(m)
-			var startR int32
-			if f.rack {
-				startR = f.gc[m] + f.G[r*n+int(m)]
+// exactWorkers bounds the rows exactRows runs side by side.
+const exactWorkers = 4
+
+// rowScratch is one exactRows worker's scratch.
+type rowScratch struct {
+	// tl[local[t]*n+j] counts topic t's successors on j in the row, where
+	// local numbers the row's topics (-1: none of the row); both are
+	// cleared after the row.
+	tl        []int32
+	local     []int32
+	topics    []int32   // the row's topics
+	byAt      [][]int32 // the row's partitions with a choice by first follower
+	touchedAt []int32
+	paths     *pathSearch
+}
+
+func (f *foState) newRowScratch() *rowScratch {
+	sc := &rowScratch{local: make([]int32, len(f.w.tname)), byAt: make([][]int32, f.n), paths: newPathSearch(f.n)}
+	for t := range sc.local {
+		sc.local[t] = -1
+	}
+	return sc
+}
+
+// exactRow brings row b (its partitions group) to its optimum and returns
+// the partitions changed.
+func (f *foState) exactRow(b int, group []int32, sc *rowScratch) int {
+	w, n := f.w, f.n
+	if !w.target[b] || len(group) == 0 {
+		return 0
+	}
+	choice := false
+	for _, i := range group {
+		choice = choice || w.off[i+1]-w.off[i] > 2
+	}
+	if !choice {
+		return 0
+	}
+	for _, i := range group {
+		if t := w.ptopic[i]; sc.local[t] < 0 {
+			sc.local[t] = int32(len(sc.topics))
+			sc.topics = append(sc.topics, t)
+		}
+	}
+	sc.tl = slices.Grow(sc.tl[:0], len(sc.topics)*n)[:len(sc.topics)*n]
+	tl := sc.tl
+	at := func(i, j int32) int { return int(sc.local[w.ptopic[i]])*n + int(j) }
+	for _, i := range group {
+		tl[at(i, f.fst[i])]++
+	}
+	changed := f.exactPaths(b, group, sc, at)
+	for _, i := range group {
+		tl[at(i, f.fst[i])] = 0
+	}
+	for _, t := range sc.topics {
+		sc.local[t] = -1
+	}
+	sc.topics = sc.topics[:0]
+	return changed
+}
+
+// exactPaths applies exactRow's paths to row b, whose topic counts are
+// in sc.tl at at(i, j) for partition i's topic and broker j.
+func (f *foState) exactPaths(b int, group []int32, sc *rowScratch, at func(i, j int32) int) int {
+	w, n := f.w, f.n
+	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
+	tl, byAt := sc.tl, sc.byAt
+	r := 0
+	if f.rack {
+		r = int(w.rack[b])
+	}
+	for _, x := range sc.touchedAt {
+		byAt[x] = byAt[x][:0]
+	}
+	sc.touchedAt = sc.touchedAt[:0]
+	for _, i := range group {
+		if w.off[i+1]-w.off[i] > 2 {
+			x := f.fst[i]
+			if len(byAt[x]) == 0 {
+				sc.touchedAt = append(sc.touchedAt, x)
 			}
-			end := int32(-1)
-			for ; level < len(foLevels); level++ {
-				tslack, rslack := foLevels[level][0], foLevels[level][1]
-				queue = append(queue[:0], m)
-				seen[m] = true
-				visited = append(visited[:0], m)
-				for len(queue) > 0 && end < 0 {
-					x := queue[0]
-					queue = queue[1:]
-					for _, i := range byAt[x] {
-						if !plain(int(i), x) {
-							continue
-						}
-						t := int(w.ptopic[i])
-						for s := w.off[i]; s < w.off[i+1]; s++ {
-							k := w.slots[s]
-							if int(k) == b || seen[k] || !plain(int(i), k) {
-								continue
-							}
-							if topicLoad(t, k)+1 > f.pT[i]+tslack {
-								continue
-							}
-							seen[k] = true
-							visited = append(visited, k)
-							prevB[k], prevP[k] = x, i
-							okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1)+rslack
-							if load(k) <= L-2 && okR {
-								end = k
-								break
-							}
-							queue = append(queue, k)
-						}
-						if end >= 0 {
-							break
-						}
-					}
-				}
-				for _, v := range visited {
-					seen[v] = false
-				}
-				if end >= 0 {
-					break
-				}
-			}
-			if end < 0 {
-				break
-			}
-			for k := end; k != m; {
-				i, x := int(prevP[k]), prevB[k]
-				t := int64(w.ptopic[i])
-				f.addGlobal(i, x, -1)
-				tl[t*int64(n)+int64(x)]--
-				f.fst[i] = k
-				f.addGlobal(i, k, 1)
-				tl[t*int64(n)+int64(k)]++
-				byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == int32(i) })
-				if len(byAt[k]) == 0 {
-					touchedAt = append(touchedAt, k)
-				}
-				byAt[k] = append(byAt[k], int32(i))
-				changed++
-				k = x
+			byAt[x] = append(byAt[x], i)
+		}
+	}
+	load := func(j int32) int32 { return f.gc[j] + f.S[b*n+int(j)] }
+	on := func(x int32) []int32 { return byAt[x] }
+	to := func(i, x int32) []int32 {
+		if !plain(int(i), x) {
+			return nil
+		}
+		return w.slots[w.off[i]:w.off[i+1]]
+	}
+	changed := 0
+	// The level only rises within a row: a level that found no path is
+	// not tried again (each failed search walks the whole row).
+	level := 0
+	for guard := 4 * len(group); guard > 0; guard-- {
+		m := int32(-1)
+		for j := range int32(n) {
+			if int(j) != b && w.target[j] && (m < 0 || load(j) > load(m)) {
+				m = j
 			}
 		}
+		if m < 0 {
+			break
+		}
+		L := load(m)
+		var startR int32
+		if f.rack {
+			startR = f.gc[m] + f.G[r*n+int(m)]
+		}
+		end := int32(-1)
+		for ; level < len(foLevels); level++ {
+			tslack, rslack := foLevels[level][0], foLevels[level][1]
+			end = sc.paths.search(m, on, to, func(i, k int32) bool {
+				return int(k) != b && plain(int(i), k) && w.lc[int(w.ptopic[i])*n+int(k)]+tl[at(i, k)]+1 <= f.pT[i]+tslack
+			}, func(k int32) bool {
+				okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1)+rslack
+				return load(k) <= L-2 && okR
+			})
+			if end >= 0 {
+				break
+			}
+		}
+		if end < 0 {
+			break
+		}
+		sc.paths.walk(m, end, func(i, x, k int32) {
+			f.addGlobal(int(i), x, -1)
+			tl[at(i, x)]--
+			f.fst[i] = k
+			f.addGlobal(int(i), k, 1)
+			tl[at(i, k)]++
+			byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == i })
+			if len(byAt[k]) == 0 {
+				sc.touchedAt = append(sc.touchedAt, k)
+			}
+			byAt[k] = append(byAt[k], i)
+			changed++
+		})
 	}
 	return changed
 }
@@ -970,10 +989,8 @@ func (f *foState) rackRows() {
 		return w.lc[t*n+int(j)] + tl[(int64(t)*int64(n)+int64(b))*int64(n)+int64(j)]
 	}
 	byAt := make([][]int32, n)
-	prevB := make([]int32, n)
-	prevP := make([]int32, n)
-	seen := make([]bool, n)
-	var queue, visited []int32
+	on := func(x int32) []int32 { return byAt[x] }
+	to := func(i, _ int32) []int32 { return w.slots[w.off[i]:w.off[i+1]] }
 	for r := range w.nrack {
 		for j := range byAt {
 			byAt[j] = byAt[j][:0]
@@ -983,6 +1000,11 @@ func (f *foState) rackRows() {
 		}
 		load := func(j int32) int32 { return f.gc[j] + f.G[r*n+int(j)] }
 		surv := func(j int32) bool { return w.target[j] && int(w.rack[j]) != r }
+		may := func(i, k int32) bool {
+			b, t := w.lead[i], int(w.ptopic[i])
+			return k != b && surv(k) && f.rackSucc(int(i), k) == k &&
+				f.gc[k]+f.S[int(b)*n+int(k)]+1 <= rowMax[b] && topicLoad(t, b, k)+1 <= f.pT[i]+1
+		}
 		for guard := 4 * len(byRack[r]); guard > 0; guard-- {
 			m := int32(-1)
 			for j := range int32(n) {
@@ -994,56 +1016,20 @@ func (f *foState) rackRows() {
 				break
 			}
 			L := load(m)
-			end := int32(-1)
-			queue = append(queue[:0], m)
-			visited = append(visited[:0], m)
-			seen[m] = true
-			for len(queue) > 0 && end < 0 {
-				x := queue[0]
-				queue = queue[1:]
-				for _, i := range byAt[x] {
-					b := w.lead[i]
-					t := int(w.ptopic[i])
-					for s := w.off[i]; s < w.off[i+1]; s++ {
-						k := w.slots[s]
-						if k == b || seen[k] || !surv(k) || f.rackSucc(int(i), k) != k {
-							continue
-						}
-						if f.gc[k]+f.S[int(b)*n+int(k)]+1 > rowMax[b] || topicLoad(t, b, k)+1 > f.pT[i]+1 {
-							continue
-						}
-						seen[k] = true
-						visited = append(visited, k)
-						prevB[k], prevP[k] = x, i
-						if load(k) <= L-2 {
-							end = k
-							break
-						}
-						queue = append(queue, k)
-					}
-					if end >= 0 {
-						break
-					}
-				}
-			}
-			for _, v := range visited {
-				seen[v] = false
-			}
+			end := f.paths.search(m, on, to, may, func(k int32) bool { return load(k) <= L-2 })
 			if end < 0 {
 				break
 			}
-			for k := end; k != m; {
-				i, x := int(prevP[k]), prevB[k]
+			f.paths.walk(m, end, func(i, x, k int32) {
 				b, t := w.lead[i], int64(w.ptopic[i])
-				f.addGlobal(i, x, -1)
+				f.addGlobal(int(i), x, -1)
 				tl[(t*int64(n)+int64(b))*int64(n)+int64(x)]--
 				f.fst[i] = k
-				f.addGlobal(i, k, 1)
+				f.addGlobal(int(i), k, 1)
 				tl[(t*int64(n)+int64(b))*int64(n)+int64(k)]++
-				byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == int32(i) })
-				byAt[k] = append(byAt[k], int32(i))
-				k = x
-			}
+				byAt[x] = slices.DeleteFunc(byAt[x], func(v int32) bool { return v == i })
+				byAt[k] = append(byAt[k], i)
+			})
 		}
 	}
 }
@@ -1073,10 +1059,13 @@ func (f *foState) topicRows() {
 	// Partitions by topic, then leader: topics are contiguous already.
 	var group []int32
 	tl := make([]int32, n)
-	prevB := make([]int32, n)
-	prevP := make([]int32, n)
-	seen := make([]bool, n)
-	var queue, visited []int32
+	on := func(int32) []int32 { return group }
+	to := func(i, x int32) []int32 {
+		if f.fst[i] != x || w.off[i+1]-w.off[i] <= 2 || !plain(int(i), x) {
+			return nil
+		}
+		return w.slots[w.off[i]:w.off[i+1]]
+	}
 	for t := range w.tname {
 		lo, hi := int(w.tstart[t]), int(w.tstart[t+1])
 		idx := make([]int32, 0, hi-lo)
@@ -1102,6 +1091,7 @@ func (f *foState) topicRows() {
 			if f.rack {
 				r = int(w.rack[b])
 			}
+			may := func(i, k int32) bool { return k != b && plain(int(i), k) }
 			tgt := f.pT[group[0]]
 			for guard := len(group); guard > 0; guard-- {
 				m := int32(-1)
@@ -1114,53 +1104,21 @@ func (f *foState) topicRows() {
 				if L <= tgt {
 					break
 				}
-				end := int32(-1)
-				queue = append(queue[:0], m)
-				visited = append(visited[:0], m)
-				seen[m] = true
-				for len(queue) > 0 && end < 0 {
-					x := queue[0]
-					queue = queue[1:]
-					for _, i := range group {
-						if f.fst[i] != x || w.off[i+1]-w.off[i] <= 2 || !plain(int(i), x) {
-							continue
-						}
-						for s := w.off[i]; s < w.off[i+1]; s++ {
-							k := w.slots[s]
-							if k == b || seen[k] || !plain(int(i), k) {
-								continue
-							}
-							seen[k] = true
-							visited = append(visited, k)
-							prevB[k], prevP[k] = x, i
-							okB := f.gc[k]+f.S[int(b)*n+int(k)]+1 <= rowMax[b]
-							okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= rackMax[r]
-							if lc[k]+tl[k] <= L-2 && okB && okR {
-								end = k
-								break
-							}
-							queue = append(queue, k)
-						}
-						if end >= 0 {
-							break
-						}
-					}
-				}
-				for _, v := range visited {
-					seen[v] = false
-				}
+				end := f.paths.search(m, on, to, may, func(k int32) bool {
+					okB := f.gc[k]+f.S[int(b)*n+int(k)]+1 <= rowMax[b]
+					okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= rackMax[r]
+					return lc[k]+tl[k] <= L-2 && okB && okR
+				})
 				if end < 0 {
 					break
 				}
-				for k := end; k != m; {
-					i, x := int(prevP[k]), prevB[k]
-					f.addGlobal(i, x, -1)
+				f.paths.walk(m, end, func(i, x, k int32) {
+					f.addGlobal(int(i), x, -1)
 					tl[x]--
 					f.fst[i] = k
-					f.addGlobal(i, k, 1)
+					f.addGlobal(int(i), k, 1)
 					tl[k]++
-					k = x
-				}
+				})
 			}
 			for _, i := range group {
 				tl[f.fst[i]] = 0

@@ -59,9 +59,11 @@ type fmState struct {
 	// leaderships can only land on the brokers of the other racks.
 	tgtRow []int32
 	optR   []int32
-	// ST counts successors per topic: ST[(t*n+b)*n+j]; optT is each
-	// topic's optimum ceil(partitions / (holders-1)).
+	// ST counts successors per topic: ST[(t*n+b)*n+j], built when first
+	// read (stOK; most plans reach the optimum without reading it); optT
+	// is each topic's optimum ceil(partitions / (holders-1)).
 	ST    map[int64]int32
+	stOK  bool
 	optT  []int32
 	extra int // moves added so far (negative: saved)
 	// byLead lists each broker's partitions (leaders never change here).
@@ -124,6 +126,7 @@ func (f *fmState) add0() {
 	clear(f.S)
 	clear(f.G)
 	clear(f.ST)
+	f.stOK = false
 	for i := range f.w.c.Partitions {
 		f.add(i, 1)
 	}
@@ -135,12 +138,12 @@ func (f *fmState) add0() {
 func (f *fmState) probe(cap int) int {
 	w := f.w
 	slots := slices.Clone(w.slots)
-	S, G, ST := slices.Clone(f.S), slices.Clone(f.G), maps.Clone(f.ST)
+	S, G, ST, stOK := slices.Clone(f.S), slices.Clone(f.G), maps.Clone(f.ST), f.stOK
 	start := f.extra
 	reached := f.run(cap)
 	more := f.extra - start
 	copy(w.slots, slots)
-	f.S, f.G, f.ST, f.extra = S, G, ST, start
+	f.S, f.G, f.ST, f.stOK, f.extra = S, G, ST, stOK, start
 	if !reached {
 		return -1
 	}
@@ -162,7 +165,7 @@ func (w *work) countMoves() int {
 
 // origHas reports whether partition i held broker b before the plan.
 func (w *work) origHas(i int, b int32) bool {
-	return slices.Contains(w.c.Partitions[i].Replicas, w.ids[b])
+	return slices.Contains(w.orig[w.origOff[i]:w.origOff[i+1]], b)
 }
 
 func (w *work) newFM(rack bool) *fmState {
@@ -177,7 +180,7 @@ func (w *work) newFM(rack bool) *fmState {
 	if nT < 2 {
 		return nil
 	}
-	f := &fmState{w: w, n: n, rack: rack, gc: make([]int32, n), S: make([]int32, n*n), ST: map[int64]int32{}}
+	f := &fmState{w: w, n: n, rack: rack, gc: make([]int32, n), S: make([]int32, n*n)}
 	f.optB = int32(ceilDiv(np, nT-1))
 	for i := range np {
 		f.gc[w.lead[i]]++
@@ -270,7 +273,9 @@ func (f *fmState) add(i int, d int32) {
 	b := w.lead[i]
 	if j := w.firstFollower(i); j >= 0 {
 		f.S[int(b)*f.n+int(j)] += d
-		f.ST[f.tkey(int(w.ptopic[i]), b, j)] += d
+		if f.stOK {
+			f.ST[f.tkey(int(w.ptopic[i]), b, j)] += d
+		}
 	}
 	if f.rack {
 		if rs := w.rackSuccOf(i); rs >= 0 {
@@ -285,7 +290,24 @@ func (f *fmState) tkey(t int, b, j int32) int64 {
 
 // topicLoad is survivor j's leaders of topic t once b is lost.
 func (f *fmState) topicLoad(t int, b, j int32) int32 {
+	if !f.stOK {
+		f.countST()
+	}
 	return f.w.lc[t*f.n+int(j)] + f.ST[f.tkey(t, b, j)]
+}
+
+// countST counts ST from the current order, as add keeps it from then on.
+func (f *fmState) countST() {
+	w := f.w
+	if f.ST == nil {
+		f.ST = make(map[int64]int32, len(w.c.Partitions))
+	}
+	for i := range w.c.Partitions {
+		if j := w.firstFollower(i); j >= 0 {
+			f.ST[f.tkey(int(w.ptopic[i]), w.lead[i], j)]++
+		}
+	}
+	f.stOK = true
 }
 
 // worstCell returns the broker row and survivor of the largest excess of

@@ -68,9 +68,29 @@ type FailoverFigure struct {
 	TopicOverReachable int `json:"topic_over_reachable"`
 }
 
-// failoverSummary fills the failover section from the layouts before and
-// after.
-func (w *work) failoverSummary(s *Summary, final *topology.Cluster) {
+// figures are one layout's failover figures, computed in the background
+// (figure is a pure read of the layout, so the result is the same whenever
+// it runs): wait on wg before reading them.
+type figures struct {
+	wg           sync.WaitGroup
+	broker, rack FailoverFigure
+}
+
+// startFigures starts computing layout c's failover figures: the broker
+// domain's, and the rack domain's when racks are known. c must not change
+// until they are read.
+func (w *work) startFigures(c *topology.Cluster) *figures {
+	f := &figures{}
+	f.wg.Go(func() { f.broker = figure(c, audit.DomainBroker) })
+	if w.rackAware && w.nrack >= 2 {
+		f.wg.Go(func() { f.rack = figure(c, audit.DomainRack) })
+	}
+	return f
+}
+
+// failoverSummary fills the failover section from the figures of the
+// layouts before (w.before, started here when nil) and after.
+func (w *work) failoverSummary(s *Summary, final *topology.Cluster, after *figures) {
 	broker, rack, _ := w.failoverDomains()
 	fo := &Failover{Domain: FailoverBroker}
 	switch {
@@ -83,29 +103,22 @@ func (w *work) failoverSummary(s *Summary, final *topology.Cluster) {
 	}
 	// Both domains are measured whenever they exist, whatever the order
 	// spread.
-	// The figures are independent reads of the two layouts: computed
-	// side by side, the results are the same in any order.
 	fo.Broker = &FailoverChange{}
 	fo.ExtraMoves = w.foExtra
 	if w.foMore != 0 {
 		m := w.foMore
 		fo.MoreMoves = &m
 	}
-	type job struct {
-		c   *topology.Cluster
-		d   audit.Domain
-		out *FailoverFigure
+	before := w.before
+	if before == nil {
+		before = w.startFigures(w.c)
 	}
-	jobs := []job{{w.c, audit.DomainBroker, &fo.Broker.Before}, {final, audit.DomainBroker, &fo.Broker.After}}
+	before.wg.Wait()
+	after.wg.Wait()
+	fo.Broker.Before, fo.Broker.After = before.broker, after.broker
 	if w.rackAware && w.nrack >= 2 {
-		fo.Rack = &FailoverChange{}
-		jobs = append(jobs, job{w.c, audit.DomainRack, &fo.Rack.Before}, job{final, audit.DomainRack, &fo.Rack.After})
+		fo.Rack = &FailoverChange{Before: before.rack, After: after.rack}
 	}
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		wg.Go(func() { *j.out = figure(j.c, j.d) })
-	}
-	wg.Wait()
 	s.Failover = fo
 	if note := w.rackBoundNote(final, &fo.Broker.After); note != "" {
 		w.notes = append(w.notes, note)
@@ -370,15 +383,13 @@ func exactLoss(c *topology.Cluster, ix *topology.Index, unit []int, nu int, base
 // mmScratch is minMaxAssign's scratch, sized to the brokers once and
 // reused across calls.
 type mmScratch struct {
-	prevB, prevP   []int32
-	seen           []bool
-	byAt           [][]int32
-	queue, visited []int32
-	touched        []int32
+	paths   *pathSearch
+	byAt    [][]int32
+	touched []int32
 }
 
 func newMMScratch(n int) *mmScratch {
-	return &mmScratch{prevB: make([]int32, n), prevP: make([]int32, n), seen: make([]bool, n), byAt: make([][]int32, n)}
+	return &mmScratch{paths: newPathSearch(n), byAt: make([][]int32, n)}
 }
 
 // minMaxAssign lowers the busiest survivor of an assignment of unit
@@ -418,6 +429,8 @@ func minMaxAssign(sc *mmScratch, load []int, brokers []int32, cand [][]int32, at
 		}
 		sc.byAt[j] = append(sc.byAt[j], int32(k))
 	}
+	on := func(x int32) []int32 { return sc.byAt[x] }
+	to := func(k, _ int32) []int32 { return cand[k] }
 	for {
 		m := brokers[0]
 		for _, j := range brokers {
@@ -425,50 +438,20 @@ func minMaxAssign(sc *mmScratch, load []int, brokers []int32, cand [][]int32, at
 				m = j
 			}
 		}
-		end := int32(-1)
-		sc.queue = append(sc.queue[:0], m)
-		sc.visited = append(sc.visited[:0], m)
-		sc.seen[m] = true
-		for len(sc.queue) > 0 && end < 0 {
-			x := sc.queue[0]
-			sc.queue = sc.queue[1:]
-			for _, k := range sc.byAt[x] {
-				for _, y := range cand[k] {
-					if sc.seen[y] {
-						continue
-					}
-					sc.seen[y] = true
-					sc.visited = append(sc.visited, y)
-					sc.prevB[y], sc.prevP[y] = x, k
-					if load[y] <= load[m]-2 {
-						end = y
-						break
-					}
-					sc.queue = append(sc.queue, y)
-				}
-				if end >= 0 {
-					break
-				}
-			}
-		}
-		for _, v := range sc.visited {
-			sc.seen[v] = false
-		}
+		end := sc.paths.search(m, on, to, nil, func(y int32) bool { return load[y] <= load[m]-2 })
 		if end < 0 {
 			return load[m]
 		}
 		load[m]--
 		load[end]++
-		for y := end; y != m; {
-			k, x := sc.prevP[y], sc.prevB[y]
+		sc.paths.walk(m, end, func(k, x, y int32) {
 			at[k] = y
 			sc.byAt[x] = slices.DeleteFunc(sc.byAt[x], func(v int32) bool { return v == k })
 			if len(sc.byAt[y]) == 0 {
 				sc.touched = append(sc.touched, y)
 			}
 			sc.byAt[y] = append(sc.byAt[y], k)
-			y = x
-		}
+		})
 	}
 }
 
@@ -497,13 +480,14 @@ func topicWorst(c *topology.Cluster, d audit.Domain) (int, string, int) {
 	sc := newMMScratch(n)
 	over := 0
 	worst, topic := 0, ""
+	var touched []int // per topic, reused
+	var leds []led
 	for lo := 0; lo < len(c.Partitions); {
 		hi := lo
 		for hi < len(c.Partitions) && c.Partitions[hi].Topic == c.Partitions[lo].Topic {
 			hi++
 		}
-		var touched []int
-		var leds []led
+		touched, leds = touched[:0], leds[:0]
 		online := 0
 		for i := lo; i < hi; i++ {
 			p := &c.Partitions[i]

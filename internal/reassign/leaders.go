@@ -33,8 +33,9 @@ func (w *work) assignLeaders() {
 		gc[b]++
 		w.lc[t*n+int(b)]++
 	}
+	paths := newLeadPaths(n)
 	for t := range w.tname {
-		w.spreadTopic(t, gc, tie)
+		w.spreadTopic(t, gc, tie, paths)
 	}
 	unbalanced := 0
 	for _, block := range w.blocks {
@@ -66,7 +67,7 @@ func (w *work) topicBounds(t int) (int32, int32) {
 // spreadTopic brings topic t's leaders per broker within [floor, ceil] of
 // its partitions over its cell's brokers where its replicas allow: direct
 // switches first, then augmenting paths inside the topic.
-func (w *work) spreadTopic(t int, gc []int, tie []int32) {
+func (w *work) spreadTopic(t int, gc []int, tie []int32, paths *leadPaths) {
 	n := w.n()
 	lo, hi := w.topicBounds(t)
 	lc := w.lc[t*n : (t+1)*n]
@@ -93,8 +94,9 @@ func (w *work) spreadTopic(t int, gc []int, tie []int32) {
 		}
 	}
 	// Paths for what is left above the ceiling, then below the floor.
+	paths.group(w, t)
 	for guard := last - first; guard > 0; guard-- {
-		if !w.topicPath(t, func(b int32) bool { return lc[b] > hi }, func(r int32) bool { return lc[r] < hi }, gc) {
+		if !w.topicPath(t, func(b int32) bool { return lc[b] > hi }, func(r int32) bool { return lc[r] < hi }, gc, paths) {
 			break
 		}
 	}
@@ -102,65 +104,106 @@ func (w *work) spreadTopic(t int, gc []int, tie []int32) {
 		return
 	}
 	for guard := last - first; guard > 0; guard-- {
-		if !w.topicPath(t, func(b int32) bool { return lc[b] > lo }, func(r int32) bool { return lc[r] < lo }, gc) {
+		if !w.topicPath(t, func(b int32) bool { return lc[b] > lo }, func(r int32) bool { return lc[r] < lo }, gc, paths) {
 			break
 		}
 	}
 }
 
+// leadPaths is topicPath's state for one topic: its partitions by leader,
+// built once (group) and kept up to date by the paths, and the search's
+// scratch, dense arrays over the brokers reset after each search.
+type leadPaths struct {
+	led     [][]int32 // per broker: the topic's partitions it leads, in partition order
+	leaders []int32   // the brokers with a list (it may be empty now)
+	listed  []bool
+	seen    []bool
+	// from and part are the hop that reached a broker: partition part
+	// handed over by broker from (-1: none, a source or not reached).
+	from, part []int32
+	queue      []int32
+}
+
+func newLeadPaths(n int) *leadPaths {
+	p := &leadPaths{led: make([][]int32, n), listed: make([]bool, n), seen: make([]bool, n), from: make([]int32, n), part: make([]int32, n)}
+	for b := range p.from {
+		p.from[b] = -1
+	}
+	return p
+}
+
+// group lists topic t's partitions by leader.
+func (p *leadPaths) group(w *work, t int) {
+	for _, b := range p.leaders {
+		p.led[b] = p.led[b][:0]
+		p.listed[b] = false
+	}
+	p.leaders = p.leaders[:0]
+	for i := w.tstart[t]; i < w.tstart[t+1]; i++ {
+		p.add(w.lead[i], i)
+	}
+}
+
+// add lists partition i under broker b, in partition order.
+func (p *leadPaths) add(b, i int32) {
+	if !p.listed[b] {
+		p.listed[b] = true
+		p.leaders = append(p.leaders, b)
+	}
+	k, _ := slices.BinarySearch(p.led[b], i)
+	p.led[b] = slices.Insert(p.led[b], k, i)
+}
+
 // topicPath finds, by breadth-first search over brokers, a chain of
 // leadership hand-overs inside topic t from a source broker to a sink
 // broker and applies it. Each hop hands a partition led by one broker to
-// another of its replicas.
-func (w *work) topicPath(t int, source, sink func(int32) bool, gc []int) bool {
-	first, last := int(w.tstart[t]), int(w.tstart[t+1])
-	led := map[int32][]int{}
-	var queue []int32
-	seen := map[int32]bool{}
-	for i := first; i < last; i++ {
-		b := w.lead[i]
-		led[b] = append(led[b], i)
-		if !seen[b] && source(b) {
-			seen[b] = true
+// another of its replicas. The sources are searched from in broker order,
+// a broker's partitions in partition order, their replicas in slot order.
+// p must hold t's partitions by leader (group).
+func (w *work) topicPath(t int, source, sink func(int32) bool, gc []int, p *leadPaths) bool {
+	queue := p.queue[:0]
+	for _, b := range p.leaders {
+		if len(p.led[b]) > 0 && source(b) {
+			p.seen[b] = true
 			queue = append(queue, b)
 		}
 	}
-	if len(queue) == 0 {
-		return false
-	}
 	slices.Sort(queue)
-	type hop struct {
-		from int32
-		part int
-	}
-	prev := map[int32]hop{}
-	for len(queue) > 0 {
-		b := queue[0]
-		queue = queue[1:]
-		for _, i := range led[b] {
+	found := false
+	for head := 0; head < len(queue) && !found; head++ {
+		b := queue[head]
+		for _, i := range p.led[b] {
 			for s := w.off[i]; s < w.off[i+1]; s++ {
 				r := w.slots[s]
-				if seen[r] || !w.inBlock(r, t) {
+				if p.seen[r] || !w.inBlock(r, t) {
 					continue
 				}
-				seen[r] = true
-				prev[r] = hop{b, i}
-				if sink(r) {
-					for x := r; ; {
-						h, ok := prev[x]
-						if !ok {
-							break
-						}
-						w.setLead(h.part, x, gc)
-						x = h.from
-					}
-					return true
-				}
+				p.seen[r] = true
+				p.from[r], p.part[r] = b, i
 				queue = append(queue, r)
+				if sink(r) {
+					for x := r; p.from[x] >= 0; x = p.from[x] {
+						i, a := p.part[x], p.from[x]
+						w.setLead(int(i), x, gc)
+						k, _ := slices.BinarySearch(p.led[a], i)
+						p.led[a] = slices.Delete(p.led[a], k, k+1)
+						p.add(x, i)
+					}
+					found = true
+					break
+				}
+			}
+			if found {
+				break
 			}
 		}
 	}
-	return false
+	for _, b := range queue {
+		p.seen[b] = false
+		p.from[b] = -1
+	}
+	p.queue = queue
+	return found
 }
 
 // balanceLeaders brings the cell's brokers to floor/ceil of the cell's

@@ -162,13 +162,15 @@ func (w *work) plan() *Plan {
 	s := &pl.Summary
 	s.Schema = Schema
 	w.changes(pl)
+	// final is complete: its failover figures run beside the rest.
+	after := w.startFigures(final)
 	w.bounds(s)
 	w.brokers(s)
 	w.balance(s, final)
 	w.topicSpreads(s, final)
 	w.groups(s, final)
 	s.Cells = w.cellList()
-	w.failoverSummary(s, final)
+	w.failoverSummary(s, final, after)
 	s.Notes = append(s.Notes, w.notes...)
 	if s.RackBound != nil {
 		s.Notes = append(s.Notes, rackNote(s.RackBound))
@@ -178,17 +180,49 @@ func (w *work) plan() *Plan {
 	return pl
 }
 
+// unchanged reports whether partition i's final order (its leader, then
+// its other replicas in slot order) is its order before the plan.
+func (w *work) unchanged(i int) bool {
+	orig := w.orig[w.origOff[i]:w.origOff[i+1]]
+	lead := w.lead[i]
+	if int32(len(orig)) != w.off[i+1]-w.off[i] || orig[0] != lead {
+		return false
+	}
+	k := 1
+	for _, b := range w.slots[w.off[i]:w.off[i+1]] {
+		if b != lead {
+			if k == len(orig) || orig[k] != b {
+				return false
+			}
+			k++
+		}
+	}
+	return true
+}
+
 // changes fills the final layout, the changes, the elections and the
 // counts of moves and leader changes.
 func (w *work) changes(pl *Plan) {
 	c, s := w.c, &pl.Summary
 	var bytes int64
 	bytesKnown := true
+	// The changes are counted first, so their list is allocated once (a
+	// Change holds two partitions: growing it by appends copied them over
+	// and over), and the final replica lists share one array.
+	np := len(c.Partitions)
+	changed := 0
+	for i := range np {
+		if !w.unchanged(i) {
+			changed++
+		}
+	}
+	pl.Changes = slices.Grow(pl.Changes, changed)
+	flat := make([]int32, w.off[np])
 	for i := range c.Partitions {
 		p := &c.Partitions[i]
 		reps := w.slots[w.off[i]:w.off[i+1]]
 		lead := w.lead[i]
-		list := make([]int32, 0, len(reps))
+		list := flat[w.off[i]:w.off[i]:w.off[i+1]]
 		list = append(list, w.ids[lead])
 		for _, b := range reps {
 			if b != lead {

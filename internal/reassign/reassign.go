@@ -253,6 +253,9 @@ func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
 		cw.prepare()
 		w.countBound = &cw.lower
 	}
+	// The summary's figures of the layout before the plan depend on c
+	// alone: they run beside the plan.
+	w.before = w.startFigures(c)
 	w.placeReplicas()
 	w.assignLeaders()
 	w.orderFollowers()

@@ -2,7 +2,6 @@ package reassign
 
 import (
 	"cmp"
-	"container/heap"
 	"fmt"
 	"math"
 	"slices"
@@ -264,28 +263,30 @@ func (w *work) sameRack(i int) (int32, int32) {
 func (w *work) bestDest(i int, slot int32, deficitOnly bool, tie []int32) int32 {
 	t := int(w.ptopic[i])
 	if deficitOnly && w.under != nil {
-		// Only brokers under target qualify: shed keeps their list, which
-		// picks the same broker (ties break by tie, not by position).
-		return w.bestDestIn(i, slot, deficitOnly, tie, w.under[w.tcell[t]])
+		// Only brokers under target qualify: shed keeps their list, in
+		// the order that lets bestUnder stop early (it picks the broker
+		// bestDestIn picks: ties break by tie, not by position).
+		return w.bestUnder(i, slot, tie, w.under[w.tcell[t]])
 	}
 	return w.bestDestIn(i, slot, deficitOnly, tie, w.cells[w.tcell[t]])
 }
 
-// bestDestIn is bestDest over the brokers in domain.
+// bestDestIn is bestDest over the brokers in domain. A broker is ranked
+// before its other rules are checked (rackFree, mayTake): most brokers of a
+// large domain lose on rank alone.
 func (w *work) bestDestIn(i int, slot int32, deficitOnly bool, tie []int32, domain []int32) int32 {
 	n := w.n()
 	t := int(w.ptopic[i])
+	row := w.tc[t*n : (t+1)*n]
+	has := w.markHolders(i)
 	best, bDef, bTC := int32(-1), 0, int32(0)
 	for _, d := range domain {
 		def := w.tgt[d] - w.cnt[d]
-		if deficitOnly && def <= 0 {
+		if deficitOnly && def <= 0 || has[d]&holdsNow != 0 {
 			continue
 		}
-		if w.holds(i, d) || !w.rackFree(i, d, slot) || !w.mayTake(i, d) {
-			continue
-		}
-		tc := w.tc[t*n+int(d)]
-		if def > 0 && slices.Contains(w.c.Partitions[i].Replicas, w.ids[d]) {
+		tc := row[d]
+		if def > 0 && has[d]&heldBefore != 0 {
 			tc = -1 // it held the partition: no data to copy
 		} else if w.quota != nil && tc >= w.quota[t] {
 			continue // the topic's fair share is there already (shed)
@@ -301,18 +302,55 @@ func (w *work) bestDestIn(i int, slot int32, deficitOnly bool, tie []int32, doma
 		default:
 			better = def > bDef || def == bDef && (tc < bTC || tc == bTC && tie[d] < tie[best])
 		}
-		if better {
+		if better && w.rackFree(i, d, slot) && (w.cordon == nil || !w.cordon[d] || has[d]&heldBefore != 0) {
 			best, bDef, bTC = d, def, tc
 		}
 	}
+	w.unmarkHolders(i)
 	return best
+}
+
+// Bits of work.mark: the broker holds the partition now (a slot), held it
+// before the plan.
+const (
+	holdsNow   = 1
+	heldBefore = 2
+)
+
+// markHolders marks, in w.mark, the brokers holding partition i now and
+// before the plan, and returns w.mark; unmarkHolders clears them again.
+func (w *work) markHolders(i int) []uint8 {
+	if w.mark == nil {
+		w.mark = make([]uint8, w.n())
+	}
+	for s := w.off[i]; s < w.off[i+1]; s++ {
+		if b := w.slots[s]; b >= 0 {
+			w.mark[b] |= holdsNow
+		}
+	}
+	for _, b := range w.orig[w.origOff[i]:w.origOff[i+1]] {
+		w.mark[b] |= heldBefore
+	}
+	return w.mark
+}
+
+func (w *work) unmarkHolders(i int) {
+	for s := w.off[i]; s < w.off[i+1]; s++ {
+		if b := w.slots[s]; b >= 0 {
+			w.mark[b] = 0
+		}
+	}
+	for _, b := range w.orig[w.origOff[i]:w.origOff[i+1]] {
+		w.mark[b] = 0
+	}
 }
 
 // put places broker d in slot s of partition i (a hole or a leaving replica).
 func (w *work) put(i int, s int32, d int32) {
 	n := w.n()
 	t := int(w.ptopic[i])
-	if from := w.slots[s]; from >= 0 {
+	from := w.slots[s]
+	if from >= 0 {
 		w.cnt[from]--
 		w.tc[t*n+int(from)]--
 	}
@@ -320,11 +358,11 @@ func (w *work) put(i int, s int32, d int32) {
 	w.cnt[d]++
 	w.tc[t*n+int(d)]++
 	w.moves++
-	if w.under != nil && w.cnt[d] >= w.tgt[d] {
-		c := w.cellOf[d]
-		if k := slices.Index(w.under[c], d); k >= 0 {
-			w.under[c] = slices.Delete(w.under[c], k, k+1)
+	if w.under != nil {
+		if from >= 0 {
+			w.underMoved(from)
 		}
+		w.underMoved(d)
 	}
 }
 
@@ -541,8 +579,9 @@ func (w *work) shedPass() {
 			}
 		}
 	}
-	defer func() { w.under = nil }()
+	defer func() { w.under, w.underAt, w.underTie = nil, nil, nil }()
 	tie := w.tieOrder()
+	w.sortUnder(tie)
 	ttotal := make([]float64, len(w.tname))
 	tk := make([]float64, len(w.tname))
 	for t := range w.tname {
@@ -604,9 +643,9 @@ func (w *work) shedPass() {
 			for g := range groups {
 				h.items = append(h.items, topicItem{g: int32(g), rank: rank(g)})
 			}
-			heap.Init(&h)
-			for h.Len() > 0 && w.cnt[s] > w.tgt[s] {
-				it := heap.Pop(&h).(topicItem)
+			h.init()
+			for len(h.items) > 0 && w.cnt[s] > w.tgt[s] {
+				it := h.pop()
 				g := &groups[it.g]
 				i := int(sel[g.lo])
 				g.lo++
@@ -620,7 +659,7 @@ func (w *work) shedPass() {
 					}
 				}
 				if g.lo < g.hi {
-					heap.Push(&h, topicItem{g: it.g, rank: rank(int(it.g))})
+					h.push(topicItem{g: it.g, rank: rank(int(it.g))})
 				}
 			}
 		}
@@ -633,22 +672,66 @@ type topicItem struct {
 	rank float64
 }
 
-// topicHeap orders topics by rank, highest first, then by group index.
+// topicHeap orders topics by rank, highest first, then by group index
+// (a total order: a group is in the heap once). It is container/heap's
+// algorithm on topicItem itself, so a push or pop allocates nothing.
 type topicHeap struct{ items []topicItem }
 
-func (h *topicHeap) Len() int { return len(h.items) }
-func (h *topicHeap) Less(a, b int) bool {
+func (h *topicHeap) less(a, b int) bool {
 	if h.items[a].rank != h.items[b].rank {
 		return h.items[a].rank > h.items[b].rank
 	}
 	return h.items[a].g < h.items[b].g
 }
-func (h *topicHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *topicHeap) Push(x any)    { h.items = append(h.items, x.(topicItem)) }
-func (h *topicHeap) Pop() any {
-	x := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return x
+
+func (h *topicHeap) init() {
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i, len(h.items))
+	}
+}
+
+func (h *topicHeap) push(it topicItem) {
+	h.items = append(h.items, it)
+	h.up(len(h.items) - 1)
+}
+
+// pop removes and returns the first item.
+func (h *topicHeap) pop() topicItem {
+	n := len(h.items) - 1
+	h.items[0], h.items[n] = h.items[n], h.items[0]
+	h.down(0, n)
+	it := h.items[n]
+	h.items = h.items[:n]
+	return it
+}
+
+func (h *topicHeap) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !h.less(j, i) {
+			break
+		}
+		h.items[i], h.items[j] = h.items[j], h.items[i]
+		j = i
+	}
+}
+
+func (h *topicHeap) down(i, n int) {
+	for {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 {
+			break
+		}
+		j := j1 // left child
+		if j2 := j1 + 1; j2 < n && h.less(j2, j1) {
+			j = j2 // right child
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.items[i], h.items[j] = h.items[j], h.items[i]
+		i = j
+	}
 }
 
 // repair handles what shed could not: an over-target broker whose

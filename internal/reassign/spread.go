@@ -58,8 +58,8 @@ func (w *work) spreadTopics() {
 	if len(bad) == 0 {
 		return
 	}
-	var on [][]int32   // partitions per broker, built when first needed
-	var failed []int32 // per broker, 1 + the topic swapAny last failed for
+	var on *brokerParts // partitions per broker, built when first needed
+	var failed []int32  // per broker, 1 + the topic swapAny last failed for
 	budget := w.lower / 100
 	for _, t := range bad {
 		row := w.tc[t*n : (t+1)*n]
@@ -77,7 +77,7 @@ func (w *work) spreadTopics() {
 					continue // no swap for this topic on b: no other partition will find one either, mostly
 				}
 				if on == nil {
-					on = w.byBroker()
+					on = w.newBrokerParts()
 					failed = make([]int32, n)
 				}
 				if d := w.swapAny(i, s, b, t, caps, on, budget); d != noSwap {
@@ -93,15 +93,53 @@ func (w *work) spreadTopics() {
 // noSwap is swapAny's answer when it found no swap.
 const noSwap = -1 << 30
 
+// brokerParts is swapAny's index of the partitions per broker (kept up to
+// date by swapAny; swapOut's moves leave entries that slotOf no longer
+// finds) and, per broker, how many of its entries it did not hold before
+// the plan: handing one of those back to another broker saves a move, so
+// without them no swap with the broker saves one.
+type brokerParts struct {
+	on    [][]int32
+	moved []int32
+}
+
+func (w *work) newBrokerParts() *brokerParts {
+	p := &brokerParts{on: w.byBroker(), moved: make([]int32, w.n())}
+	for d, list := range p.on {
+		for _, j := range list {
+			if !w.origHas(int(j), int32(d)) {
+				p.moved[d]++
+			}
+		}
+	}
+	return p
+}
+
+// remove takes partition j off broker d's entries, add puts it on.
+func (p *brokerParts) remove(w *work, j int, d int32) {
+	k := len(p.on[d])
+	p.on[d] = slices.DeleteFunc(p.on[d], func(v int32) bool { return v == int32(j) })
+	if !w.origHas(j, d) {
+		p.moved[d] -= int32(k - len(p.on[d]))
+	}
+}
+
+func (p *brokerParts) add(w *work, j int, d int32) {
+	p.on[d] = append(p.on[d], int32(j))
+	if !w.origHas(j, d) {
+		p.moved[d]++
+	}
+}
+
 // swapAny is swapOut's fallback when no move of shed can be undone: it
 // exchanges partition i's replica on broker b (topic t, slot s) with a
 // replica of another topic's partition j on a broker d in the same cell
 // with room for t, so every broker keeps its count. j's topic must stay
 // within its cap on b, both partitions within the rack rules, and the
-// moves it adds within budget (the swap that adds the fewest wins; on is
-// the partitions per broker, kept up to date). It returns the moves added,
-// or noSwap.
-func (w *work) swapAny(i int, s, b int32, t int, caps []int32, on [][]int32, budget int) int {
+// moves it adds within budget (the swap that adds the fewest wins). A
+// broker none of whose partitions can add few enough moves is not
+// scanned. It returns the moves added, or noSwap.
+func (w *work) swapAny(i int, s, b int32, t int, caps []int32, on *brokerParts, budget int) int {
 	n := w.n()
 	row := w.tc[t*n : (t+1)*n]
 	bestJ, bestD, bestDelta := -1, int32(-1), noSwap
@@ -111,7 +149,16 @@ func (w *work) swapAny(i int, s, b int32, t int, caps []int32, on [][]int32, bud
 			continue
 		}
 		di := w.movesAdded(i, b, d)
-		for _, j32 := range on[d] {
+		// The fewest moves a swap with d adds: j's part is -1 at best,
+		// and only for a partition d did not hold before the plan.
+		least := di
+		if on.moved[d] > 0 {
+			least--
+		}
+		if least > budget || bestJ >= 0 && least >= bestDelta {
+			continue
+		}
+		for _, j32 := range on.on[d] {
 			j := int(j32)
 			u := int(w.ptopic[j])
 			if u == t || w.tc[u*n+int(b)]+1 > caps[u] || w.holds(j, b) || !w.mayTake(j, b) || !w.mayLeave(j, u, d) {
@@ -141,10 +188,10 @@ func (w *work) swapAny(i int, s, b int32, t int, caps []int32, on [][]int32, bud
 	sj := w.slotOf(bestJ, d)
 	w.put(bestJ, sj, b)
 	w.put(i, s, d)
-	on[d] = slices.DeleteFunc(on[d], func(v int32) bool { return v == int32(bestJ) })
-	on[d] = append(on[d], int32(i))
-	on[b] = slices.DeleteFunc(on[b], func(v int32) bool { return v == int32(i) })
-	on[b] = append(on[b], int32(bestJ))
+	on.remove(w, bestJ, d)
+	on.add(w, i, d)
+	on.remove(w, i, b)
+	on.add(w, bestJ, b)
 	return bestDelta
 }
 
@@ -180,7 +227,7 @@ func (w *work) swapOut(i int, s, b int32, t int, caps []int32) bool {
 			continue
 		}
 		u := int(w.ptopic[j])
-		if u == t || w.tc[u*n+int(b)]+1 > caps[u] || w.holds(j, b) || !w.mayTake(j, b) || slices.Contains(w.c.Partitions[j].Replicas, w.ids[d]) {
+		if u == t || w.tc[u*n+int(b)]+1 > caps[u] || w.holds(j, b) || !w.mayTake(j, b) || w.origHas(j, d) {
 			continue
 		}
 		sj := w.slotOf(j, d)

@@ -47,6 +47,13 @@ type work struct {
 	slots  []int32
 	first  []int32 // current preferred leader (first replica), dense
 	lead   []int32 // intended leader, dense
+	// orig[origOff[i]:origOff[i+1]] are partition i's replicas before the
+	// plan, dense, in their order (origHas reads them instead of the
+	// cluster's partitions: one flat array, no id lookup).
+	origOff []int32
+	orig    []int32
+	// mark is per-broker scratch of markHolders, all zero between calls.
+	mark []uint8
 
 	// Topics: partitions tstart[t]..tstart[t+1]-1, cell tcell[t].
 	tname  []string
@@ -79,12 +86,18 @@ type work struct {
 	// (see spreadTopics); nil outside shed.
 	shedLog [][]shedMove
 	// under lists, per cell, the brokers under target while shed runs
-	// (nil otherwise).
-	under [][]int32
+	// (nil otherwise), in bestUnder's order; underAt and underTie index
+	// and order them (see under.go).
+	under    [][]int32
+	underAt  []int32
+	underTie []int32
 	// foExtra are the moves the failover placement added (negative: saved)
 	// and foMore how many more would reach the failover optimum (0: it is
 	// reached or not measured, -1: not within autoMovesCap).
 	foExtra, foMore int
+	// before are the failover figures of the layout before the plan,
+	// started early (Compute) so they run beside the plan; nil until then.
+	before *figures
 }
 
 func (w *work) n() int { return len(w.ids) }
@@ -267,6 +280,7 @@ func (w *work) indexPartitions() (int, error) {
 	w.off = make([]int32, np+1)
 	w.first = make([]int32, np)
 	w.lead = make([]int32, np)
+	w.origOff = make([]int32, np+1)
 	total := 0
 	for i := range c.Partitions {
 		p := &c.Partitions[i]
@@ -281,6 +295,7 @@ func (w *work) indexPartitions() (int, error) {
 				return 0, targetErr("", "partition %s lists broker %d twice", p.Key(), r)
 			}
 		}
+		w.origOff[i+1] = w.origOff[i] + int32(len(p.Replicas))
 		rf := len(p.Replicas)
 		if o.ReplicationFactor > 0 {
 			rf = o.ReplicationFactor
@@ -295,6 +310,12 @@ func (w *work) indexPartitions() (int, error) {
 		w.ptopic[i] = int32(len(w.tname) - 1)
 	}
 	w.tstart = append(w.tstart, int32(np))
+	w.orig = make([]int32, w.origOff[np])
+	for i := range c.Partitions {
+		for k, r := range c.Partitions[i].Replicas {
+			w.orig[int(w.origOff[i])+k] = w.pos[r]
+		}
+	}
 	return maxRF, nil
 }
 
@@ -412,7 +433,7 @@ func (w *work) indexCordons(nTarget, maxRF int) error {
 // mayTake reports whether broker b may hold partition i in the plan: it
 // is not cordoned, or it held i before.
 func (w *work) mayTake(i int, b int32) bool {
-	return w.cordon == nil || !w.cordon[b] || slices.Contains(w.c.Partitions[i].Replicas, w.ids[b])
+	return w.cordon == nil || !w.cordon[b] || w.origHas(i, b)
 }
 
 func (w *work) holds(i int, b int32) bool {
