@@ -65,14 +65,35 @@ func StatePath(plan string) string { return strings.TrimSuffix(plan, ".json") + 
 // PlanDigest is the SHA-256 of a plan: each partition and its target
 // replicas, sorted by partition.
 func PlanDigest(plan []topology.Partition) string {
-	ps := slices.Clone(plan)
-	slices.SortFunc(ps, func(a, b topology.Partition) int { return topology.ComparePartitions(a, b) })
-	var b strings.Builder
-	for _, p := range ps {
-		fmt.Fprintf(&b, "%s\x00%d\x00%s\n", p.Topic, p.Partition, idList(p.Replicas))
+	ps := plan
+	if !slices.IsSortedFunc(ps, topology.ComparePartitions) {
+		ps = slices.Clone(plan)
+		slices.SortFunc(ps, topology.ComparePartitions)
 	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	var line []byte
+	for _, p := range ps {
+		// topic NUL partition NUL replicas NL
+		line = append(line[:0], p.Topic...)
+		line = append(line, 0)
+		line = strconv.AppendInt(line, int64(p.Partition), 10)
+		line = append(line, 0)
+		line = appendIDs(line, p.Replicas)
+		line = append(line, '\n')
+		h.Write(line)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// appendIDs appends ids to b comma-separated, as idList writes them.
+func appendIDs(b []byte, ids []int32) []byte {
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	return b
 }
 
 func idList(ids []int32) string {
@@ -88,9 +109,10 @@ func idList(ids []int32) string {
 // targets name (a broker c does not list, or lists as missing, is
 // recorded without a rack). A plan partition c does not hold is left out.
 func NewSource(c *topology.Cluster, plan []topology.Partition) *Source {
-	byKey := map[topology.Key]topology.Partition{}
-	for _, p := range c.Partitions {
-		byKey[p.Key()] = p
+	// The plan's partitions by key, to pick them out of c in one pass.
+	inPlan := make(map[topology.Key]int, len(plan))
+	for i, m := range plan {
+		inPlan[m.Key()] = i
 	}
 	racks := map[int32]string{}
 	for _, b := range c.Brokers {
@@ -98,24 +120,36 @@ func NewSource(c *topology.Cluster, plan []topology.Partition) *Source {
 			racks[b.ID] = b.Rack
 		}
 	}
-	s := &Source{Schema: SourceSchema, Plan: PlanDigest(plan)}
+	s := &Source{Schema: SourceSchema, Plan: PlanDigest(plan), Partitions: make([]SourcePartition, 0, len(plan))}
 	named := map[int32]bool{}
-	for _, m := range plan {
-		p, ok := byKey[m.Key()]
+	// Each replica list is a sub-slice of one array: a million small
+	// clones cost more than the rest.
+	ids := make([]int32, 0, 2*len(plan)*3)
+	hold := func(xs []int32) []int32 {
+		at := len(ids)
+		ids = append(ids, xs...)
+		for _, b := range xs {
+			named[b] = true
+		}
+		return ids[at:len(ids):len(ids)]
+	}
+	for _, p := range c.Partitions {
+		i, ok := inPlan[p.Key()]
 		if !ok {
 			continue
 		}
-		s.Partitions = append(s.Partitions, SourcePartition{Topic: m.Topic, Partition: m.Partition, Replicas: slices.Clone(p.Replicas), Target: slices.Clone(m.Replicas)})
-		for _, b := range p.Replicas {
-			named[b] = true
-		}
-		for _, b := range m.Replicas {
-			named[b] = true
-		}
+		m := plan[i]
+		s.Partitions = append(s.Partitions, SourcePartition{Topic: m.Topic, Partition: m.Partition, Replicas: hold(p.Replicas), Target: hold(m.Replicas)})
 	}
-	slices.SortFunc(s.Partitions, func(a, b SourcePartition) int {
-		return topology.ComparePartitions(topology.Partition{Topic: a.Topic, Partition: a.Partition}, topology.Partition{Topic: b.Topic, Partition: b.Partition})
-	})
+	byKey := func(a, b SourcePartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition) - int(b.Partition)
+	}
+	if !slices.IsSortedFunc(s.Partitions, byKey) {
+		slices.SortFunc(s.Partitions, byKey)
+	}
 	for id := range named {
 		s.Brokers = append(s.Brokers, topology.Broker{ID: id, Rack: racks[id]})
 	}
@@ -126,15 +160,31 @@ func NewSource(c *topology.Cluster, plan []topology.Partition) *Source {
 
 // digestOf is the SHA-256 of s's brokers and partitions, canonical.
 func (s *Source) digestOf() string {
-	var b strings.Builder
+	h := sha256.New()
+	var line []byte
 	for _, br := range s.Brokers {
-		fmt.Fprintf(&b, "broker\x00%d\x00%s\n", br.ID, br.Rack)
+		// broker NUL id NUL rack NL
+		line = append(line[:0], "broker\x00"...)
+		line = strconv.AppendInt(line, int64(br.ID), 10)
+		line = append(line, 0)
+		line = append(line, br.Rack...)
+		line = append(line, '\n')
+		h.Write(line)
 	}
 	for _, p := range s.Partitions {
-		fmt.Fprintf(&b, "partition\x00%s\x00%d\x00%s\x00%s\n", p.Topic, p.Partition, idList(p.Replicas), idList(p.Target))
+		// partition NUL topic NUL partition NUL replicas NUL target NL
+		line = append(line[:0], "partition\x00"...)
+		line = append(line, p.Topic...)
+		line = append(line, 0)
+		line = strconv.AppendInt(line, int64(p.Partition), 10)
+		line = append(line, 0)
+		line = appendIDs(line, p.Replicas)
+		line = append(line, 0)
+		line = appendIDs(line, p.Target)
+		line = append(line, '\n')
+		h.Write(line)
 	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // WriteSourceFile writes the sidecar of the plan file planPath (see
