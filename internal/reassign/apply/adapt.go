@@ -43,7 +43,10 @@ type LatencySource interface {
 //     window far over the objective cuts deeper), but never below Floor
 //     times it, nor below Min;
 //   - p99 below Calm times Objective for RaiseAfter windows in a row:
-//     raise it to Up times it, not above Max;
+//     raise it to Up times it, not above Max, and not above Approach times
+//     the rate of the broker's last window over the objective (its
+//     ceiling); at that point, ProbeAfter calm windows in a row raise it
+//     above the ceiling (a probe), which forgets the ceiling;
 //   - in between (the hysteresis band, Calm x Objective to Objective):
 //     hold, and start counting calm windows again.
 //
@@ -68,6 +71,12 @@ type ThrottleRule struct {
 	// Up and Down are the factors of a raise and of a cut (0: DefaultUp,
 	// DefaultDown); Floor bounds the deepest cut (0: DefaultFloor).
 	Up, Down, Floor float64
+	// Approach is the fraction of the rate that last broke the objective
+	// (a broker's ceiling) that raises stop at (0: DefaultApproach);
+	// ProbeAfter the calm windows in a row there before a raise above it
+	// (0: DefaultProbeAfter).
+	Approach   float64
+	ProbeAfter int
 }
 
 // The defaults of ThrottleRule.
@@ -79,6 +88,8 @@ const (
 	DefaultUp         = 1.25
 	DefaultDown       = 0.5
 	DefaultFloor      = 0.25
+	DefaultApproach   = 0.9
+	DefaultProbeAfter = 6
 )
 
 func (r ThrottleRule) withDefaults() ThrottleRule {
@@ -99,6 +110,12 @@ func (r ThrottleRule) withDefaults() ThrottleRule {
 	}
 	if r.Down <= 0 || r.Down >= 1 {
 		r.Down = DefaultDown
+	}
+	if r.Approach <= 0 || r.Approach > 1 {
+		r.Approach = DefaultApproach
+	}
+	if r.ProbeAfter <= 0 {
+		r.ProbeAfter = DefaultProbeAfter
 	}
 	if r.Floor <= 0 || r.Floor > r.Down {
 		r.Floor = min(DefaultFloor, r.Down)
@@ -195,6 +212,9 @@ type Guard struct {
 	last    time.Time
 	rates   map[int32]int64
 	calm    map[int32]int
+	// ceiling is, per broker, the rate of its last window over the
+	// objective (0: none since its last probe above it succeeded).
+	ceiling map[int32]int64
 	report  GuardReport
 }
 
@@ -209,7 +229,7 @@ func (g *Guard) begin(ctx context.Context, now time.Time, brokers []int32, rate 
 		return fmt.Errorf("starting the canary: %w", err)
 	}
 	g.started, g.start, g.last = true, now, now
-	g.rates, g.calm = map[int32]int64{}, map[int32]int{}
+	g.rates, g.calm, g.ceiling = map[int32]int64{}, map[int32]int{}, map[int32]int64{}
 	for _, b := range brokers {
 		g.rates[b] = rate
 	}
@@ -245,17 +265,15 @@ func (g *Guard) Adjust(now time.Time) []RateChange {
 			continue
 		case !w.Within:
 			g.calm[b] = 0
+			g.ceiling[b] = rate
 			f := max(r.Floor, min(r.Down, objective/s.P99))
 			change.To = max(r.Min, int64(float64(rate)*f))
 			change.Reason = fmt.Sprintf("p99 %.0f ms above the objective %v: cut", s.P99, r.Objective)
 		case s.P99 < r.Calm*objective:
 			g.calm[b]++
-			if g.calm[b] < r.RaiseAfter {
+			if !g.raise(b, rate, &change, objective) {
 				continue
 			}
-			g.calm[b] = 0
-			change.To = min(r.Max, int64(float64(rate)*r.Up))
-			change.Reason = fmt.Sprintf("p99 below %.0f ms (%.0f%% of the objective) for %d windows: raise", r.Calm*objective, 100*r.Calm, r.RaiseAfter)
 		default:
 			g.calm[b] = 0
 			continue
@@ -265,6 +283,41 @@ func (g *Guard) Adjust(now time.Time) []RateChange {
 		}
 	}
 	return out
+}
+
+// raise decides a calm window's raise of broker b from rate, into change:
+// RaiseAfter calm windows in a row raise it by Up, up to Approach times
+// the rate that last broke the objective (its ceiling); once there,
+// ProbeAfter calm windows in a row raise it above the ceiling by Up (a
+// probe), which forgets the ceiling. It reports whether there is a raise.
+func (g *Guard) raise(b int32, rate int64, change *RateChange, objective float64) bool {
+	r := g.Rule
+	limit, need, probe := r.Max, r.RaiseAfter, false
+	if c := g.ceiling[b]; c > 0 {
+		near := int64(float64(c) * r.Approach)
+		if rate < near {
+			limit = min(limit, near)
+		} else {
+			need, probe = r.ProbeAfter, true
+		}
+	}
+	if g.calm[b] < need {
+		return false
+	}
+	g.calm[b] = 0
+	change.To = min(limit, int64(float64(rate)*r.Up))
+	if change.To <= rate {
+		return false
+	}
+	change.Reason = fmt.Sprintf("p99 below %.0f ms (%.0f%% of the objective) for %d windows: raise", r.Calm*objective, 100*r.Calm, need)
+	if probe {
+		g.ceiling[b] = 0
+		change.Reason = fmt.Sprintf("p99 below %.0f ms (%.0f%% of the objective) for %d windows at %.0f%% of the rate that last broke it: probe above it",
+			r.Calm*objective, 100*r.Calm, need, 100*r.Approach)
+	} else if limit < r.Max && change.To == limit {
+		change.Reason += fmt.Sprintf(", up to %.0f%% of the rate that last broke the objective", 100*r.Approach)
+	}
+	return true
 }
 
 // Commit records changes as made.

@@ -70,6 +70,10 @@ func TestGuardRule(t *testing.T) {
 			[]int64{13107200, 16384000, 20480000, 25600000, 32000000, 40000000, 40 * mb}, nil},
 		{"too few samples hold", 19, []float64{500, 500, 500}, nil, nil},
 		{"cut then raise", 50, []float64{200, 10, 10}, []int64{5 * mb, 6.25 * mb}, nil},
+		{"raises after a cut stop at 90% of the rate that broke the objective, then probe above it after 6 calm windows", 50,
+			[]float64{150, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10},
+			[]int64{5 * mb, 6.25 * mb, 7.8125 * mb, 9437184, 11796480, 14745600},
+			[]string{"cut", "raise", "raise", "up to 90% of the rate that last broke the objective", "probe above it", "raise"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &script{samples: tc.samples}
