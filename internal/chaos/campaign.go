@@ -93,6 +93,8 @@ func (c *Campaign) Validate() error {
 // neither kills nor injects a fault.
 func (c *Campaign) KillerNeeded() string {
 	switch {
+	case c.Config.Fault != nil && c.Config.Slow:
+		return "--slow on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)"
 	case c.Config.Fault != nil:
 		return "--fault on a --bootstrap-server cluster (chaos-mesh injects it as a NetworkChaos)"
 	case c.Config.Target.Kind != TargetNone:

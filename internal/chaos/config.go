@@ -109,6 +109,13 @@ type Config struct {
 	// clears it before the recovered phase; without Restore it is cleared
 	// when the run ends. The cluster must implement Faulter.
 	Fault *Fault
+	// Slow marks a slow-broker experiment (--slow): Fault is the broker's
+	// slowness (a bandwidth cap or a delay), there is no kill, and the
+	// reports name the before phase "at rest" and the fault phase "slow".
+	Slow bool
+	// RecommendBy is the objective of the result's recommendation (""
+	// means ByThroughput).
+	RecommendBy RecommendBy
 	// Topic is the topic name prefix: each partitioner writes Topic-NAME.
 	Topic string
 	// Assignment is the replica assignment of every experiment topic
@@ -349,6 +356,12 @@ func (c *Config) validate(ring, existing, campaign bool) error {
 		return errkind.Usagef("kill", "each: one run kills one broker (a campaign kills each in turn)")
 	}
 	if err := c.Fault.validate(); err != nil {
+		return err
+	}
+	if err := c.validateSlow(); err != nil {
+		return err
+	}
+	if _, err := ParseRecommendBy(string(c.RecommendBy)); err != nil {
 		return err
 	}
 	if !ring && !existing {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/units"
 )
 
 // FaultKind is what a network fault does to a broker's traffic.
@@ -24,11 +25,16 @@ const (
 	FaultLoss FaultKind = "loss"
 	// FaultPartition cuts the broker off from clients and other brokers.
 	FaultPartition FaultKind = "partition"
+	// FaultBandwidth caps the bytes per second the broker sends (to its
+	// clients and to the followers fetching from it): a broker behind a
+	// slower link (--slow broker-N:bandwidth=RATE).
+	FaultBandwidth FaultKind = "bandwidth"
 )
 
 // Fault is one network fault on one broker, as --fault spells it:
-// delay:broker-2:100ms[:JITTER], loss:broker-2:10%, partition:broker-2.
-// Target takes the same forms as --kill (broker-N, busiest, leader-of:T/P).
+// delay:broker-2:100ms[:JITTER], loss:broker-2:10%, partition:broker-2,
+// bandwidth:broker-2:2MB/s. Target takes the same forms as --kill
+// (broker-N, busiest, leader-of:T/P).
 type Fault struct {
 	Kind   FaultKind
 	Target Target
@@ -37,6 +43,9 @@ type Fault struct {
 	Jitter time.Duration
 	// Loss is the share of packets dropped, 0 < Loss <= 1, for FaultLoss.
 	Loss float64
+	// Rate is the cap in bytes per second, at least MinFaultRate, for
+	// FaultBandwidth.
+	Rate int64
 }
 
 // Faulter is implemented by clusters that can degrade a broker's network
@@ -58,19 +67,25 @@ type Faulter interface {
 // FieldFault is the field --fault errors name.
 const FieldFault = "fault"
 
+// MinFaultRate is the smallest bandwidth cap: below it a broker cannot
+// answer its controller's heartbeats in time and the experiment measures
+// a broker fenced out of the cluster, not a slow one.
+const MinFaultRate = 10_000
+
 // MaxFaultDelay bounds a fault's delay and jitter: beyond it every client
 // times out and the experiment measures nothing but timeouts.
 const MaxFaultDelay = time.Minute
 
 // ParseFault parses a fault as --fault spells it: delay:TARGET:DELAY[:JITTER]
 // (delay:broker-2:100ms, delay:broker-2:100ms:20ms), loss:TARGET:PERCENT%
-// (loss:broker-2:10%) or partition:TARGET (partition:broker-2), with TARGET
+// (loss:broker-2:10%), partition:TARGET (partition:broker-2) or
+// bandwidth:TARGET:RATE (bandwidth:broker-2:2MB/s), with TARGET
 // as --kill takes it (broker-N, busiest, leader-of:TOPIC/P; not none). Its
 // errors are usage errors naming the field "fault".
 func ParseFault(s string) (Fault, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok || rest == "" {
-		return Fault{}, errkind.Usagef(FieldFault, "%q: want delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT%% or partition:TARGET", s)
+		return Fault{}, errkind.Usagef(FieldFault, "%q: want delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT%%, partition:TARGET or bandwidth:TARGET:RATE", s)
 	}
 	f := Fault{Kind: FaultKind(kind)}
 	var target string
@@ -118,8 +133,19 @@ func ParseFault(s string) (Fault, error) {
 			return Fault{}, errkind.Usagef(FieldFault, "%q: the loss %q is not a percentage above 0%% and at most 100%%", s, rest[i+1:])
 		}
 		f.Loss = p / 100
+	case FaultBandwidth:
+		i := strings.LastIndexByte(rest, ':')
+		if i < 0 {
+			return Fault{}, errkind.Usagef(FieldFault, "%q: want bandwidth:TARGET:RATE, e.g. bandwidth:broker-2:2MB/s", s)
+		}
+		target = rest[:i]
+		r, err := parseFaultRate(rest[i+1:])
+		if err != nil {
+			return Fault{}, errkind.Usagef(FieldFault, "%q: %w", s, err)
+		}
+		f.Rate = r
 	default:
-		return Fault{}, errkind.Usagef(FieldFault, "%q: unknown fault %q (want delay, loss or partition)", s, kind)
+		return Fault{}, errkind.Usagef(FieldFault, "%q: unknown fault %q (want delay, loss, partition or bandwidth)", s, kind)
 	}
 	t, err := ParseTarget(target)
 	if err != nil {
@@ -144,6 +170,19 @@ func parseFaultDuration(s, what, v string) (time.Duration, error) {
 	return d, nil
 }
 
+// parseFaultRate parses a bandwidth cap (2MB/s, 500kB/s), at least
+// MinFaultRate.
+func parseFaultRate(v string) (int64, error) {
+	r, err := units.ParseRate(v)
+	if err != nil {
+		return 0, err
+	}
+	if r < MinFaultRate {
+		return 0, fmt.Errorf("the rate %q is below %s (a broker that slow is fenced out of the cluster)", v, units.FormatRate(MinFaultRate))
+	}
+	return r, nil
+}
+
 // String returns the fault as --fault takes it; ParseFault reads it back.
 func (f Fault) String() string {
 	switch f.Kind {
@@ -157,6 +196,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("loss:%s:%s%%", f.Target, strconv.FormatFloat(f.Loss*100, 'g', 6, 64))
 	case FaultPartition:
 		return fmt.Sprintf("partition:%s", f.Target)
+	case FaultBandwidth:
+		return fmt.Sprintf("bandwidth:%s:%s", f.Target, units.FormatRate(f.Rate))
 	}
 	return string(f.Kind)
 }
@@ -174,6 +215,8 @@ func (f Fault) Describe(id int32) string {
 		return fmt.Sprintf("drop %s%% of broker %d's packets", strconv.FormatFloat(f.Loss*100, 'g', 6, 64), id)
 	case FaultPartition:
 		return fmt.Sprintf("cut broker %d off the network", id)
+	case FaultBandwidth:
+		return fmt.Sprintf("cap what broker %d sends at %s", id, units.FormatRate(f.Rate))
 	}
 	return string(f.Kind)
 }
@@ -334,8 +377,12 @@ func (f *Fault) validate() error {
 			return errkind.Usagef(FieldFault, "%s: want a loss above 0%% and at most 100%%", f)
 		}
 	case FaultPartition:
+	case FaultBandwidth:
+		if f.Rate < MinFaultRate {
+			return errkind.Usagef(FieldFault, "%s: want a rate of at least %s", f, units.FormatRate(MinFaultRate))
+		}
 	default:
-		return errkind.Usagef(FieldFault, "unknown fault %q (want delay, loss or partition)", f.Kind)
+		return errkind.Usagef(FieldFault, "unknown fault %q (want delay, loss, partition or bandwidth)", f.Kind)
 	}
 	return nil
 }

@@ -23,6 +23,9 @@ func TestParseFault(t *testing.T) {
 		{"loss:busiest:100%", Fault{Kind: FaultLoss, Target: Target{Kind: TargetBusiest}, Loss: 1}},
 		{"partition:broker-2", Fault{Kind: FaultPartition, Target: Target{Kind: TargetBroker, Broker: 2}}},
 		{"partition:leader-of:t/1", Fault{Kind: FaultPartition, Target: Target{Kind: TargetLeaderOf, Topic: "t", Partition: 1}}},
+		{"bandwidth:broker-2:2MB/s", Fault{Kind: FaultBandwidth, Target: Target{Kind: TargetBroker, Broker: 2}, Rate: 2_000_000}},
+		{"bandwidth:leader-of:a:b/1:1MiB/s", Fault{Kind: FaultBandwidth, Target: Target{Kind: TargetLeaderOf, Topic: "a:b", Partition: 1}, Rate: 1 << 20}},
+		{"bandwidth:busiest:10kB/s", Fault{Kind: FaultBandwidth, Target: Target{Kind: TargetBusiest}, Rate: 10_000}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -33,6 +36,7 @@ func TestParseFault(t *testing.T) {
 			assert.Equal(t, tc.want.Delay, got.Delay)
 			assert.Equal(t, tc.want.Jitter, got.Jitter)
 			assert.InDelta(t, tc.want.Loss, got.Loss, 1e-12)
+			assert.Equal(t, tc.want.Rate, got.Rate)
 			back, err := ParseFault(got.String())
 			require.NoError(t, err, "String %q parses back", got.String())
 			assert.Equal(t, got.String(), back.String())
@@ -61,6 +65,11 @@ func TestParseFaultErrors(t *testing.T) {
 		{"partition:", "want delay:TARGET"},
 		{"partition:broker-2:10ms", "want broker-N"},
 		{"partition:leader-of:t", "leader-of:TOPIC/PARTITION"},
+		{"bandwidth:broker-2", "want bandwidth:TARGET:RATE"},
+		{"bandwidth:2MB/s", "want bandwidth:TARGET:RATE"},
+		{"bandwidth:broker-2:2MB", "has no /s"},
+		{"bandwidth:broker-2:9999B/s", "below 10kB/s"},
+		{"bandwidth:none:2MB/s", "not none"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -76,7 +85,8 @@ func TestParseFaultErrors(t *testing.T) {
 // "fault", or to a fault whose String parses back to the same string.
 func FuzzParseFault(f *testing.F) {
 	for _, s := range []string{"delay:broker-2:100ms", "delay:broker-2:100ms:20ms", "loss:broker-2:10%", "partition:broker-2",
-		"delay:broker-2:200ms", "delay:leader-of:orders/0:30ms:5ms", "loss:busiest:0.5%", "partition:leader-of:t/1", "delay:none:1s", "loss:broker-2:1e2%"} {
+		"delay:broker-2:200ms", "delay:leader-of:orders/0:30ms:5ms", "loss:busiest:0.5%", "partition:leader-of:t/1", "delay:none:1s", "loss:broker-2:1e2%",
+		"bandwidth:broker-2:2MB/s", "bandwidth:busiest:1536kB/s", "bandwidth:broker-1:10001B/s"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -90,7 +100,7 @@ func FuzzParseFault(f *testing.F) {
 			t.Fatalf("%q -> %q does not parse back: %v", s, got.String(), err)
 		}
 		again, err := ParseFault(back.String())
-		if err != nil || again.String() != back.String() || back.Kind != got.Kind || back.Target != got.Target || back.Delay != got.Delay || back.Jitter != got.Jitter {
+		if err != nil || again.String() != back.String() || back.Kind != got.Kind || back.Target != got.Target || back.Delay != got.Delay || back.Jitter != got.Jitter || back.Rate != got.Rate {
 			t.Fatalf("%q: round trip %q -> %q -> %v (%v)", s, got.String(), back.String(), again, err)
 		}
 	})

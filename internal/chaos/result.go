@@ -45,6 +45,13 @@ type Result struct {
 	KilledBroker int32 `json:"killed_broker"`
 	// Fault is the network fault injected (--fault); absent when none.
 	Fault *FaultResult `json:"fault,omitempty"`
+	// Slow is the slow broker as --slow spelled it (a slow-broker
+	// experiment: its before phase is "at rest", its fault phase "slow");
+	// absent otherwise.
+	Slow string `json:"slow,omitempty"`
+	// Recommendation says which partitioner to use, by the run's
+	// objective; absent when no partitioner acknowledged a record.
+	Recommendation *Recommendation `json:"recommendation,omitempty"`
 	// FailoverMS is the time from the kill until every partition of the
 	// experiment topics had a live leader in a metadata answer (-1: never;
 	// the mean over kills in a sequential run). It is absent on a simulated
@@ -286,6 +293,10 @@ func (r *runner) result() *Result {
 		}
 	}
 	res.Fault = r.faultResult()
+	if cfg.Slow && cfg.Fault != nil {
+		res.Slow = SlowString(*cfg.Fault)
+	}
+	res.Recommendation = Recommend([]*Result{res}, cfg.RecommendBy)
 	if kr, ok := r.c.(KillReporter); ok {
 		res.KillerLog = kr.KillerLog()
 	}

@@ -19,7 +19,9 @@ type Summary struct {
 	Target       string `json:"target"`
 	KilledBroker int32  `json:"killed_broker"`
 	// Fault is the --fault of the runs ("" when none).
-	Fault  string  `json:"fault,omitempty"`
+	Fault string `json:"fault,omitempty"`
+	// Slow is the --slow of the runs ("" when none).
+	Slow   string  `json:"slow,omitempty"`
 	Repeat int     `json:"repeat"`
 	Level  float64 `json:"level"`
 	// FailoverMS is absent when no run timed its failover (Result.FailoverMS).
@@ -28,7 +30,9 @@ type Summary struct {
 	// run by run: the first one named.
 	Baseline     string               `json:"baseline"`
 	Partitioners []PartitionerSummary `json:"partitioners"`
-	Runs         []*Result            `json:"runs"`
+	// Recommendation is over every run, with the margin's interval.
+	Recommendation *Recommendation `json:"recommendation,omitempty"`
+	Runs           []*Result       `json:"runs"`
 }
 
 // PartitionerSummary is one partitioner over the repetitions: counts are
@@ -88,6 +92,10 @@ func Summarize(runs []*Result) (*Summary, error) {
 		Repeat: len(runs), Level: Level, Runs: runs}
 	if first.Fault != nil {
 		s.Fault = first.Fault.Fault
+	}
+	s.Slow = first.Slow
+	if first.Recommendation != nil {
+		s.Recommendation = Recommend(runs, first.Recommendation.Objective)
 	}
 	var fo []float64
 	for _, r := range runs {

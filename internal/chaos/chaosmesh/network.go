@@ -33,7 +33,7 @@ const networkResource = "networkchaos"
 // labelled managed by kplan, in mode one with the pod named explicitly, and
 // already defaulted and validated by Chaos Mesh's own webhook methods.
 //
-// A delay or a loss applies to every packet the broker's pod sends
+// A delay, a loss or a bandwidth cap applies to every packet the broker's pod sends
 // (direction "to" with no target: the replies to its clients and to its
 // followers, and its own fetches, all leave late or not at all), which is
 // what a slow or lossy broker is to the rest of the cluster. A partition
@@ -91,8 +91,14 @@ func NetworkManifest(o Options, f chaos.Fault, pod string, others []string) (*v1
 			Mode:     v1alpha1.AllMode,
 			Selector: v1alpha1.PodSelectorSpec{Pods: map[string][]string{o.Namespace: slices.Sorted(slices.Values(others))}},
 		}
+	case chaos.FaultBandwidth:
+		if f.Rate < chaos.MinFaultRate {
+			return nil, errkind.Usagef(chaos.FieldFault, "%s: want a rate of at least %d bytes/s", f, chaos.MinFaultRate)
+		}
+		nc.Spec.Action = v1alpha1.BandwidthAction
+		nc.Spec.Bandwidth = &v1alpha1.BandwidthSpec{Rate: meshRate(f.Rate), Limit: meshBandwidthLimit, Buffer: meshBandwidthBuffer}
 	default:
-		return nil, errkind.Usagef(chaos.FieldFault, "unknown fault %q (want delay, loss or partition)", f.Kind)
+		return nil, errkind.Usagef(chaos.FieldFault, "unknown fault %q (want delay, loss, partition or bandwidth)", f.Kind)
 	}
 	if err := nc.Default(context.Background(), nc); err != nil {
 		return nil, fmt.Errorf("chaos mesh's defaults for the NetworkChaos: %w", err)
@@ -108,6 +114,20 @@ func NetworkManifest(o Options, f chaos.Fault, pod string, others []string) (*v1
 // in milliseconds.
 func meshDuration(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64) + "ms"
+}
+
+// A bandwidth cap's token bucket (tc tbf under Chaos Mesh): a queue of
+// 20 MiB before packets drop, and a burst of 64 KiB, one loopback-sized
+// segment, so the cap holds at millisecond scale.
+const (
+	meshBandwidthLimit  = 20 << 20
+	meshBandwidthBuffer = 64 << 10
+)
+
+// meshRate spells a rate in bytes/s as Chaos Mesh's bandwidth rate ("bps"
+// is bytes per second there, as tc spells it).
+func meshRate(bytesPerS int64) string {
+	return strconv.FormatInt(bytesPerS, 10) + "bps"
 }
 
 // meshPercent spells a share as Chaos Mesh's percentage string, to 1e-4 %.

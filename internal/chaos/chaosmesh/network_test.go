@@ -1,7 +1,9 @@
 package chaosmesh
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +81,7 @@ func TestNetworkManifestGolden(t *testing.T) {
 		{"delay-jitter", "delay:broker-3:200ms:20ms", v1alpha1.DelayAction, v1alpha1.To},
 		{"loss", "loss:broker-3:10%", v1alpha1.LossAction, v1alpha1.To},
 		{"partition", "partition:broker-3", v1alpha1.PartitionAction, v1alpha1.Both},
+		{"bandwidth", "bandwidth:broker-3:2MB/s", v1alpha1.BandwidthAction, v1alpha1.To},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,8 +91,16 @@ func TestNetworkManifestGolden(t *testing.T) {
 			assert.Equal(t, "pod kafka/my-cluster-pool-a-3", plan.Target)
 			golden.AssertString(t, "networkchaos-"+tt.name+".yaml", plan.Manifest)
 
+			// As kubectl sends it: YAML to JSON without a target struct, then
+			// JSON. (sigs.k8s.io/yaml's Unmarshal converts against the struct
+			// and allocates an empty spec.rate beside bandwidth.rate, which
+			// Chaos Mesh's webhook then refuses.)
+			js, err := yaml.YAMLToJSON([]byte(plan.Manifest))
+			require.NoError(t, err)
+			dec := json.NewDecoder(bytes.NewReader(js))
+			dec.DisallowUnknownFields()
 			var nc v1alpha1.NetworkChaos
-			require.NoError(t, yaml.UnmarshalStrict([]byte(plan.Manifest), &nc))
+			require.NoError(t, dec.Decode(&nc))
 			assert.Equal(t, "kplan-run1", nc.Name)
 			assert.Equal(t, ManagedByValue, nc.Labels[ManagedByLabel])
 			assert.Equal(t, map[string][]string{ns: {"my-cluster-pool-a-3"}}, nc.Spec.Selector.Pods, "exactly one pod, named")
@@ -126,6 +137,7 @@ func TestNetworkManifestDurations(t *testing.T) {
 	assert.Equal(t, "90000ms", meshDuration(90*time.Second), "1m30s does not match Chaos Mesh's pattern")
 	assert.Equal(t, "0.5ms", meshDuration(500*time.Microsecond))
 	assert.Equal(t, "12.5", meshPercent(0.125))
+	assert.Equal(t, "2000000bps", meshRate(2_000_000), "bps is bytes per second in Chaos Mesh")
 	_, err := NetworkManifest(strimziOpts(), mustFault(t, "partition:broker-3"), "p", nil)
 	require.Error(t, err)
 	assert.Equal(t, chaos.FieldFault, errkind.FieldOf(err))

@@ -74,8 +74,8 @@ type Options struct {
 
 // flags holds the raw flag values.
 type flags struct {
-	kill, fault, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
-	workload, layout, rates, ratesFile, keys, topics                                                          string
+	kill, fault, slow, recommendBy, partitioners, topic, assignment, rate, acks, cluster, labDir, reportDir, file, commandConfig string
+	workload, layout, rates, ratesFile, keys, topics                                                                             string
 	// workloadFrom is --workload-from: a kplan observe snapshot, read as
 	// the layout and the rates file; scale is --scale.
 	workloadFrom                                              string
@@ -111,7 +111,7 @@ func fileKeys(cmd *cobra.Command) map[string]bool {
 func NewCmdChaos(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	var c flags
 	cmd := &cobra.Command{
-		Use:   "chaos --kill TARGET|--fault FAULT [--layout FILE [--rates ...] | --workload FILE.yaml] [flags]",
+		Use:   "chaos --kill TARGET|--fault FAULT|--slow BROKER:SLOWNESS [--layout FILE [--rates ...] | --workload FILE.yaml] [flags]",
 		Short: "Kill a broker under load and compare partitioners' skew, latency and loss before and after",
 		Long: `Kill a broker while one producer per partitioner writes to its own topic
 (all topics with the same replica assignment), and measure per partitioner and
@@ -173,6 +173,23 @@ the broker's pod (--dry-run prints it); the embedded cluster cannot. There
 is no predicted share under a fault: the audit's model knows layouts, not
 slow brokers.
 
+Slow broker: --slow broker-N:bandwidth=RATE (what the broker sends capped,
+e.g. broker-2:bandwidth=2MB/s) or broker-N:delay=DURATION runs the same
+thing as a fault without a kill: each partitioner is measured at rest
+(nothing slow, the before phase) and slow (the fault phase), and the
+report sets side by side, per partitioner and phase, each broker's share,
+throughput, produce and end-to-end p50/p99/p99.9, timely throughput and
+loss. cpu=FRACTION is refused: no cluster kplan drives can slow one
+broker's CPU while it runs (kplan lab up --broker-cpu caps every broker).
+chaos/slow-broker-4.yaml is the experiment on a 4-broker lab.
+
+Recommendation: every result ends with the partitioner to use for this
+cluster and workload by --objective (throughput, p99: the produce p99, or
+timely: timely throughput), judged in the fault (slow) phase, else after
+the kill, else before, with its margin over the runner-up (how many times
+better), with --repeat N >= 2 the margin's 95% confidence interval, and
+what it costs at rest against the best there.
+
 Workloads: --layout FILE (any layout ` + "`kplan audit --from`" + ` reads) runs the
 layout's topics instead of the one-topic experiment: each partitioner writes
 every topic of the layout through a producer of its own per topic, on
@@ -220,6 +237,8 @@ short.`,
   $ kplan chaos --cluster lab --kill broker-2 --restore --report out/lab-chaos
   $ kplan chaos --cluster lab --fault delay:broker-2:200ms --partitioner roundrobin,sqf
   $ kplan chaos --cluster lab --fault loss:broker-2:10% --kill broker-3 --restore
+  $ kplan chaos --cluster lab --slow broker-2:bandwidth=2MB/s --rate unlimited --partitioner default,kip794,node,sqf
+  $ kplan chaos --cluster lab --workload chaos/slow-broker-4.yaml --repeat 3 --objective p99
   $ kplan chaos --bootstrap-server my-cluster-kafka-bootstrap:9092 --killer chaos-mesh --namespace kafka --fault partition:broker-2 --dry-run
   $ kplan chaos --cluster lab --kill none --sequential --rate unlimited --partitioner default,node,sqf --stick 64 --repeat 8
   $ kplan chaos --bootstrap-server my-cluster-kafka-bootstrap:9093 --command-config client.properties --killer chaos-mesh --pod-naming strimzi --strimzi-cluster my-cluster --namespace kafka --kill broker-3 --dry-run
@@ -249,6 +268,8 @@ func (c *flags) add(fs *pflag.FlagSet) {
 	d := chaos.Defaults()
 	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest, each (every broker in turn) or none (required unless --fault)")
 	fs.StringVar(&c.fault, "fault", "", "network fault to inject after the before phase, instead of or before the kill: delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT% or partition:TARGET (lab, or chaos-mesh's NetworkChaos)")
+	fs.StringVar(&c.slow, "slow", "", "slow-broker experiment, no kill: broker-N:bandwidth=RATE (what it sends capped, e.g. 2MB/s) or broker-N:delay=DURATION, in force after the at-rest phase (lab, or chaos-mesh's NetworkChaos)")
+	fs.StringVar(&c.recommendBy, "objective", string(chaos.ByThroughput), "the recommendation's objective: throughput, p99 (produce p99) or timely (timely throughput)")
 	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run), kip794 (the Java producer's default)")
 	fs.StringVar(&c.topic, "topic", d.Topic, "topic name prefix: each partitioner writes to PREFIX-NAME")
 	fs.IntVar(&c.partitions, "partitions", 3, "partitions per experiment topic (replicas placed round the brokers: partition p led by the p-th broker)")
@@ -348,12 +369,20 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		opts.Cluster = "remote"
 	}
 	if cfg.Fault != nil && opts.Cluster == "embedded" {
-		return nil, errkind.Usagef("", "%s: the embedded cluster is simulated and has no network to degrade (use --cluster lab, or --bootstrap-server with --killer chaos-mesh)", c.where("fault"))
+		return nil, errkind.Usagef("", "%s: the embedded cluster is simulated and has no network to degrade (use --cluster lab, or --bootstrap-server with --killer chaos-mesh)", c.where(c.faultFlag()))
 	}
 	if c.topics != "" && opts.Cluster == "embedded" {
 		return nil, errkind.Usagef("", "%s: existing topics only on --cluster lab or a --bootstrap-server cluster (the embedded cluster has none)", c.where("topics"))
 	}
 	return opts, nil
+}
+
+// faultFlag is the flag that set the experiment's fault.
+func (c *flags) faultFlag() string {
+	if c.slow != "" {
+		return "slow"
+	}
+	return "fault"
 }
 
 // readFile reads --workload (or --file) into the flags not set on the
@@ -466,13 +495,20 @@ func (c *flags) bind(cfg *chaos.Config) error {
 		return errkind.Usagef("acks", "want all or 1, got %q", c.acks)
 	}
 	cfg.Restore, cfg.Sequential, cfg.AllowUnavailable, cfg.Seed = c.restore, c.sequential, c.allowUnavailable, c.seed
+	var err error
+	if cfg.RecommendBy, err = chaos.ParseRecommendBy(c.recommendBy); err != nil {
+		return err
+	}
 	cfg.SQFSlack, cfg.ConsumeAfter, cfg.MaxBufferedRecords, cfg.Stick = c.sqfSlack, c.consumeAfter, c.maxBuffered, c.stick
 	return nil
 }
 
-// faultOptions reads --kill and --fault: one of them is required; --fault
-// alone means no kill.
+// faultOptions reads --kill, --fault and --slow: one of them is required;
+// --fault alone means no kill, --slow never kills.
 func (c *flags) faultOptions(cfg *chaos.Config) error {
+	if c.slow != "" {
+		return c.slowOptions(cfg)
+	}
 	if c.fault != "" {
 		f, err := chaos.ParseFault(c.fault)
 		if err != nil {
@@ -482,7 +518,7 @@ func (c *flags) faultOptions(cfg *chaos.Config) error {
 	}
 	switch {
 	case c.kill == "" && cfg.Fault == nil:
-		return errkind.Usagef("", "--kill: required (broker-N, leader-of:TOPIC/P, busiest or none), or --fault")
+		return errkind.Usagef("", "--kill: required (broker-N, leader-of:TOPIC/P, busiest or none), or --fault, or --slow")
 	case c.kill == "":
 		cfg.Target = chaos.Target{Kind: chaos.TargetNone}
 		return nil
@@ -491,6 +527,23 @@ func (c *flags) faultOptions(cfg *chaos.Config) error {
 	if cfg.Target, err = chaos.ParseTarget(c.kill); err != nil {
 		return cmdutil.Spell(err, c.where)
 	}
+	return nil
+}
+
+// slowOptions reads --slow: a slow broker (a network fault spelled for a
+// slow-broker experiment), with no kill and no other fault.
+func (c *flags) slowOptions(cfg *chaos.Config) error {
+	if c.fault != "" {
+		return errkind.Usagef("", "%s and %s: give one (--slow is a bandwidth cap or a delay as a fault, without a kill)", c.where("slow"), c.where("fault"))
+	}
+	if c.kill != "" && c.kill != "none" {
+		return errkind.Usagef("", "%s and %s: a slow-broker experiment kills nothing (use --fault with --kill to slow a broker, then kill one)", c.where("slow"), c.where("kill"))
+	}
+	f, err := chaos.ParseSlow(c.slow)
+	if err != nil {
+		return cmdutil.Spell(err, c.where)
+	}
+	cfg.Fault, cfg.Slow, cfg.Target = &f, true, chaos.Target{Kind: chaos.TargetNone}
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
@@ -148,9 +149,18 @@ func TestShippedFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(files), 8)
 	for _, f := range files {
-		o, err := parse(t, "--workload", f)
+		argv := []string{"--workload", f}
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var keys map[string]any
+		require.NoError(t, yaml.Unmarshal(data, &keys), f)
+		if keys["slow"] != nil || keys["fault"] != nil {
+			// A network fault needs a real cluster's network.
+			argv = append(argv, "--cluster", "lab")
+		}
+		o, err := parse(t, argv...)
 		require.NoError(t, err, f)
-		if len(o.Config.Workload) == 0 && !o.Config.Existing {
+		if len(o.Config.Workload) == 0 && !o.Config.Existing && o.Cluster == "embedded" {
 			assert.NotEmpty(t, o.Config.Assignment, f)
 		}
 	}

@@ -63,3 +63,57 @@ func TestFaultBadInput(t *testing.T) {
 		assert.NotContains(t, err.Error(), "\n", "one line")
 	}
 }
+
+func TestSlowOptions(t *testing.T) {
+	o, err := parse(t, "--cluster", "lab", "--slow", "broker-2:bandwidth=2MB/s", "--partitioner", "default,sqf", "--objective", "p99")
+	require.NoError(t, err)
+	require.NotNil(t, o.Config.Fault)
+	assert.True(t, o.Config.Slow)
+	assert.Equal(t, chaos.FaultBandwidth, o.Config.Fault.Kind)
+	assert.Equal(t, int64(2_000_000), o.Config.Fault.Rate)
+	assert.Equal(t, chaos.Target{Kind: chaos.TargetNone}, o.Config.Target, "--slow never kills")
+	assert.Equal(t, chaos.ByP99, o.Config.RecommendBy)
+
+	o, err = parse(t, "--cluster", "lab", "--slow", "broker-3:delay=50ms", "--kill", "none")
+	require.NoError(t, err)
+	assert.Equal(t, 50*time.Millisecond, o.Config.Fault.Delay)
+	assert.Equal(t, chaos.ByThroughput, o.Config.RecommendBy, "the default objective")
+
+	o, err = parse(t, "--bootstrap-server", "kafka:9092", "--killer", "chaos-mesh", "--namespace", "kafka", "--slow", "broker-1:bandwidth=1MB/s")
+	require.NoError(t, err)
+	assert.Equal(t, "remote", o.Cluster)
+	assert.True(t, o.Config.Slow)
+
+	o, err = parse(t, "--workload", "../../../chaos/slow-broker-4.yaml", "--cluster", "lab")
+	require.NoError(t, err, "the shipped experiment parses")
+	assert.Equal(t, "broker-2:bandwidth=2MB/s", chaos.SlowString(*o.Config.Fault))
+	assert.Equal(t, []string{"default", "kip794", "leastbackup", "node", "sqf", "sqf-shared"}, o.Config.Partitioners)
+	assert.Equal(t, 60, o.Partitions)
+	assert.Equal(t, 10240, o.Config.RecordSize)
+}
+
+func TestSlowBadInput(t *testing.T) {
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "slow.yaml")
+	require.NoError(t, os.WriteFile(wl, []byte("cluster: lab\nslow: broker-2:cpu=0.2\n"), 0o600))
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"--slow", "broker-2:bandwidth=2MB/s"}, "--slow: the embedded cluster is simulated"},
+		{[]string{"--cluster", "lab", "--slow", "broker-2:cpu=20%"}, "--slow: \"broker-2:cpu=20%\": cpu is not supported"},
+		{[]string{"--cluster", "lab", "--slow", "broker-2:bandwidth=fast"}, "--slow: "},
+		{[]string{"--cluster", "lab", "--slow", "broker-2:delay=5ms", "--fault", "loss:broker-2:1%"}, "--slow and --fault: give one"},
+		{[]string{"--cluster", "lab", "--slow", "broker-2:delay=5ms", "--kill", "broker-3"}, "--slow and --kill: a slow-broker experiment kills nothing"},
+		{[]string{"--cluster", "lab", "--slow", "broker-2:delay=5ms", "--objective", "fast"}, `--objective: unknown objective "fast"`},
+		{[]string{"--workload", wl}, wl + ":2: slow: "},
+		{[]string{"--bootstrap-server", "kafka:9092", "--slow", "broker-2:delay=1ms"}, "--killer: required with --slow"},
+		{[]string{"--bootstrap-server", "kafka:9092", "--killer", "docker", "--container-template", "k-{id}", "--slow", "broker-2:delay=1ms"}, "--slow: on a --bootstrap-server cluster only with --killer chaos-mesh"},
+	} {
+		_, err := parse(t, tc.argv...)
+		require.Error(t, err, tc.argv)
+		assert.Contains(t, err.Error(), tc.want, tc.argv)
+		assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err), tc.argv)
+		assert.NotContains(t, err.Error(), "\n", "one line")
+	}
+}

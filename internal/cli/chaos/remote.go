@@ -71,7 +71,7 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, camp *chaos.Campaign
 		return nil, errkind.Wrap(errkind.Usage, "", cmdutil.Spell(err, c.where))
 	}
 	if camp.Config.Fault != nil && spec.Kind != killers.ChaosMesh {
-		return nil, errkind.Usagef("", "%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where("fault"), spec.Kind)
+		return nil, errkind.Usagef("", "%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where(c.faultFlag()), spec.Kind)
 	}
 	o := &RemoteOptions{
 		Conn: camp.Config.Conn, // resolved: the command config is not read again

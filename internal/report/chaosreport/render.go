@@ -63,13 +63,18 @@ func Document(res *chaos.Result, verbose bool) report.Document {
 	}
 	loss := lossSection(res)
 	doc.Sections = []report.Section{skew, perf, loss}
-	if fs, ok := faultSection(res); ok {
+	if res.Slow != "" && res.Fault != nil {
+		doc.Sections = append([]report.Section{slowSection(res)}, doc.Sections...)
+	} else if fs, ok := faultSection(res); ok {
 		doc.Sections = append([]report.Section{fs}, doc.Sections...)
 	}
 	if len(res.Workload) > 0 {
 		skew.Title = "Records per broker (by the leader that took them) and skew over the leaders of the partitioner's topics"
 		doc.Sections = append([]report.Section{workloadSection(res), skew}, predictionSections(res)...)
 		doc.Sections = append(doc.Sections, perf, loss)
+	}
+	if res.Recommendation != nil {
+		doc.Sections = append(doc.Sections, recommendationSection(res.Recommendation, res.Slow != ""))
 	}
 	doc.Notes = resultNotes(res, verbose)
 	return doc
@@ -103,6 +108,9 @@ func resultTitle(res *chaos.Result) string {
 	}
 	if res.Fault != nil {
 		what := "fault " + res.Fault.Fault
+		if res.Slow != "" {
+			what = "slow " + res.Slow
+		}
 		if res.KilledBroker >= 0 {
 			what += fmt.Sprintf(", then kill broker-%d", res.KilledBroker)
 		}
@@ -364,6 +372,9 @@ func shareOr(x float64, ok bool) string {
 // SummaryDocument renders repeated runs as tables.
 func SummaryDocument(s *chaos.Summary) report.Document {
 	what := "no kill"
+	if s.Slow != "" {
+		what = "slow " + s.Slow + ", no kill"
+	}
 	if s.KilledBroker >= 0 {
 		what = fmt.Sprintf("kill broker-%d", s.KilledBroker)
 	}
@@ -383,7 +394,11 @@ func SummaryDocument(s *chaos.Summary) report.Document {
 				short = true
 			}
 			basis = mergeBasis(basis, x.ViolationLatency)
-			sec.Rows = append(sec.Rows, []string{p.Name, ph.String(), civ(x.MaxOverMean, 2), civ(x.ThroughputMBps, 3), civ(x.ThroughputRatio, 3),
+			phase := ph.String()
+			if s.Slow != "" {
+				phase = slowPhaseName(ph)
+			}
+			sec.Rows = append(sec.Rows, []string{p.Name, phase, civ(x.MaxOverMean, 2), civ(x.ThroughputMBps, 3), civ(x.ThroughputRatio, 3),
 				civ(x.LatencyMS["p50"], 1), civ(x.LatencyMS["p99"], 1), civ(x.E2ELatencyMS["p50"], 1), civ(x.E2ELatencyMS["p99"], 1),
 				civ(x.ViolationRate, 4), civ(x.TimelyMBps, 3)})
 		}
@@ -402,6 +417,9 @@ func SummaryDocument(s *chaos.Summary) report.Document {
 		loss.Rows = append(loss.Rows, []string{p.Name, civ(p.FirstSuccessMS, 1), fmt.Sprint(p.Acked), fmt.Sprint(p.Lost), fmt.Sprint(p.Duplicates), fmt.Sprint(p.NeverAcked)})
 	}
 	doc.Sections = []report.Section{sec, loss}
+	if s.Recommendation != nil {
+		doc.Sections = append(doc.Sections, recommendationSection(s.Recommendation, s.Slow != ""))
+	}
 	if s.FailoverMS != nil {
 		doc.Notes = []string{fmt.Sprintf("cluster failover (kill to every partition led by a live broker): %s ms", civ(*s.FailoverMS, 1))}
 	} else if s.KilledBroker >= 0 {
@@ -627,4 +645,83 @@ func CycleLine(i, n int, res *chaos.Result) string {
 		}
 	}
 	return fmt.Sprintf("chaos: cycle %d/%d: %s, records sent %d, acked %d, lost %d, duplicates %d, never acked %d", i, n, kill, sent, acked, lost, dups, never)
+}
+
+// slowPhaseName is a phase as a slow-broker report names it.
+func slowPhaseName(ph chaos.Phase) string {
+	switch ph {
+	case chaos.PhaseBefore:
+		return chaos.SlowPhaseAtRest
+	case chaos.PhaseFault:
+		return chaos.SlowPhaseSlow
+	}
+	return ph.String()
+}
+
+// slowSection is a slow-broker experiment's table: per partitioner, at rest
+// and slow side by side, each broker's share, throughput, produce and
+// end-to-end percentiles, timely throughput and loss.
+func slowSection(res *chaos.Result) report.Section {
+	f := res.Fault
+	sec := report.Section{
+		Title: "Slow broker: " + f.Description + " (--slow " + res.Slow + "); at rest = nothing slow, slow = in force",
+		Header: []string{"partitioner", "phase", "slow broker's share", "shares by broker", "MB/s", "produce p50", "p99", "p99.9",
+			"e2e p50", "e2e p99", "e2e p99.9", "timely MB/s", "lost"},
+	}
+	key := strconv.Itoa(int(f.Broker))
+	for _, p := range res.Partitioners {
+		for _, ph := range chaos.MeasuredPhases {
+			pr := p.Phases[ph.String()]
+			if pr == nil || ph == chaos.PhaseFailover {
+				continue
+			}
+			share := "-"
+			if v, ok := pr.Shares[key]; ok && f.Broker >= 0 {
+				share = pct(v)
+			}
+			e := []string{f1(pr.E2ELatencyMS.P50), f1(pr.E2ELatencyMS.P99), f1(pr.E2ELatencyMS.P999)}
+			if pr.E2ELatencyMS.Count == 0 { // not measured, not 0 ms
+				e = []string{"-", "-", "-"}
+			}
+			sec.Rows = append(sec.Rows, append(append([]string{p.Name, slowPhaseName(ph), share, shares(pr.Shares), f3(pr.ThroughputMBps),
+				f1(pr.LatencyMS.P50), f1(pr.LatencyMS.P99), f1(pr.LatencyMS.P999)}, e...), f3(pr.TimelyThroughputMBps), strconv.FormatInt(pr.Lost, 10)))
+		}
+	}
+	sec.Notes = append(sec.Notes, "latencies in ms; shares are of the records acknowledged in the phase, by the broker that led each record's partition; lost = acknowledged but never consumed back.")
+	return sec
+}
+
+// recommendationSection says which partitioner to use, by the objective.
+// slow names the phases as a slow-broker report does.
+func recommendationSection(rec *chaos.Recommendation, slow bool) report.Section {
+	phase := rec.Phase
+	if slow && phase == chaos.PhaseFault.String() {
+		phase = chaos.SlowPhaseSlow
+	}
+	sec := report.Section{
+		Title:  fmt.Sprintf("Recommendation (objective %s, judged in the %s phase)", rec.Objective, phase),
+		Header: []string{"use", "metric", "value", "runner-up", "its value", "margin", fmt.Sprintf("%g%% interval", 100*chaos.RecommendLevel), "clear lead", "at rest vs best"},
+	}
+	runnerUp, its, margin := "-", "-", "-"
+	if rec.RunnerUp != "" {
+		runnerUp, its = rec.RunnerUp, f3(rec.RunnerUpValue)
+		if rec.Margin > 0 {
+			margin = strconv.FormatFloat(rec.Margin, 'f', 2, 64) + "x"
+		}
+	}
+	interval := "- (one run)"
+	if rec.MarginCI != nil {
+		interval = fmt.Sprintf("%.2f to %.2f (%d runs)", rec.MarginCI.Low, rec.MarginCI.High, rec.MarginCI.N)
+	}
+	clear := "no"
+	if rec.Clear {
+		clear = "yes"
+	}
+	atRest := "-"
+	if rec.AtRest != nil {
+		atRest = fmt.Sprintf("%.2fx %s", *rec.AtRest, rec.AtRestBest)
+	}
+	sec.Rows = [][]string{{rec.Partitioner, rec.Metric, f3(rec.Value), runnerUp, its, margin, interval, clear, atRest}}
+	sec.Notes = []string{rec.Reason + "."}
+	return sec
 }

@@ -381,3 +381,42 @@ func TestWriteFaultPlan(t *testing.T) {
 	require.NoError(t, WritePlan(&sb, report.JSON, p))
 	assert.Contains(t, sb.String(), `"fault_plan": {`)
 }
+
+// A slow-broker run sets at rest and slow side by side per partitioner
+// (shares, throughput, produce and end-to-end percentiles, timely
+// throughput, loss) and ends with the recommendation.
+func TestSlowDocumentGolden(t *testing.T) {
+	res := chaostest.Slow(1)
+	for _, tc := range []struct {
+		format report.Format
+		name   string
+	}{{report.Table, "slow.txt"}, {report.Markdown, "slow.md"}, {report.JSON, "slow.json"}} {
+		golden.AssertString(t, tc.name, render(t, tc.format, res, Document(res, false)))
+	}
+	out := render(t, report.Table, res, Document(res, false))
+	assert.Contains(t, out, "kplan chaos: slow broker-2:bandwidth=2MB/s")
+	row := rowOf(t, out, "sqf", "slow", "4.0%")
+	assert.Contains(t, row, "20.000")
+	assert.Contains(t, rowOf(t, out, "sqf", "at", "rest"), "25.0%")
+	assert.Contains(t, rowOf(t, out, "sqf", "throughput_mbps"), "4.00x")
+	assert.NotContains(t, out, "Network fault:", "the slow section replaces the fault section")
+}
+
+// Repeated slow-broker runs: the summary names the phases at rest and
+// slow and ends with the recommendation and its interval.
+func TestSlowSummaryRecommendation(t *testing.T) {
+	s, err := chaos.Summarize([]*chaos.Result{chaostest.Slow(1), chaostest.Slow(0.9), chaostest.Slow(1.1)})
+	require.NoError(t, err)
+	require.NotNil(t, s.Recommendation)
+	assert.Equal(t, "broker-2:bandwidth=2MB/s", s.Slow)
+	assert.Equal(t, 3, s.Recommendation.Runs)
+	require.NotNil(t, s.Recommendation.MarginCI)
+	assert.True(t, s.Recommendation.Clear)
+	out := render(t, report.Table, s, SummaryDocument(s))
+	assert.Contains(t, out, "slow broker-2:bandwidth=2MB/s, no kill")
+	rowOf(t, out, "sqf", "at", "rest")
+	rowOf(t, out, "default", "slow")
+	rec := rowOf(t, out, "sqf", "throughput_mbps")
+	assert.Contains(t, rec, "(3 runs)")
+	assert.Contains(t, rec, "yes")
+}

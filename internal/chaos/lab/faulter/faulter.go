@@ -20,7 +20,7 @@ import (
 // Cluster is the running lab (every chaos.Cluster method of lab.Cluster)
 // that also degrades a broker's network with `kplan lab net`'s conditions
 // on the broker's path: every packet its JVM sends is delayed, dropped at
-// random, or dropped (a partition). It implements chaos.Faulter.
+// random, dropped (a partition) or held to a rate (a bandwidth cap). It implements chaos.Faulter.
 type Cluster struct {
 	*lab.Cluster
 	// faulted are the paths InjectFault put conditions on.
@@ -44,8 +44,10 @@ func condition(f chaos.Fault) (localkafka.Condition, error) {
 		return localkafka.Condition{Loss: f.Loss}, nil
 	case chaos.FaultPartition:
 		return localkafka.Partition(), nil
+	case chaos.FaultBandwidth:
+		return localkafka.Condition{Rate: f.Rate}, nil
 	}
-	return localkafka.Condition{}, errkind.Usagef("fault", "unknown fault kind %q (want delay, loss or partition)", f.Kind)
+	return localkafka.Condition{}, errkind.Usagef("fault", "unknown fault kind %q (want delay, loss, partition or bandwidth)", f.Kind)
 }
 
 // PlanFault implements chaos.Faulter: the iptables and tc commands that
