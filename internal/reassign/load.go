@@ -215,6 +215,7 @@ func computeLoad(c *topology.Cluster, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	c = w.c
+	w.fw = failoverWeights(c, opts.Loads)
 	np := len(c.Partitions)
 	prod, cons := make([]float64, np), make([]float64, np)
 	without := 0
