@@ -50,10 +50,15 @@ type wRow struct {
 	items []int32   // b's partitions with a choice of first follower
 	W     []float64 // per dense broker: load taken over on b's loss
 	fixed []float64 // the part of W from b's partitions without a choice
+	// G holds, with racks, the load each survivor takes over per lost
+	// rack (nrack × n), and gCap the busiest survivor's load over every
+	// rack loss before the pass: a row's new order must keep its rack's
+	// row at or below it, so the worst rack loss never gets busier.
+	G    []float64
+	gCap float64
 }
 
-// weighted runs the weighted pass over f.fst. It keeps the result only if
-// the weighted worst rack loss does not grow.
+// weighted runs the weighted pass over f.fst.
 func (f *foState) weighted() {
 	w, n := f.w, f.n
 	fw := w.fw
@@ -65,13 +70,11 @@ func (f *foState) weighted() {
 	for i := range np {
 		L[w.lead[i]] += fw[i]
 	}
-	var rackBefore float64
-	if f.rack {
-		rackBefore = f.weightedRackWorst(L)
-	}
-	saved := slices.Clone(f.fst)
 	byLead := make([][]int32, n)
 	r := wRow{W: make([]float64, n), fixed: make([]float64, n)}
+	if f.rack {
+		r.G, r.gCap = f.weightedRackRows(L)
+	}
 	for i := range np {
 		if f.fst[i] >= 0 {
 			byLead[w.lead[i]] = append(byLead[w.lead[i]], int32(i))
@@ -82,10 +85,6 @@ func (f *foState) weighted() {
 			continue
 		}
 		f.weightedRow(int32(b), byLead[b], L, &r)
-	}
-	if f.rack && f.weightedRackWorst(L) > rackBefore*(1+1e-9) {
-		copy(f.fst, saved)
-		w.notes = append(w.notes, "the load-weighted follower order is left out: it made the worst rack loss's busiest survivor busier")
 	}
 }
 
@@ -155,11 +154,45 @@ func (f *foState) weightedRow(b int32, ps []int32, L []float64, r *wRow) {
 	if lm < am {
 		pick, am = lpt, lm
 	}
-	if am < curMax*(1-1e-12) {
+	if am < curMax*(1-1e-12) && f.rackKeeps(b, L, r, cur, pick) {
 		for k, i := range r.items {
 			f.fst[i] = pick[k]
 		}
 	}
+}
+
+// rackKeeps moves row b's items from first followers cur to pick in the
+// rack rows r.G and reports true when b's rack row stays at or below
+// r.gCap; otherwise it moves them back and reports false. Without racks
+// it reports true.
+func (f *foState) rackKeeps(b int32, L []float64, r *wRow, cur, pick []int32) bool {
+	if r.G == nil {
+		return true
+	}
+	w, n := f.w, f.n
+	rk := int(w.rack[b])
+	row := r.G[rk*n : (rk+1)*n]
+	shift := func(from, to []int32) {
+		for k, i := range r.items {
+			if from[k] == to[k] {
+				continue
+			}
+			if s := f.rackSucc(int(i), from[k]); s >= 0 {
+				row[s] -= w.fw[i]
+			}
+			if s := f.rackSucc(int(i), to[k]); s >= 0 {
+				row[s] += w.fw[i]
+			}
+		}
+	}
+	shift(cur, pick)
+	for j := range n {
+		if w.target[j] && int(w.rack[j]) != rk && L[j]+row[j] > r.gCap*(1+1e-9) {
+			shift(pick, cur)
+			return false
+		}
+	}
+	return true
 }
 
 // assignMax loads r.W with assignment a and returns the row's busiest load.
@@ -230,9 +263,10 @@ func (f *foState) swapOff(b, top int32, m float64, L []float64, r *wRow, a []int
 	return false
 }
 
-// weightedRackWorst is the busiest survivor's load over every rack loss
-// with the first followers of f.fst.
-func (f *foState) weightedRackWorst(L []float64) float64 {
+// weightedRackRows are the load each survivor takes over per lost rack
+// with the first followers of f.fst, and the busiest survivor's load over
+// every rack loss.
+func (f *foState) weightedRackRows(L []float64) ([]float64, float64) {
 	w, n := f.w, f.n
 	G := make([]float64, w.nrack*n)
 	for i := range w.c.Partitions {
@@ -251,7 +285,7 @@ func (f *foState) weightedRackWorst(L []float64) float64 {
 			}
 		}
 	}
-	return worst
+	return G, worst
 }
 
 // FailoverLoad is the worst loss of one domain weighted by load (plans
@@ -268,7 +302,8 @@ type FailoverLoad struct {
 	// load): the busiest survivor carries at least the mean and at least
 	// any one partition, whatever the plan.
 	Bound float64 `json:"bound"`
-	// Ratio is BusiestLoad / Bound (1 when Bound is 0).
+	// Ratio is BusiestLoad / Bound (1 when Bound is 0), to 3 places;
+	// the loads are rounded to thousandths of a byte/s.
 	Ratio float64 `json:"ratio"`
 }
 
@@ -276,83 +311,104 @@ type FailoverLoad struct {
 // by load, each partition weighing fw[i] (c.Partitions in fw's order).
 // Kafka's election: the first replica in order that survives and is in
 // the ISR (every replica when the ISR is unknown) takes a lost leadership.
+// One pass over the partitions counts, per loss unit, the load each
+// survivor takes over (units × brokers), so every loss costs O(brokers).
 func loadFigure(c *topology.Cluster, fw []float64, rack bool) *FailoverLoad {
-	live := map[int32]string{}
-	for _, b := range c.Brokers {
-		live[b.ID] = b.Rack
-	}
-	var units [][]int32
+	n := len(c.Brokers)
+	pos := make(map[int32]int, n)
+	unit := make([]int, n)
 	var names []string
+	var lost [][]int32
 	if rack {
-		byRack := map[string][]int32{}
-		for _, b := range c.Brokers {
-			if b.Rack != "" {
-				byRack[b.Rack] = append(byRack[b.Rack], b.ID)
+		ix := map[string]int{}
+		for _, name := range slices.Sorted(maps.Keys(rackSet(c))) {
+			ix[name] = len(names)
+			names = append(names, name)
+			lost = append(lost, nil)
+		}
+		for b, br := range c.Brokers {
+			pos[br.ID] = b
+			unit[b] = -1
+			if br.Rack != "" {
+				unit[b] = ix[br.Rack]
+				lost[unit[b]] = append(lost[unit[b]], br.ID)
 			}
 		}
-		for _, name := range slices.Sorted(maps.Keys(byRack)) {
-			units, names = append(units, byRack[name]), append(names, name)
-		}
 	} else {
-		for _, b := range c.Brokers {
-			units, names = append(units, []int32{b.ID}), append(names, "")
+		for b, br := range c.Brokers {
+			pos[br.ID] = b
+			unit[b] = b
+			names, lost = append(names, ""), append(lost, []int32{br.ID})
+		}
+	}
+	nu := len(names)
+	own := make([]float64, n)      // load each broker leads
+	maxOwn := make([]float64, n)   // its heaviest partition
+	take := make([]float64, nu*n)  // per unit: load each survivor takes over
+	maxTake := make([]float64, nu) // per unit: the heaviest taken over
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		l, ok := pos[p.Leader]
+		if !ok {
+			continue // offline already
+		}
+		own[l] += fw[i]
+		maxOwn[l] = max(maxOwn[l], fw[i])
+		u := unit[l]
+		if u < 0 {
+			continue
+		}
+		for _, r := range p.Replicas {
+			if b, ok := pos[r]; ok && unit[b] != u && (p.ISR == nil || slices.Contains(p.ISR, r)) {
+				take[u*n+b] += fw[i]
+				maxTake[u] = max(maxTake[u], fw[i])
+				break
+			}
 		}
 	}
 	var worst *FailoverLoad
-	for u, lost := range units {
-		l := lossLoad(c, fw, live, lost)
-		if l == nil {
+	for u := range nu {
+		f := &FailoverLoad{Lost: lost[u], Rack: names[u], Busiest: -1}
+		var online, big float64
+		k := 0
+		for b := range n {
+			if unit[b] == u {
+				continue
+			}
+			k++
+			v := own[b] + take[u*n+b]
+			online += v
+			big = max(big, maxOwn[b])
+			if f.Busiest < 0 || v > f.BusiestLoad {
+				f.Busiest, f.BusiestLoad = c.Brokers[b].ID, v
+			}
+		}
+		if k == 0 {
 			continue
 		}
-		l.Rack = names[u]
-		if worst == nil || l.BusiestLoad-l.Bound > worst.BusiestLoad-worst.Bound {
-			worst = l
+		big = max(big, maxTake[u])
+		// Rounded (thousandths of a byte/s, the ratio to 3 places) so
+		// the figures do not depend on the order of float sums.
+		f.Bound = math.Round(max(online/float64(k), big)*loadScale) / loadScale
+		f.BusiestLoad = math.Round(f.BusiestLoad*loadScale) / loadScale
+		f.Ratio = 1
+		if f.Bound > 0 {
+			f.Ratio = round3(f.BusiestLoad / f.Bound)
+		}
+		if worst == nil || f.BusiestLoad-f.Bound > worst.BusiestLoad-worst.Bound {
+			worst = f
 		}
 	}
 	return worst
 }
 
-// lossLoad is one loss's figure, nil when no broker survives.
-func lossLoad(c *topology.Cluster, fw []float64, live map[int32]string, lost []int32) *FailoverLoad {
-	load := map[int32]float64{}
-	for id := range live {
-		if !slices.Contains(lost, id) {
-			load[id] = 0
+// rackSet is the set of c's rack names.
+func rackSet(c *topology.Cluster) map[string]bool {
+	out := map[string]bool{}
+	for _, b := range c.Brokers {
+		if b.Rack != "" {
+			out[b.Rack] = true
 		}
 	}
-	if len(load) == 0 {
-		return nil
-	}
-	var total, big float64
-	for i := range c.Partitions {
-		p := &c.Partitions[i]
-		to := p.Leader
-		if slices.Contains(lost, to) {
-			to = topology.NoLeader
-			for _, r := range p.Replicas {
-				_, ok := load[r]
-				if ok && (p.ISR == nil || slices.Contains(p.ISR, r)) {
-					to = r
-					break
-				}
-			}
-		}
-		if _, ok := load[to]; !ok {
-			continue // offline
-		}
-		load[to] += fw[i]
-		total += fw[i]
-		big = max(big, fw[i])
-	}
-	f := &FailoverLoad{Lost: slices.Clone(lost), Busiest: -1, Bound: max(total/float64(len(load)), big)}
-	for _, id := range slices.Sorted(maps.Keys(load)) {
-		if f.Busiest < 0 || load[id] > f.BusiestLoad {
-			f.Busiest, f.BusiestLoad = id, load[id]
-		}
-	}
-	f.Ratio = 1
-	if f.Bound > 0 {
-		f.Ratio = f.BusiestLoad / f.Bound
-	}
-	return f
+	return out
 }
