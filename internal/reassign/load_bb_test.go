@@ -23,7 +23,7 @@ import (
 // broker above its band must shed the excess, each byte/s shed or taken
 // costing at least the least copy bytes per produce byte/s left; bytes out
 // and leader bytes count decided partitions only.
-func bbLoad(c *topology.Cluster, loads map[topology.Key]Load, tol float64, ub int64, maxNodes int) (best int64, ok bool) {
+func bbLoad(c *topology.Cluster, loads map[topology.Key]Load, tol float64, ub int64, maxNodes int) (int64, bool) {
 	n := len(c.Brokers)
 	idx := map[int32]int{}
 	for b, br := range c.Brokers {
@@ -48,37 +48,20 @@ func bbLoad(c *topology.Cluster, loads map[topology.Key]Load, tol float64, ub in
 		totIn += float64(rf) * pt.p
 		totOut += pt.o
 		totLd += pt.p
-		var rec func(start int, cur []int)
-		rec = func(start int, cur []int) {
-			if len(cur) == rf {
-				var k int64
-				for _, b := range cur {
-					if !slices.Contains(pt.orig, b) {
-						k++
-					}
+		subsets(n, rf, func(cur []int) {
+			var k int64
+			for _, b := range cur {
+				if !slices.Contains(pt.orig, b) {
+					k++
 				}
-				for li := range cur {
-					set := append([]int{cur[li]}, slices.Delete(slices.Clone(cur), li, li+1)...)
-					pt.opts = append(pt.opts, set)
-					pt.optCost = append(pt.optCost, k*q.CopyBytes())
-				}
-				return
 			}
-			for b := start; b < n; b++ {
-				rec(b+1, append(cur, b))
+			for li := range cur {
+				set := append([]int{cur[li]}, slices.Delete(slices.Clone(cur), li, li+1)...)
+				pt.opts = append(pt.opts, set)
+				pt.optCost = append(pt.optCost, k*q.CopyBytes())
 			}
-		}
-		rec(0, nil)
-		ord := make([]int, len(pt.opts))
-		for j := range ord {
-			ord[j] = j
-		}
-		sort.SliceStable(ord, func(a, b int) bool { return pt.optCost[ord[a]] < pt.optCost[ord[b]] })
-		o2, c2 := make([][]int, len(ord)), make([]int64, len(ord))
-		for j, k := range ord {
-			o2[j], c2[j] = pt.opts[k], pt.optCost[k]
-		}
-		pt.opts, pt.optCost = o2, c2
+		})
+		pt.opts, pt.optCost = byCost(pt.opts, pt.optCost)
 		parts[i] = pt
 	}
 	k := float64(n)
@@ -103,94 +86,67 @@ func bbLoad(c *topology.Cluster, loads map[topology.Key]Load, tol float64, ub in
 		undP += parts[i].p
 		undO += parts[i].o
 	}
-	minRatio := make([]float64, len(order)+1)
-	minRatio[len(order)] = math.Inf(1)
-	for j := len(order) - 1; j >= 0; j-- {
-		p := parts[order[j]]
-		r := math.Inf(1)
-		if p.p > 0 {
-			r = p.cost / p.p
-		}
-		minRatio[j] = min(minRatio[j+1], r)
-	}
-	best = -1
-	if ub >= 0 {
-		best = ub + 1
-	}
-	nodes := 0
-	var dfs func(j int, cost int64) bool
-	dfs = func(j int, cost int64) bool {
-		if nodes++; nodes > maxNodes {
-			return false
-		}
-		var over, under float64
-		for b := range n {
-			if e := in[b] - hiIn; e > 0 {
-				if e > undOn[b] {
-					return true
-				}
-				over += e
+	minRatio := suffixMinRatio(len(order), func(k int) (float64, float64) { return parts[order[k]].cost, parts[order[k]].p })
+	at := func(k int) *part { return &parts[order[k]] }
+	return bbSearch(bbSpec{
+		levels: len(order),
+		cost:   func(k int) []int64 { return at(k).optCost },
+		open: func(k int) {
+			p := at(k)
+			for _, b := range p.orig {
+				in[b] -= p.p
+				undOn[b] -= p.p
 			}
-			if d := loIn - in[b]; d > 0 {
-				if d > undP-undOn[b] {
-					return true
-				}
-				under += d
+			undP -= p.p
+			undO -= p.o
+		},
+		shut: func(k int) {
+			p := at(k)
+			for _, b := range p.orig {
+				in[b] += p.p
+				undOn[b] += p.p
 			}
-			if out[b] > hiOut || ld[b] > hiLd || loOut-out[b] > undO || loLd-ld[b] > undP {
-				return true
-			}
-		}
-		if j == len(order) {
-			if over == 0 && under == 0 && (best < 0 || cost < best) {
-				best = cost
-			}
-			return true
-		}
-		if mr := minRatio[j]; best >= 0 && (over > 0 || under > 0) && float64(cost)+max(over, under)*mr >= float64(best) {
-			return true
-		}
-		p := &parts[order[j]]
-		for _, b := range p.orig {
-			in[b] -= p.p
-			undOn[b] -= p.p
-		}
-		undP -= p.p
-		undO -= p.o
-		for x, set := range p.opts {
-			if best >= 0 && cost+p.optCost[x] >= best {
-				break
-			}
+			undP += p.p
+			undO += p.o
+		},
+		take: func(k, j int) {
+			p, set := at(k), at(k).opts[j]
 			for _, b := range set {
 				in[b] += p.p
 			}
 			out[set[0]] += p.o
 			ld[set[0]] += p.p
-			cont := dfs(j+1, cost+p.optCost[x])
+		},
+		drop: func(k, j int) {
+			p, set := at(k), at(k).opts[j]
 			for _, b := range set {
 				in[b] -= p.p
 			}
 			out[set[0]] -= p.o
 			ld[set[0]] -= p.p
-			if !cont {
-				return false
+		},
+		gap: func(k int) (bool, float64, float64) {
+			var over, under float64
+			for b := range n {
+				if e := in[b] - hiIn; e > 0 {
+					if e > undOn[b] {
+						return true, 0, 0
+					}
+					over += e
+				}
+				if d := loIn - in[b]; d > 0 {
+					if d > undP-undOn[b] {
+						return true, 0, 0
+					}
+					under += d
+				}
+				if out[b] > hiOut || ld[b] > hiLd || loOut-out[b] > undO || loLd-ld[b] > undP {
+					return true, 0, 0
+				}
 			}
-		}
-		for _, b := range p.orig {
-			in[b] += p.p
-			undOn[b] += p.p
-		}
-		undP += p.p
-		undO += p.o
-		return true
-	}
-	if !dfs(0, 0) {
-		return 0, false
-	}
-	if ub >= 0 && best == ub+1 {
-		return ub, true
-	}
-	return best, true
+			return false, max(over, under), minRatio[k]
+		},
+	}, ub, maxNodes)
 }
 
 // TestLoadNearOptimum (issue 22): on random small layouts (3-8 brokers,
@@ -257,23 +213,7 @@ func TestBBLoadIsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, 8))
 	reach := 0
 	for iter := range 80 {
-		n := 3 + rng.IntN(2)
-		rf := 1 + rng.IntN(2)
-		c := &topology.Cluster{}
-		for b := range n {
-			c.Brokers = append(c.Brokers, topology.Broker{ID: int32(b + 1)})
-		}
-		for p := range 5 + rng.IntN(2) {
-			perm := rng.Perm(n)[:rf]
-			reps := make([]int32, rf)
-			for j, b := range perm {
-				reps[j] = int32(b + 1)
-			}
-			c.Partitions = append(c.Partitions, topology.Partition{Topic: "t", Partition: int32(p), Replicas: reps, Leader: reps[0], SizeBytes: 1 + rng.Int64N(1000)})
-		}
-		c.Normalize()
-		loads := randomLoads(rng, c, 0.5)
-		tol := []float64{0.2, 0.3}[rng.IntN(2)]
+		c, loads, tol := tinyLoaded(rng)
 		want := bfLoad(c, loads, tol)
 		got, ok := bbLoad(c, loads, tol, -1, 50_000_000)
 		require.True(t, ok, "iteration %d", iter)

@@ -340,23 +340,7 @@ func TestLoadAgainstBruteForce(t *testing.T) {
 	var sumPlan, sumOpt int64
 	optimal := 0
 	for iter := range 150 {
-		n := 3 + rng.IntN(2)
-		rf := 1 + rng.IntN(2)
-		c := &topology.Cluster{}
-		for b := range n {
-			c.Brokers = append(c.Brokers, topology.Broker{ID: int32(b + 1)})
-		}
-		for p := range 5 + rng.IntN(2) {
-			perm := rng.Perm(n)[:rf]
-			reps := make([]int32, rf)
-			for j, b := range perm {
-				reps[j] = int32(b + 1)
-			}
-			c.Partitions = append(c.Partitions, topology.Partition{Topic: "t", Partition: int32(p), Replicas: reps, Leader: reps[0], SizeBytes: 1 + rng.Int64N(1000)})
-		}
-		c.Normalize()
-		loads := randomLoads(rng, c, 0.5)
-		tol := []float64{0.2, 0.3}[rng.IntN(2)]
+		c, loads, tol := tinyLoaded(rng)
 		opt := bfLoad(c, loads, tol)
 		p, err := Compute(c, Options{Balance: BalanceLoad, Tolerance: tol, Loads: loads})
 		require.NoError(t, err, "iteration %d", iter)
@@ -367,7 +351,7 @@ func TestLoadAgainstBruteForce(t *testing.T) {
 		}
 		reachable++
 		if !lb.Within {
-			t.Logf("iteration %d: n %d rf %d tol %g: in %+v out %+v ld %+v moved %d opt %d", iter, n, rf, tol, lb.In.After, lb.Out.After, lb.Leaders.After, lb.BytesMoved, opt)
+			t.Logf("iteration %d: brokers %d partitions %d tol %g: in %+v out %+v ld %+v moved %d opt %d", iter, len(c.Brokers), len(c.Partitions), tol, lb.In.After, lb.Out.After, lb.Leaders.After, lb.BytesMoved, opt)
 		}
 		if lb.Within {
 			reached++
@@ -431,4 +415,27 @@ func TestLoadBudget(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tinyLoaded is a tiny layout for the plain enumeration bfLoad: 3-4
+// brokers, 5-6 partitions of RF 1-2 placed at random, lognormal sizes and
+// loads, and a band of 20 or 30%.
+func tinyLoaded(rng *rand.Rand) (*topology.Cluster, map[topology.Key]Load, float64) {
+	n := 3 + rng.IntN(2)
+	rf := 1 + rng.IntN(2)
+	c := &topology.Cluster{}
+	for b := range n {
+		c.Brokers = append(c.Brokers, topology.Broker{ID: int32(b + 1)})
+	}
+	for p := range 5 + rng.IntN(2) {
+		perm := rng.Perm(n)[:rf]
+		reps := make([]int32, rf)
+		for j, b := range perm {
+			reps[j] = int32(b + 1)
+		}
+		c.Partitions = append(c.Partitions, topology.Partition{Topic: "t", Partition: int32(p), Replicas: reps, Leader: reps[0], SizeBytes: 1 + rng.Int64N(1000)})
+	}
+	c.Normalize()
+	loads := randomLoads(rng, c, 0.5)
+	return c, loads, []float64{0.2, 0.3}[rng.IntN(2)]
 }
