@@ -157,7 +157,9 @@ func bbLoad(c *topology.Cluster, loads map[topology.Key]Load, tol float64, ub in
 func TestLoadNearOptimum(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(22, 2027))
-	n := 60 / raceScale
+	// Not scaled under -race: the asserted share is the one measured on
+	// these 60 layouts.
+	n := 60
 	solved, feasible, within10, worst := 0, 0, 0, 1.0
 	for k := range n {
 		in := randomSized(rng, 30)
@@ -203,7 +205,7 @@ func TestLoadNearOptimum(t *testing.T) {
 	// 15, worst 3.83x (a local search that stops at the first placement
 	// within the bands: see docs/reassign.md's limits). This holds the
 	// measured share, not the target.
-	assert.GreaterOrEqual(t, within10*4, feasible*3, "within 10%% of the optimum")
+	assert.GreaterOrEqual(t, within10*4, feasible*3, "within 10% of the optimum")
 }
 
 // TestBBLoadIsExact: the branch and bound equals bfLoad's plain
