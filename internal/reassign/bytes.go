@@ -125,7 +125,7 @@ func checkBalance(c *topology.Cluster, o Options) error {
 		case len(o.Cordon) > 0 && o.FailoverMoves != 0:
 			return targetErr("failover-moves", "moves followers without regard to cordons: it cannot go with --cordon (or a cluster's cordoned brokers) yet")
 		case o.MaxMoveBytes != 0:
-			return targetErr("max-move-bytes", "applies with --balance bytes only (the count plan's cap is --max-moves)")
+			return targetErr("max-move-bytes", "applies with --balance bytes or load only (the count plan's cap is --max-moves)")
 		}
 		return nil
 	case BalanceBytes:
@@ -137,8 +137,6 @@ func checkBalance(c *topology.Cluster, o Options) error {
 		return targetErr("balance", "want replicas, bytes or load, got %q", o.Balance)
 	}
 	switch {
-	case o.Balance == BalanceLoad && o.MaxMoveBytes != 0:
-		return targetErr("max-move-bytes", "applies with --balance bytes only")
 	case o.MaxMoveBytes < 0:
 		return targetErr("max-move-bytes", "must be positive, got %d", o.MaxMoveBytes)
 	case o.Tolerance <= 0:
@@ -148,7 +146,7 @@ func checkBalance(c *topology.Cluster, o Options) error {
 	case o.ReorderOnly:
 		return targetErr("reorder-only", "moves no data: it cannot go with --balance %s", o.Balance)
 	case o.MaxMoves > 0:
-		return targetErr("max-moves", "caps replica moves: with --balance %s the budget is bytes copied (--max-move-bytes, bytes only)", o.Balance)
+		return targetErr("max-moves", "caps replica moves: with --balance %s the budget is bytes copied (--max-move-bytes)", o.Balance)
 	case o.FailoverMoves != 0:
 		return targetErr("failover-moves", "swaps followers between brokers, which changes disk bytes and load: it cannot go with --balance %s", o.Balance)
 	}

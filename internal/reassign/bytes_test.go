@@ -85,7 +85,7 @@ func randomSized(rng *rand.Rand, maxParts int) bfInstance {
 // replicas in distinct racks as far as racks allow and no new replica on
 // a cordoned broker. It returns -1 when no placement is within the band,
 // and ok false when it gave up after maxNodes nodes.
-func bfOptimum(in bfInstance, ub int64, maxNodes int) (best int64, ok bool) {
+func bfOptimum(in bfInstance, ub int64, maxNodes int) (int64, bool) {
 	c := in.c
 	n := len(c.Brokers)
 	idx := map[int32]int{}
@@ -126,43 +126,25 @@ func bfOptimum(in bfInstance, ub int64, maxNodes int) (best int64, ok bool) {
 		if c.HasRacks() {
 			rc = rackCap(rackSizes, rf)
 		}
-		// Every rf-subset of brokers.
-		var rec func(start int, cur []int)
-		rec = func(start int, cur []int) {
-			if len(cur) == rf {
-				perRack := map[int]int{}
-				var k int64
-				for _, b := range cur {
-					perRack[rackOf[b]]++
-					if perRack[rackOf[b]] > rc {
+		subsets(n, rf, func(cur []int) {
+			perRack := map[int]int{}
+			var k int64
+			for _, b := range cur {
+				perRack[rackOf[b]]++
+				if perRack[rackOf[b]] > rc {
+					return
+				}
+				if !slices.Contains(pt.orig, b) {
+					if cord[b] {
 						return
 					}
-					if !slices.Contains(pt.orig, b) {
-						if cord[b] {
-							return
-						}
-						k++
-					}
+					k++
 				}
-				pt.opts = append(pt.opts, slices.Clone(cur))
-				pt.optCost = append(pt.optCost, k*pt.cost)
-				return
 			}
-			for b := start; b < n; b++ {
-				rec(b+1, append(cur, b))
-			}
-		}
-		rec(0, nil)
-		order := make([]int, len(pt.opts))
-		for j := range order {
-			order[j] = j
-		}
-		sort.SliceStable(order, func(a, b int) bool { return pt.optCost[order[a]] < pt.optCost[order[b]] })
-		o2, c2 := make([][]int, len(order)), make([]int64, len(order))
-		for j, k := range order {
-			o2[j], c2[j] = pt.opts[k], pt.optCost[k]
-		}
-		pt.opts, pt.optCost = o2, c2
+			pt.opts = append(pt.opts, slices.Clone(cur))
+			pt.optCost = append(pt.optCost, k*pt.cost)
+		})
+		pt.opts, pt.optCost = byCost(pt.opts, pt.optCost)
 		parts[i] = pt
 	}
 	mean := float64(total) / float64(n)
@@ -186,87 +168,60 @@ func bfOptimum(in bfInstance, ub int64, maxNodes int) (best int64, ok bool) {
 		undecided += parts[i].size
 	}
 	// minRatio[k]: the least cost per byte among partitions order[k:].
-	minRatio := make([]float64, len(order)+1)
-	minRatio[len(order)] = math.Inf(1)
-	for k := len(order) - 1; k >= 0; k-- {
-		p := parts[order[k]]
-		r := math.Inf(1)
-		if p.size > 0 {
-			r = float64(p.cost) / float64(p.size)
-		}
-		minRatio[k] = min(minRatio[k+1], r)
-	}
-	best = -1
-	if ub >= 0 {
-		best = ub + 1 // find anything at most ub
-	}
-	nodes := 0
-	var dfs func(k int, cost int64) bool
-	dfs = func(k int, cost int64) bool {
-		if nodes++; nodes > maxNodes {
-			return false
-		}
-		var over, under float64
-		for b := range n {
-			x := float64(disk[b])
-			if e := x - hi; e > 0 {
-				if e > float64(undecidedOn[b]) {
-					return true // cannot shed enough
-				}
-				over += e
+	minRatio := suffixMinRatio(len(order), func(k int) (float64, float64) {
+		return float64(parts[order[k]].cost), float64(parts[order[k]].size)
+	})
+	return bbSearch(bbSpec{
+		levels: len(order),
+		cost:   func(k int) []int64 { return parts[order[k]].optCost },
+		open: func(k int) {
+			p := &parts[order[k]]
+			for _, b := range p.orig {
+				disk[b] -= p.size
+				undecidedOn[b] -= p.size
 			}
-			if d := lo - x; d > 0 && !cord[b] {
-				if d > float64(undecided-undecidedOn[b]) {
-					return true
-				}
-				under += d
+			undecided -= p.size
+		},
+		shut: func(k int) {
+			p := &parts[order[k]]
+			for _, b := range p.orig {
+				disk[b] += p.size
+				undecidedOn[b] += p.size
 			}
-		}
-		if k == len(order) {
-			if over == 0 && under == 0 && (best < 0 || cost < best) {
-				best = cost
-			}
-			return true
-		}
-		if mr := minRatio[k]; best >= 0 && (over > 0 || under > 0) && float64(cost)+max(over, under)*mr >= float64(best) {
-			return true
-		}
-		i := order[k]
-		p := &parts[i]
-		for _, b := range p.orig {
-			disk[b] -= p.size
-			undecidedOn[b] -= p.size
-		}
-		undecided -= p.size
-		for j, set := range p.opts {
-			if best >= 0 && cost+p.optCost[j] >= best {
-				break
-			}
-			for _, b := range set {
+			undecided += p.size
+		},
+		take: func(k, j int) {
+			p := &parts[order[k]]
+			for _, b := range p.opts[j] {
 				disk[b] += p.size
 			}
-			cont := dfs(k+1, cost+p.optCost[j])
-			for _, b := range set {
+		},
+		drop: func(k, j int) {
+			p := &parts[order[k]]
+			for _, b := range p.opts[j] {
 				disk[b] -= p.size
 			}
-			if !cont {
-				return false
+		},
+		gap: func(k int) (bool, float64, float64) {
+			var over, under float64
+			for b := range n {
+				x := float64(disk[b])
+				if e := x - hi; e > 0 {
+					if e > float64(undecidedOn[b]) {
+						return true, 0, 0 // cannot shed enough
+					}
+					over += e
+				}
+				if d := lo - x; d > 0 && !cord[b] {
+					if d > float64(undecided-undecidedOn[b]) {
+						return true, 0, 0
+					}
+					under += d
+				}
 			}
-		}
-		for _, b := range p.orig {
-			disk[b] += p.size
-			undecidedOn[b] += p.size
-		}
-		undecided += p.size
-		return true
-	}
-	if !dfs(0, 0) {
-		return 0, false
-	}
-	if ub >= 0 && best == ub+1 {
-		return ub, true // nothing cheaper than the plan
-	}
-	return best, true
+			return false, max(over, under), minRatio[k]
+		},
+	}, ub, maxNodes)
 }
 
 // planBytes recounts a plan independently: bytes copied (CopyBytes per
@@ -481,4 +436,19 @@ func TestBytesDeterministic(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a.New(), b.New())
 	assert.Equal(t, a.Summary, b.Summary)
+}
+
+// byCost sorts the options of a branch and bound by cost, cheapest first
+// (stable: equal costs keep their order).
+func byCost(opts [][]int, cost []int64) ([][]int, []int64) {
+	order := make([]int, len(opts))
+	for j := range order {
+		order[j] = j
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cost[order[a]] < cost[order[b]] })
+	o2, c2 := make([][]int, len(order)), make([]int64, len(order))
+	for j, k := range order {
+		o2[j], c2[j] = opts[k], cost[k]
+	}
+	return o2, c2
 }

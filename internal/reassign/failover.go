@@ -171,7 +171,7 @@ func (w *work) orderFollowers() {
 	if !multi {
 		return // no partition has a choice: RF 1 and 2 only
 	}
-	w.notes = append(w.notes, failoverNote(broker, rack))
+	w.notes = append(w.notes, failoverNote(broker, rack, w.fw != nil))
 	// Fixed successors first, so the greedy sees them.
 	for i := range np {
 		if f.fst[i] >= 0 && w.off[i+1]-w.off[i] == 2 {
@@ -210,6 +210,7 @@ func (w *work) orderFollowers() {
 		w.notes = append(w.notes, "the follower order is left as it was: spreading one failure domain made the other's worst loss worse")
 		return
 	}
+	f.weighted()
 	for i := range np {
 		if f.fst[i] >= 0 {
 			w.writeOrder(i, f.fst[i])
@@ -664,14 +665,17 @@ func (f *foState) topicTargets(t, lo, hi int) {
 	}
 }
 
-// failoverNote says what the order does not weigh.
-func failoverNote(broker, rack bool) string {
+// failoverNote says what the order weighs.
+func failoverNote(broker, rack, weighted bool) string {
 	d := "single-broker"
 	switch {
 	case broker && rack:
 		d = "single-broker and rack"
 	case rack:
 		d = "rack"
+	}
+	if weighted {
+		return fmt.Sprintf("followers ordered to spread the leaderships of every %s loss, counted in partitions, then single-broker losses weighted by each partition's produce + consume bytes/s", d)
 	}
 	return fmt.Sprintf("followers ordered to spread the leaderships of every %s loss (counted in partitions, unweighted: reassign reads no rates)", d)
 }

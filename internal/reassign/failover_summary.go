@@ -66,6 +66,9 @@ type FailoverFigure struct {
 	// same min-max as Reachable, over the topic's partitions and
 	// holders).
 	TopicOverReachable int `json:"topic_over_reachable"`
+	// Load is the worst loss weighted by load, when the plan has loads
+	// (failover_weight.go).
+	Load *FailoverLoad `json:"load,omitempty"`
 }
 
 // figures are one layout's failover figures, computed in the background
@@ -118,6 +121,12 @@ func (w *work) failoverSummary(s *Summary, final *topology.Cluster, after *figur
 	fo.Broker.Before, fo.Broker.After = before.broker, after.broker
 	if w.rackAware && w.nrack >= 2 {
 		fo.Rack = &FailoverChange{Before: before.rack, After: after.rack}
+	}
+	if w.fw != nil {
+		fo.Broker.Before.Load, fo.Broker.After.Load = loadFigure(w.c, w.fw, false), loadFigure(final, w.fw, false)
+		if fo.Rack != nil {
+			fo.Rack.Before.Load, fo.Rack.After.Load = loadFigure(w.c, w.fw, true), loadFigure(final, w.fw, true)
+		}
 	}
 	s.Failover = fo
 	if note := w.rackBoundNote(final, &fo.Broker.After); note != "" {

@@ -88,6 +88,10 @@ type LoadBalance struct {
 	// Replicas is the count-balanced plan (--balance replicas) on the same
 	// input, for comparison.
 	Replicas *PlanLoad `json:"replicas_plan,omitempty"`
+	// MaxMoveBytes is the budget of bytes copied (0: none), and
+	// WithoutBudget the same plan without it: what the budget left undone.
+	MaxMoveBytes  int64     `json:"max_move_bytes,omitempty"`
+	WithoutBudget *PlanLoad `json:"without_budget,omitempty"`
 }
 
 // LoadSkew is one per-broker quantity before and after the plan.
@@ -175,6 +179,8 @@ type loadState struct {
 	inLo, inHi, inMean    float64 // bs's, in its units
 	// hosted lists each broker's partitions.
 	hosted [][]int32
+	// budget is the most bytes the plan copies, -1 none.
+	budget int64
 }
 
 // wo is partition i's bytes out on its leader.
@@ -210,11 +216,30 @@ func (ls *loadState) ipen(b int32, in int64) float64 {
 
 // computeLoad is Compute for Options.Balance "load".
 func computeLoad(c *topology.Cluster, opts Options) (*Plan, error) {
+	if opts.MaxMoveBytes <= 0 {
+		return loadPlan(c, opts, nil)
+	}
+	uo := opts
+	uo.MaxMoveBytes = 0
+	up, err := loadPlan(c, uo, nil)
+	if err != nil {
+		return nil, err
+	}
+	return loadPlan(c, opts, up)
+}
+
+// loadPlan plans by load; under a budget, up is the plan without it: the
+// summary shows what it copies and reaches, and when it fits the budget
+// and ends further inside the bands (or as far for fewer bytes), it is
+// the plan (the budgeted search skips steps beyond the budget on its way,
+// so it can end short of a plan the budget allows).
+func loadPlan(c *topology.Cluster, opts Options, up *Plan) (*Plan, error) {
 	w, cordon, err := scalarWork(c, opts)
 	if err != nil {
 		return nil, err
 	}
 	c = w.c
+	w.fw = failoverWeights(c, opts.Loads)
 	np := len(c.Partitions)
 	prod, cons := make([]float64, np), make([]float64, np)
 	without := 0
@@ -232,10 +257,18 @@ func computeLoad(c *topology.Cluster, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	forced := bs.spent
-	// Step 1: bytes in, by the bytes plan's placement and search.
-	bs.balance(-1)
-	bs.search(-1, searchRand(opts))
+	// Step 1: bytes in, by the bytes plan's placement and search. A
+	// budget (Options.MaxMoveBytes) holds for every step: steps 1 and 3
+	// take the moves with the most brought inside the bands per byte
+	// copied first (preferred) and skip those beyond it.
+	budget := int64(-1)
+	if opts.MaxMoveBytes > 0 {
+		budget = opts.MaxMoveBytes
+	}
+	bs.balance(budget)
+	bs.search(budget, searchRand(opts))
 	ls := newLoadState(w, bs, prod, cons)
+	ls.budget = budget
 	// Steps 2 and 3.
 	ls.leaders()
 	effort := repairEffort
@@ -257,11 +290,22 @@ func computeLoad(c *topology.Cluster, opts Options) (*Plan, error) {
 	if without > 0 {
 		pl.Summary.Notes = append(pl.Summary.Notes, fmt.Sprintf("%s have no observed load: counted as idle", plural(without, "partition")))
 	}
+	if budget > 0 {
+		lb.MaxMoveBytes = budget
+		if forced > budget {
+			pl.Summary.Notes = append(pl.Summary.Notes, fmt.Sprintf("--max-move-bytes %d: the replicas that must move (drained brokers, rack rules, a new replication factor) copy %d bytes alone", budget, forced))
+		}
+		lb.WithoutBudget = ls.measure(up)
+		if u := up.Summary.Load; u.BytesMoved <= budget && (u.Within && !lb.Within || u.Within == lb.Within && betterLoad(u, lb)) {
+			u.MaxMoveBytes, u.WithoutBudget = budget, lb.WithoutBudget
+			return up, nil
+		}
+	}
 	if !lb.Within {
 		pl.Summary.Notes = append(pl.Summary.Notes, ls.outsideNote(lb))
 	}
 	ro := opts
-	ro.Balance, ro.Cordon, ro.Loads = BalanceReplicas, nil, nil
+	ro.Balance, ro.Cordon, ro.Loads, ro.MaxMoveBytes = BalanceReplicas, nil, nil, 0
 	if rp, err := Compute(c, ro); err == nil {
 		lb.Replicas = ls.measure(rp)
 	}
@@ -271,7 +315,7 @@ func computeLoad(c *topology.Cluster, opts Options) (*Plan, error) {
 
 func newLoadState(w *work, bs *bytesState, prod, cons []float64) *loadState {
 	n := w.n()
-	ls := &loadState{w: w, bs: bs, prod: prod, cons: cons, out: make([]float64, n), ld: make([]float64, n), hosted: make([][]int32, n)}
+	ls := &loadState{w: w, bs: bs, prod: prod, cons: cons, out: make([]float64, n), ld: make([]float64, n), hosted: make([][]int32, n), budget: -1}
 	var totOut, totLd float64
 	for i := range w.c.Partitions {
 		reps := w.slots[w.off[i]:w.off[i+1]]
@@ -501,7 +545,7 @@ func (ls *loadState) kicks(effort *int, rng *rand.Rand) {
 			} else {
 				s, d = int32(rng.IntN(len(w.slots))), x
 			}
-			if w.slots[s] == d || !bs.canTake(s, d) {
+			if w.slots[s] == d || !bs.canTake(s, d) || !bs.affordable(bs.marginal(int(bs.slotP[s]), w.slots[s], d), ls.budget) {
 				continue
 			}
 			i := int(bs.slotP[s])
@@ -540,7 +584,7 @@ func (ls *loadState) kickBack(rng *rand.Rand) bool {
 		i := int(bs.slotP[s])
 		reps := w.c.Partitions[i].Replicas
 		d := w.pos[reps[rng.IntN(len(reps))]]
-		if !bs.canTake(s, d) {
+		if !bs.canTake(s, d) || !bs.affordable(bs.marginal(i, w.slots[s], d), ls.budget) {
 			continue
 		}
 		ls.relocate(relocation{s: s, d: d, lead: w.lead[i] == w.slots[s] || rng.IntN(2) == 0})
@@ -682,7 +726,7 @@ func (ls *loadState) bestSwap(x int32, effort *int) ([2]int32, bool) {
 			buf = ls.swapDelta(s, t, buf)
 			dv := ls.cost(buf)
 			dc := bs.marginal(i, x, b) + bs.marginal(j, b, x)
-			if !better(dv, dc, eps) || found && !preferred(dv, dc, bestDV, bestDC, eps) || !bs.swappable(s, t) {
+			if !better(dv, dc, eps) || found && !preferred(dv, dc, bestDV, bestDC, eps) || !bs.affordable(dc, ls.budget) || !bs.swappable(s, t) {
 				continue
 			}
 			found, bestDV, bestDC, best = true, dv, dc, [2]int32{s, t}
@@ -801,6 +845,9 @@ func (ls *loadState) repair(effort *int) bool {
 				return
 			}
 			dc := bs.marginal(i, a, d)
+			if !bs.affordable(dc, ls.budget) {
+				return
+			}
 			for _, lead := range []bool{false, true} {
 				if !lead && w.lead[i] == a {
 					continue // a leader's replica takes its leadership along
@@ -985,6 +1032,36 @@ func (ls *loadState) outsideNote(lb *LoadBalance) string {
 			what = append(what, x.name)
 		}
 	}
-	return fmt.Sprintf("%s stay outside ±%g%% of the mean on some broker: no leadership handover or replica move that keeps racks, replication factors and cordons brings them closer (a partition heavier than the band, a cordoned broker that cannot take its share, or too few brokers that can take one)",
-		strings.Join(what, ", "), ls.w.opts.Tolerance*100)
+	why := "no leadership handover or replica move that keeps racks, replication factors and cordons brings them closer (a partition heavier than the band, a cordoned broker that cannot take its share, or too few brokers that can take one)"
+	if u := lb.WithoutBudget; lb.MaxMoveBytes > 0 && (u == nil || u.BytesMoved > lb.MaxMoveBytes) {
+		why = fmt.Sprintf("--max-move-bytes %d (%d copied) leaves the moves that would bring them closer for a later run", lb.MaxMoveBytes, lb.BytesMoved)
+		if u := lb.WithoutBudget; u != nil {
+			within := "ends within every band"
+			if !u.Within {
+				within = "still ends outside a band"
+			}
+			why += fmt.Sprintf("; without the budget the plan copies %d bytes in %d replica moves and %s", u.BytesMoved, u.ReplicasMoved, within)
+		}
+	}
+	return fmt.Sprintf("%s stay outside ±%g%% of the mean on some broker: %s", strings.Join(what, ", "), ls.w.opts.Tolerance*100, why)
+}
+
+// betterLoad reports whether a ends further inside the bands than b (the
+// summed distances of each objective's max/mean and min/mean outside
+// them), or as far for fewer bytes copied.
+func betterLoad(a, b *LoadBalance) bool {
+	da, db := outsideBy(a), outsideBy(b)
+	if math.Abs(da-db) > 1e-9 {
+		return da < db
+	}
+	return a.BytesMoved < b.BytesMoved
+}
+
+func outsideBy(lb *LoadBalance) float64 {
+	t := lb.Tolerance
+	d := 0.0
+	for _, s := range []RateSkew{lb.In.After, lb.Out.After, lb.Leaders.After} {
+		d += max(0, s.MaxOverMean-1-t) + max(0, 1-t-s.MinOverMean)
+	}
+	return d
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -214,7 +215,7 @@ func TestLoadOptionErrors(t *testing.T) {
 		{"no loads", c, Options{Balance: BalanceLoad, Tolerance: 0.05}, "loads"},
 		{"negative load", c, Options{Balance: BalanceLoad, Tolerance: 0.05, Loads: map[topology.Key]Load{c.Partitions[0].Key(): {Produce: -1}}}, "loads"},
 		{"NaN load", c, Options{Balance: BalanceLoad, Tolerance: 0.05, Loads: map[topology.Key]Load{c.Partitions[0].Key(): {Consume: math.NaN()}}}, "loads"},
-		{"budget", c, Options{Balance: BalanceLoad, Tolerance: 0.05, Loads: loads, MaxMoveBytes: 10}, "max-move-bytes"},
+		{"negative budget", c, Options{Balance: BalanceLoad, Tolerance: 0.05, Loads: loads, MaxMoveBytes: -10}, "max-move-bytes"},
 		{"no band", c, Options{Balance: BalanceLoad, Loads: loads}, "tolerance"},
 		{"sizes unknown", unsized, Options{Balance: BalanceLoad, Tolerance: 0.05, Loads: loads}, "balance"},
 		{"failover moves", c, Options{Balance: BalanceLoad, Tolerance: 0.05, Loads: loads, FailoverMoves: 3}, "failover-moves"},
@@ -339,23 +340,7 @@ func TestLoadAgainstBruteForce(t *testing.T) {
 	var sumPlan, sumOpt int64
 	optimal := 0
 	for iter := range 150 {
-		n := 3 + rng.IntN(2)
-		rf := 1 + rng.IntN(2)
-		c := &topology.Cluster{}
-		for b := range n {
-			c.Brokers = append(c.Brokers, topology.Broker{ID: int32(b + 1)})
-		}
-		for p := range 5 + rng.IntN(2) {
-			perm := rng.Perm(n)[:rf]
-			reps := make([]int32, rf)
-			for j, b := range perm {
-				reps[j] = int32(b + 1)
-			}
-			c.Partitions = append(c.Partitions, topology.Partition{Topic: "t", Partition: int32(p), Replicas: reps, Leader: reps[0], SizeBytes: 1 + rng.Int64N(1000)})
-		}
-		c.Normalize()
-		loads := randomLoads(rng, c, 0.5)
-		tol := []float64{0.2, 0.3}[rng.IntN(2)]
+		c, loads, tol := tinyLoaded(rng)
 		opt := bfLoad(c, loads, tol)
 		p, err := Compute(c, Options{Balance: BalanceLoad, Tolerance: tol, Loads: loads})
 		require.NoError(t, err, "iteration %d", iter)
@@ -366,7 +351,7 @@ func TestLoadAgainstBruteForce(t *testing.T) {
 		}
 		reachable++
 		if !lb.Within {
-			t.Logf("iteration %d: n %d rf %d tol %g: in %+v out %+v ld %+v moved %d opt %d", iter, n, rf, tol, lb.In.After, lb.Out.After, lb.Leaders.After, lb.BytesMoved, opt)
+			t.Logf("iteration %d: brokers %d partitions %d tol %g: in %+v out %+v ld %+v moved %d opt %d", iter, len(c.Brokers), len(c.Partitions), tol, lb.In.After, lb.Out.After, lb.Leaders.After, lb.BytesMoved, opt)
 		}
 		if lb.Within {
 			reached++
@@ -385,4 +370,72 @@ func TestLoadAgainstBruteForce(t *testing.T) {
 	assert.GreaterOrEqual(t, float64(reached), 0.9*float64(reachable), "reached the band")
 	assert.GreaterOrEqual(t, float64(optimal), 0.7*float64(reached), "at the optimum")
 	assert.LessOrEqual(t, ratio, 1.5, "bytes over the optimum, all together")
+}
+
+// TestLoadBudget: --max-move-bytes with --balance load. Per budget (a
+// share of what the plan copies without one): the plan copies at most the
+// budget, or only the forced bytes when those alone exceed it; it is never
+// further outside the bands than the layout before it; the summary names
+// the budget and the unbudgeted plan's figures, which equal that plan's
+// own; and a budget at least what the unbudgeted plan copies ends within
+// the bands whenever that plan does.
+func TestLoadBudget(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(22, 2))
+	for iter := range 24 / raceScale {
+		in := randomSized(rng, 24)
+		loads := randomLoads(rng, in.c, 1)
+		free := Options{Balance: BalanceLoad, Tolerance: in.tol, Loads: loads}
+		up, err := Compute(in.c, free)
+		require.NoError(t, err, "iteration %d", iter)
+		spent := up.Summary.Load.BytesMoved
+		for _, tc := range []struct {
+			name  string
+			share float64
+		}{{"a tenth", 0.1}, {"half", 0.5}, {"all", 1}, {"twice", 2}} {
+			opts := free
+			opts.MaxMoveBytes = max(1, int64(tc.share*float64(spent)))
+			p, err := Compute(in.c, opts)
+			require.NoError(t, err, "iteration %d %s", iter, tc.name)
+			lb := p.Summary.Load
+			checkPlanLaws(t, in.c, opts, p)
+			assert.LessOrEqual(t, lb.BytesMoved, max(opts.MaxMoveBytes, lb.ForcedBytes), "iteration %d %s", iter, tc.name)
+			assert.Equal(t, opts.MaxMoveBytes, lb.MaxMoveBytes)
+			require.NotNil(t, lb.WithoutBudget, "iteration %d %s", iter, tc.name)
+			assert.Equal(t, spent, lb.WithoutBudget.BytesMoved, "iteration %d %s", iter, tc.name)
+			assert.Equal(t, up.Summary.Load.Within, lb.WithoutBudget.Within, "iteration %d %s", iter, tc.name)
+			if lb.ForcedBytes == 0 {
+				assert.LessOrEqual(t, loadPen(lb, true), loadPen(lb, false)+1e-6, "iteration %d %s: further outside", iter, tc.name)
+			}
+			if tc.share >= 1 && up.Summary.Load.Within {
+				assert.True(t, lb.Within, "iteration %d %s: a budget the plan without one fits leaves a band", iter, tc.name)
+			}
+			if !lb.Within && lb.WithoutBudget.BytesMoved > opts.MaxMoveBytes {
+				assert.True(t, slices.ContainsFunc(p.Summary.Notes, func(s string) bool { return strings.Contains(s, "--max-move-bytes") }), "iteration %d %s: %v", iter, tc.name, p.Summary.Notes)
+			}
+		}
+	}
+}
+
+// tinyLoaded is a tiny layout for the plain enumeration bfLoad: 3-4
+// brokers, 5-6 partitions of RF 1-2 placed at random, lognormal sizes and
+// loads, and a band of 20 or 30%.
+func tinyLoaded(rng *rand.Rand) (*topology.Cluster, map[topology.Key]Load, float64) {
+	n := 3 + rng.IntN(2)
+	rf := 1 + rng.IntN(2)
+	c := &topology.Cluster{}
+	for b := range n {
+		c.Brokers = append(c.Brokers, topology.Broker{ID: int32(b + 1)})
+	}
+	for p := range 5 + rng.IntN(2) {
+		perm := rng.Perm(n)[:rf]
+		reps := make([]int32, rf)
+		for j, b := range perm {
+			reps[j] = int32(b + 1)
+		}
+		c.Partitions = append(c.Partitions, topology.Partition{Topic: "t", Partition: int32(p), Replicas: reps, Leader: reps[0], SizeBytes: 1 + rng.Int64N(1000)})
+	}
+	c.Normalize()
+	loads := randomLoads(rng, c, 0.5)
+	return c, loads, []float64{0.2, 0.3}[rng.IntN(2)]
 }

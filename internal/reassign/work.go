@@ -71,6 +71,10 @@ type work struct {
 	tc       []int32 // replicas of topic t on broker b at t*N+b
 	lc       []int32 // leaders of topic t on broker b at t*N+b
 
+	// fw is each partition's failover weight (produce + consume bytes/s)
+	// when the plan has loads, nil otherwise (failover_weight.go).
+	fw []float64
+
 	moves int // replicas placed on brokers that did not hold them
 	lower int // the lower bound, computed before any move
 	// countBound is, under FixOverlaps, the lower bound of the same target

@@ -69,7 +69,7 @@ func TestBadBalanceInput(t *testing.T) {
 		{"cordon unknown broker, count plan", []string{"--from", sized, "--cordon", "9"}, "--cordon: broker 9 is not a target broker"},
 		{"cordon unknown broker", []string{"--from", sized, "--balance", "bytes", "--cordon", "9"}, "--cordon: broker 9 is not a target broker"},
 		{"budget syntax", []string{"--from", sized, "--balance", "bytes", "--max-move-bytes", "lots"}, `--max-move-bytes: "lots" is not a size`},
-		{"budget without bytes", []string{"--from", sized, "--max-move-bytes", "1GiB"}, "--max-move-bytes: applies with --balance bytes only"},
+		{"budget without bytes", []string{"--from", sized, "--max-move-bytes", "1GiB"}, "--max-move-bytes: applies with --balance bytes or load only"},
 		{"no band", []string{"--from", sized, "--balance", "bytes", "--tolerance", "0"}, "--tolerance: --balance bytes needs a band above 0"},
 		{"fix overlaps", []string{"--from", sized, "--balance", "bytes", "--fix-overlaps"}, "--fix-overlaps: applies with --balance replicas only"},
 		{"sizes unknown", []string{"--from", kafkakit, "--balance", "bytes"}, "--balance: bytes needs every partition's size: 256 of 256 partitions have none"},

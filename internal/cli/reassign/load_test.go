@@ -35,6 +35,7 @@ func TestLoadGolden(t *testing.T) {
 		{"observed-skew-4-load.txt", []string{"--from", observedSkew, "--balance", "load", "--tolerance", "0.1"}},
 		{"observed-skew-4-load.json", []string{"--from", observedSkew, "--balance", "load", "--tolerance", "0.1", "-o", "json"}},
 		{"observed-skew-4-load-cordon-4.txt", []string{"--from", observedSkew, "--balance", "load", "--tolerance", "0.15", "--cordon", "4"}},
+		{"observed-skew-4-load-budget-3GiB.txt", []string{"--from", observedSkew, "--balance", "load", "--tolerance", "0.1", "--max-move-bytes", "3GiB"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			code, out, errOut := run(append([]string{"reassign"}, tc.args...)...)
@@ -126,7 +127,7 @@ func TestBadLoadInput(t *testing.T) {
 		{"loads not a snapshot", []string{"--from", sized, "--loads", sized, "--balance", "load"}, "--loads: --balance load needs each partition's produce and consumer bytes/s: " + sized + " is a layout"},
 		{"loads missing", []string{"--from", sized, "--loads", "nope.json", "--balance", "load"}, "--loads: open nope.json: no such file or directory"},
 		{"loads without load", []string{"--from", sized, "--loads", observedSkew}, "--loads: applies with --balance load only"},
-		{"budget", []string{"--from", observedSkew, "--balance", "load", "--max-move-bytes", "1GiB"}, "--max-move-bytes: applies with --balance bytes only"},
+		{"budget syntax", []string{"--from", observedSkew, "--balance", "load", "--max-move-bytes", "lots"}, `--max-move-bytes: "lots" is not a size`},
 		{"no band", []string{"--from", observedSkew, "--balance", "load", "--tolerance", "0"}, "--tolerance: --balance load needs a band above 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

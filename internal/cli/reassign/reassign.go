@@ -178,6 +178,9 @@ taken from the snapshot), or, without --loads, from --from when that file is
 a snapshot. A snapshot of a cluster without traffic is refused. The summary
 shows bytes in, bytes out, leader bytes and disk per broker before and
 after, the bytes copied, and the count plan's figures on the same input.
+--max-move-bytes SIZE is a budget here too: the moves that bring the most
+inside the bands per byte copied come first, and the summary shows what
+the plan without the budget copies and reaches.
 
 Cordons (KIP-1066): --cordon 3,5 names brokers that receive no new replica
 in any plan (their own may leave). From a live cluster, the brokers whose
@@ -238,7 +241,7 @@ cordons.`,
 	fs.StringVar(&opts.Balance, "balance", reassign.BalanceReplicas, "what to balance: replicas (counts, fewest replica moves), bytes (disk bytes, fewest bytes copied) or load (bytes in, bytes out and leader bytes from observed rates, fewest bytes copied)")
 	fs.StringVar(&opts.Loads, "loads", "", "with --balance load: a kplan observe snapshot (--out) whose per-partition rates to balance (default: --from, when it is a snapshot)")
 	fs.StringVar(&opts.cordon, "cordon", "", "brokers (comma list or FIRST-LAST ranges) that receive no new replica; from a live cluster, its cordoned brokers (cordoned.log.dirs) are added")
-	fs.StringVar(&opts.maxMoveBytes, "max-move-bytes", "", "with --balance bytes: copy at most this many bytes (e.g. 500GiB), the best balance within it (default: no budget)")
+	fs.StringVar(&opts.maxMoveBytes, "max-move-bytes", "", "with --balance bytes or load: copy at most this many bytes (e.g. 500GiB), the best balance within it (default: no budget)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
 	cmd.AddCommand(NewCmdApply(f, nil))
@@ -287,8 +290,8 @@ func (o *Options) validateBalance() error {
 		}
 		o.MaxMoveBytes = int64(x)
 	}
-	if o.Balance != reassign.BalanceBytes && o.MaxMoveBytes > 0 {
-		return errkind.Usagef("", "--max-move-bytes: applies with --balance bytes only")
+	if o.Balance == reassign.BalanceReplicas && o.MaxMoveBytes > 0 {
+		return errkind.Usagef("", "--max-move-bytes: applies with --balance bytes or load only (the count plan's cap is --max-moves)")
 	}
 	return nil
 }

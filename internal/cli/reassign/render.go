@@ -341,6 +341,12 @@ func failoverSection(fo *reassign.Failover) *report.Section {
 			[]string{"  reachable with these replica sets", strconv.Itoa(c.Before.Reachable), strconv.Itoa(c.After.Reachable)},
 			[]string{"  worst topic excess", topicExcessText(c.Before), topicExcessText(c.After)},
 		)
+		if c.Before.Load != nil || c.After.Load != nil {
+			sec.Rows = append(sec.Rows,
+				[]string{name + " lost, by load", loadLossText(c.Before.Load), loadLossText(c.After.Load)},
+				[]string{"  busiest survivor (bound)", loadBusiestText(c.Before.Load), loadBusiestText(c.After.Load)},
+			)
+		}
 	}
 	add("broker", fo.Broker)
 	add("rack", fo.Rack)
@@ -362,6 +368,23 @@ func lossText(f reassign.FailoverFigure) string {
 		return f.Rack
 	}
 	return ints(f.Lost)
+}
+
+func loadLossText(l *reassign.FailoverLoad) string {
+	switch {
+	case l == nil:
+		return "-"
+	case l.Rack != "":
+		return l.Rack
+	}
+	return ints(l.Lost)
+}
+
+func loadBusiestText(l *reassign.FailoverLoad) string {
+	if l == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s on %d (%s, x%.2f)", rateText(l.BusiestLoad), l.Busiest, rateText(l.Bound), l.Ratio)
 }
 
 func busiestText(f reassign.FailoverFigure) string {

@@ -31,6 +31,7 @@ func loadSections(l *reassign.LoadBalance) []report.Section {
 		{"bytes copied", fmt.Sprintf("%s (%s of them forced: drained brokers, rack rules, a new replication factor)", sizeText(l.BytesMoved), sizeText(l.ForcedBytes))},
 		{"every broker within the band (in, out, leader bytes)", yesNo(l.Within)},
 	}}
+	head.Rows = append(head.Rows, loadBudgetRows(l)...)
 	if l.WithoutLoad > 0 {
 		head.Rows = append(head.Rows, []string{"partitions without an observed load (idle)", strconv.Itoa(l.WithoutLoad)})
 	}
@@ -63,4 +64,17 @@ func loadSections(l *reassign.LoadBalance) []report.Section {
 			rateText(x.LeadersBefore), rateText(x.LeadersAfter), sizeText(x.DiskBefore), sizeText(x.DiskAfter), mark})
 	}
 	return []report.Section{head, bal, pb}
+}
+
+// loadBudgetRows show the budget of bytes copied and, under one, what the
+// same plan without it copies and reaches: what the budget left undone.
+func loadBudgetRows(l *reassign.LoadBalance) [][]string {
+	if l.MaxMoveBytes <= 0 {
+		return nil
+	}
+	rows := [][]string{{"budget (--max-move-bytes)", sizeText(l.MaxMoveBytes)}}
+	if u := l.WithoutBudget; u != nil {
+		rows = append(rows, []string{"without the budget", fmt.Sprintf("%s copied in %d replica moves, within the band: %s", sizeText(u.BytesMoved), u.ReplicasMoved, yesNo(u.Within))})
+	}
+	return rows
 }
