@@ -504,8 +504,21 @@ const (
 // deterministic.
 func (ls *loadState) kicks(effort *int, rng *rand.Rand) {
 	w, bs := ls.w, ls.bs
-	best := ls.save()
-	for k, stale := 0, 0; k < loadKicks && stale < loadStale && *effort > 0; k++ {
+	best, stale := ls.save(), 0
+	// settle re-picks leaders and climbs after a kick, and keeps the
+	// result when it is better than the best so far (else goes back to it).
+	settle := func() {
+		ls.leaders()
+		ls.climb(effort)
+		ls.savings(effort)
+		if cur := ls.save(); better(cur.pen-best.pen, cur.spent-best.spent, 1e-12) {
+			best, stale = cur, 0
+		} else {
+			ls.restore(best)
+			stale++
+		}
+	}
+	for k := 0; k < loadKicks && stale < loadStale && *effort > 0; k++ {
 		if best.pen == 0 || rng.IntN(2) == 0 {
 			// Within the bands (or every other kick): send a replica the
 			// plan moved back to a broker that held it, the perturbation
@@ -513,15 +526,7 @@ func (ls *loadState) kicks(effort *int, rng *rand.Rand) {
 			if !ls.kickBack(rng) {
 				break
 			}
-			ls.leaders()
-			ls.climb(effort)
-			ls.savings(effort)
-			if cur := ls.save(); better(cur.pen-best.pen, cur.spent-best.spent, 1e-12) {
-				best, stale = cur, 0
-			} else {
-				ls.restore(best)
-				stale++
-			}
+			settle()
 			continue
 		}
 		x, worst := int32(-1), 0.0
@@ -552,15 +557,7 @@ func (ls *loadState) kicks(effort *int, rng *rand.Rand) {
 			ls.relocate(relocation{s: s, d: d, lead: w.lead[i] == w.slots[s] || rng.IntN(2) == 0})
 			break
 		}
-		ls.leaders()
-		ls.climb(effort)
-		ls.savings(effort)
-		if cur := ls.save(); better(cur.pen-best.pen, cur.spent-best.spent, 1e-12) {
-			best, stale = cur, 0
-		} else {
-			ls.restore(best)
-			stale++
-		}
+		settle()
 	}
 	ls.restore(best)
 }
