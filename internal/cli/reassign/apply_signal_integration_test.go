@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,9 +33,7 @@ func TestApplySecondSignalLeavesThrottle(t *testing.T) {
 	defer cancel()
 
 	topic, _, throttles := filledTopic(t, ctx, lab, "second-signal", [][]int32{{1, 2}, {2, 1}}, 30)
-	plan := filepath.Join(t.TempDir(), "plan.json")
-	require.NoError(t, os.WriteFile(plan, []byte(`{"version":1,"partitions":[`+
-		`{"topic":"`+topic+`","partition":0,"replicas":[3,2]},{"topic":"`+topic+`","partition":1,"replicas":[3,1]}]}`), 0o644))
+	plan := writePlan(t, topic, "plan.json", [][]int32{{3, 2}, {3, 1}})
 
 	// Frozen brokers are thawed whatever happens, and the lab must answer
 	// again before the next test.

@@ -37,9 +37,7 @@ func TestApplyInterruptRemovesThrottle(t *testing.T) {
 	// Two partitions on brokers 1 and 2, 3 MB each: moving them to broker
 	// 3 at 50 kB/s takes a minute, far longer than the test waits.
 	topic, _, throttles := filledTopic(t, ctx, lab, "interrupt", [][]int32{{1, 2}, {2, 1}}, 30)
-	plan := filepath.Join(t.TempDir(), "plan.json")
-	require.NoError(t, os.WriteFile(plan, []byte(`{"version":1,"partitions":[`+
-		`{"topic":"`+topic+`","partition":0,"replicas":[3,2]},{"topic":"`+topic+`","partition":1,"replicas":[3,1]}]}`), 0o644))
+	plan := writePlan(t, topic, "plan.json", [][]int32{{3, 2}, {3, 1}})
 
 	self, err := os.Executable()
 	require.NoError(t, err)
