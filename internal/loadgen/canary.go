@@ -80,10 +80,8 @@ type Canary struct {
 	produce []*stats.Latency
 	e2e     []*stats.Latency
 	acked   []bool
-	sent    int64
 	nAcked  int64
 	failed  int64
-	firstEr error
 
 	start    time.Time
 	reader   *Reader
@@ -154,16 +152,8 @@ func StartCanary(ctx context.Context, conn kafka.ConnOptions, version string, sp
 	c.start = clk.Now()
 	c.reader = NewReader(c.cons, nil)
 	c.reader.Accept = func(run uint64) bool { return run == spec.Run }
-	c.readDone.Add(1)
-	go func() {
-		defer c.readDone.Done()
-		c.reader.Run(readCtx, clk, c.read)
-	}()
-	c.prodDone.Add(1)
-	go func() {
-		defer c.prodDone.Done()
-		c.produceLoop(prodCtx, base)
-	}()
+	c.readDone.Go(func() { c.reader.Run(readCtx, clk, c.read) })
+	c.prodDone.Go(func() { c.produceLoop(prodCtx, base) })
 	return c, nil
 }
 
@@ -199,7 +189,6 @@ func (c *Canary) produceLoop(ctx, base context.Context) {
 		s := seq
 		seq++
 		c.mu.Lock()
-		c.sent++
 		c.acked = append(c.acked, false)
 		c.mu.Unlock()
 		c.prod.Produce(base, rec, func(_ *kgo.Record, err error) {
@@ -209,9 +198,6 @@ func (c *Canary) produceLoop(ctx, base context.Context) {
 			if err != nil {
 				if !errors.Is(err, context.Canceled) {
 					c.failed++
-					if c.firstEr == nil {
-						c.firstEr = err
-					}
 				}
 				return
 			}
@@ -273,7 +259,7 @@ func (c *Canary) Stop(ctx context.Context, drain time.Duration) (CanaryResult, e
 		c.readDone.Wait()
 	}
 	c.mu.Lock()
-	res.Sent, res.Acked, res.Failed = c.sent, c.nAcked, c.failed
+	res.Sent, res.Acked, res.Failed = int64(len(c.acked)), c.nAcked, c.failed
 	counts := c.tally.Counts()
 	for seq, ok := range c.acked {
 		switch {
