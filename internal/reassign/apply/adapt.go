@@ -47,6 +47,14 @@ type LatencySource interface {
 //     the rate of the broker's last window over the objective (its
 //     ceiling); at that point, ProbeAfter calm windows in a row raise it
 //     above the ceiling (a probe), which forgets the ceiling;
+//   - p99 above Objective while a probe is on (no raise since it): back to
+//     the rate before the probe, which had held calm for the whole wait,
+//     instead of a cut, and the next probe waits twice as many calm windows
+//     (at most MaxProbeAfter); a probe that earns a raise resets the wait
+//     to ProbeAfter. Probes are the rule's only deliberate step into
+//     the rate that broke the objective: without the backoff a broker
+//     whose limit holds still spends one window in 10-15 over it, probe
+//     after probe (the guarded apply's acceptance, 2026-11-26);
 //   - in between (the hysteresis band, Calm x Objective to Objective):
 //     hold, and start counting calm windows again.
 //
@@ -77,6 +85,9 @@ type ThrottleRule struct {
 	// (0: DefaultProbeAfter).
 	Approach   float64
 	ProbeAfter int
+	// MaxProbeAfter bounds the doubled wait after failed probes (0:
+	// DefaultMaxProbeAfter).
+	MaxProbeAfter int
 }
 
 // The defaults of ThrottleRule.
@@ -90,6 +101,9 @@ const (
 	DefaultFloor      = 0.25
 	DefaultApproach   = 0.9
 	DefaultProbeAfter = 6
+	// DefaultMaxProbeAfter is three doublings of DefaultProbeAfter: 48
+	// windows, four minutes of 5 s windows.
+	DefaultMaxProbeAfter = 48
 )
 
 func (r ThrottleRule) withDefaults() ThrottleRule {
@@ -116,6 +130,9 @@ func (r ThrottleRule) withDefaults() ThrottleRule {
 	}
 	if r.ProbeAfter <= 0 {
 		r.ProbeAfter = DefaultProbeAfter
+	}
+	if r.MaxProbeAfter < r.ProbeAfter {
+		r.MaxProbeAfter = max(DefaultMaxProbeAfter, r.ProbeAfter)
 	}
 	if r.Floor <= 0 || r.Floor > r.Down {
 		r.Floor = min(DefaultFloor, r.Down)
@@ -215,7 +232,11 @@ type Guard struct {
 	// ceiling is, per broker, the rate of its last window over the
 	// objective (0: none since its last probe above it succeeded).
 	ceiling map[int32]int64
-	report  GuardReport
+	// probeFrom is, per broker with a probe on, the rate before it;
+	// probeAfter the calm windows its next probe waits for.
+	probeFrom  map[int32]int64
+	probeAfter map[int32]int
+	report     GuardReport
 }
 
 // NewGuard is the adaptive throttle with rule over src.
@@ -230,6 +251,7 @@ func (g *Guard) begin(ctx context.Context, now time.Time, brokers []int32, rate 
 	}
 	g.started, g.start, g.last = true, now, now
 	g.rates, g.calm, g.ceiling = map[int32]int64{}, map[int32]int{}, map[int32]int64{}
+	g.probeFrom, g.probeAfter = map[int32]int64{}, map[int32]int{}
 	for _, b := range brokers {
 		g.rates[b] = rate
 	}
@@ -266,6 +288,18 @@ func (g *Guard) Adjust(now time.Time) []RateChange {
 		case !w.Within:
 			g.calm[b] = 0
 			g.ceiling[b] = rate
+			if from, ok := g.probeFrom[b]; ok {
+				delete(g.probeFrom, b)
+				g.probeAfter[b] = min(r.MaxProbeAfter, 2*g.wait(b))
+				// The ceiling that puts the rate before the probe at
+				// Approach of it: what follows is a wait for the next
+				// probe, not a climb above the rate that held.
+				g.ceiling[b] = int64(float64(from) / r.Approach)
+				change.To = from
+				change.Reason = fmt.Sprintf("p99 %.0f ms above the objective %v after a probe: back to the rate before it; next probe after %d calm windows",
+					s.P99, r.Objective, g.probeAfter[b])
+				break
+			}
 			f := max(r.Floor, min(r.Down, objective/s.P99))
 			change.To = max(r.Min, int64(float64(rate)*f))
 			change.Reason = fmt.Sprintf("p99 %.0f ms above the objective %v: cut", s.P99, r.Objective)
@@ -298,7 +332,7 @@ func (g *Guard) raise(b int32, rate int64, change *RateChange, objective float64
 		if rate < near {
 			limit = min(limit, near)
 		} else {
-			need, probe = r.ProbeAfter, true
+			need, probe = g.wait(b), true
 		}
 	}
 	if g.calm[b] < need {
@@ -309,15 +343,29 @@ func (g *Guard) raise(b int32, rate int64, change *RateChange, objective float64
 	if change.To <= rate {
 		return false
 	}
+	if _, on := g.probeFrom[b]; on {
+		// The probe held for RaiseAfter calm windows: it succeeded.
+		delete(g.probeFrom, b)
+		delete(g.probeAfter, b)
+	}
 	change.Reason = fmt.Sprintf("p99 below %.0f ms (%.0f%% of the objective) for %d windows: raise", r.Calm*objective, 100*r.Calm, need)
 	if probe {
 		g.ceiling[b] = 0
+		g.probeFrom[b] = rate
 		change.Reason = fmt.Sprintf("p99 below %.0f ms (%.0f%% of the objective) for %d windows at %.0f%% of the rate that last broke it: probe above it",
 			r.Calm*objective, 100*r.Calm, need, 100*r.Approach)
 	} else if limit < r.Max && change.To == limit {
 		change.Reason += fmt.Sprintf(", up to %.0f%% of the rate that last broke the objective", 100*r.Approach)
 	}
 	return true
+}
+
+// wait is the calm windows in a row broker b's next probe waits for.
+func (g *Guard) wait(b int32) int {
+	if w, ok := g.probeAfter[b]; ok {
+		return w
+	}
+	return g.Rule.ProbeAfter
 }
 
 // Commit records changes as made.

@@ -74,6 +74,15 @@ func TestGuardRule(t *testing.T) {
 			[]float64{150, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10},
 			[]int64{5 * mb, 6.25 * mb, 7.8125 * mb, 9437184, 11796480, 14745600},
 			[]string{"cut", "raise", "raise", "up to 90% of the rate that last broke the objective", "probe above it", "raise"}},
+		{"a failed probe goes back to the rate before it and doubles the wait for the next", 50,
+			slices.Concat([]float64{150}, calm(12), []float64{150}, calm(12), []float64{150}),
+			[]int64{5 * mb, 6.25 * mb, 7.8125 * mb, 9437184, 11796480, 9437184, 11796480, 9437184},
+			[]string{"cut", "raise", "raise", "up to 90%", "probe above it", "after a probe: back to the rate before it; next probe after 12 calm windows",
+				"probe above it", "next probe after 24 calm windows"}},
+		{"a probe that earns a raise resets the wait", 50,
+			slices.Concat([]float64{150}, calm(12), []float64{150}, calm(14)),
+			[]int64{5 * mb, 6.25 * mb, 7.8125 * mb, 9437184, 11796480, 9437184, 11796480, 14745600},
+			[]string{"cut", "raise", "raise", "up to 90%", "probe above it", "back to the rate before it", "probe above it", "for 2 windows: raise"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &script{samples: tc.samples}
@@ -109,6 +118,15 @@ func TestGuardRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// calm is n calm windows (10 ms p99).
+func calm(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = 10
+	}
+	return out
 }
 
 func TestGuardWindowsNeedAPeriod(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,4 +89,39 @@ func TestByteMeterWithoutSizes(t *testing.T) {
 	require.NotNil(t, b)
 	assert.Equal(t, int64(0), b.Copied, "a step in flight with no sizes counts nothing")
 	assert.Equal(t, int64(10), b.Total)
+}
+
+// TestByteMeterRateWindow: the rate and the ETA look back RateWindow, so a
+// burst at the start (Kafka's quota lets about ten seconds of a fresh
+// throttle through) and a throttle the guard changed no longer skew them.
+func TestByteMeterRateWindow(t *testing.T) {
+	const mb = 1_000_000
+	clock := applytest.NewClock()
+	t0 := clock.Now()
+	var m byteMeter
+	tests := []struct {
+		at       time.Duration
+		copied   int64
+		wantRate float64
+	}{
+		{0, 0, 0},
+		{10 * time.Second, 100 * mb, 10 * mb},  // the burst: 100 MB in 10 s
+		{20 * time.Second, 110 * mb, 5.5 * mb}, // younger than the window: since the start
+		{40 * time.Second, 130 * mb, 1 * mb},   // base: the mark at 10 s, 30 s old
+		{70 * time.Second, 160 * mb, 1 * mb},   // base: the mark at 40 s
+		{71 * time.Second, 161 * mb, 1 * mb},   // base: still the mark at 40 s (31 s old)
+	}
+	for _, tt := range tests {
+		steps := []Step{{Topic: "t", From: []int32{1}, To: []int32{2}, Size: 1000 * mb, Status: StepSubmitted}}
+		sizes := map[topology.Key]map[int32]int64{{Topic: "t"}: {2: tt.copied}}
+		bp := m.measure(steps, sizes, t0.Add(tt.at))
+		require.NotNil(t, bp, "at %v", tt.at)
+		assert.InDelta(t, tt.wantRate, bp.RatePerSecond, 1, "rate at %v", tt.at)
+		if tt.wantRate > 0 {
+			assert.InDelta(t, float64(1000*mb-tt.copied)/tt.wantRate, bp.ETASeconds, 0.01, "ETA at %v", tt.at)
+		} else {
+			assert.Equal(t, -1.0, bp.ETASeconds, "no rate from one measurement")
+		}
+	}
+	assert.LessOrEqual(t, len(m.marks), 4, "marks older than the window's base are dropped")
 }
