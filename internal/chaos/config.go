@@ -161,6 +161,11 @@ type Config struct {
 	// SQFSlack is the sqf partitioner's slack in records (see
 	// partitioner.SQF); 0 is pure join-the-shortest-queue.
 	SQFSlack int64
+	// KIP794Timeout is the kip794 partitioner's availability timeout (the
+	// Java producer's partitioner.availability.timeout.ms): a partition
+	// whose leader made no progress for longer is left out of the draw; 0,
+	// Kafka's default, disables it.
+	KIP794Timeout time.Duration
 	// MaxBufferedRecords caps each producer's buffered plus unacknowledged
 	// records (kgo.MaxBufferedRecords; franz-go's default is 50,000). With
 	// no rate cap the buffer stays full, and the cap shapes how large the
@@ -391,6 +396,9 @@ func (c *Config) validateFigures() error {
 	}
 	if c.SQFSlack < 0 {
 		return errkind.Usagef("sqf-slack", "must not be negative, got %d", c.SQFSlack)
+	}
+	if c.KIP794Timeout < 0 {
+		return errkind.Usagef("kip794-availability-timeout", "must not be negative, got %v", c.KIP794Timeout)
 	}
 	if c.MaxBufferedRecords < 1 || c.MaxBufferedRecords > 100_000_000 {
 		return errkind.Usagef("max-buffered-records", "want 1 to 100000000, got %d", c.MaxBufferedRecords)

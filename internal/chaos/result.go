@@ -83,6 +83,9 @@ type Result struct {
 	MetadataMinAgeMS float64 `json:"metadata_min_age_ms"`
 	// SQFSlack is the sqf partitioner's slack in records.
 	SQFSlack int64 `json:"sqf_slack"`
+	// KIP794TimeoutMS is the kip794 partitioner's availability timeout
+	// (absent: 0, disabled, as in Kafka).
+	KIP794TimeoutMS float64 `json:"kip794_availability_timeout_ms,omitempty"`
 	// MaxBufferedRecords is each producer's buffer cap in records.
 	MaxBufferedRecords int `json:"max_buffered_records"`
 	// Stick is node's and sqf's run length in records.
@@ -259,7 +262,7 @@ func (r *runner) result() *Result {
 	cfg := r.cfg
 	res := &Result{
 		Schema: Schema, Cluster: r.c.Kind(), Label: r.c.Label(), Target: cfg.Target.String(), KilledBroker: -1,
-		Assignment: FormatAssignment(cfg.Assignment), Acks: cfg.Acks.String(), Idempotent: cfg.Acks.Idempotent(), SQFSlack: cfg.SQFSlack, MaxBufferedRecords: cfg.MaxBufferedRecords, Stick: cfg.Stick, ConsumeAfter: cfg.ConsumeAfter,
+		Assignment: FormatAssignment(cfg.Assignment), Acks: cfg.Acks.String(), Idempotent: cfg.Acks.Idempotent(), SQFSlack: cfg.SQFSlack, KIP794TimeoutMS: ms(cfg.KIP794Timeout), MaxBufferedRecords: cfg.MaxBufferedRecords, Stick: cfg.Stick, ConsumeAfter: cfg.ConsumeAfter,
 		Sequential: cfg.Sequential, RateBytesPerS: cfg.Rate, RecordSize: cfg.RecordSize,
 		LatencyObjectiveMS: ms(cfg.Objective), MetadataMinAgeMS: ms(cfg.MetadataMinAge),
 		Notes: append([]string{fmt.Sprintf("cluster: %s", r.c.Label())}, r.notes...),

@@ -557,7 +557,7 @@ func (r *runner) newProducers(runID uint64) error {
 	cfg := r.cfg
 	var shared *partitioner.Inflight
 	for i, st := range r.streams {
-		popts := []partitioner.Option{partitioner.WithRand(mrand.New(mrand.NewSource(int64(cfg.Seed) + int64(i)))), partitioner.WithSlack(cfg.SQFSlack), partitioner.WithStick(cfg.Stick)} //nolint:gosec // experiment randomness, seeded for repeatability
+		popts := []partitioner.Option{partitioner.WithRand(mrand.New(mrand.NewSource(int64(cfg.Seed) + int64(i)))), partitioner.WithSlack(cfg.SQFSlack), partitioner.WithStick(cfg.Stick), partitioner.WithAvailabilityTimeout(cfg.KIP794Timeout)} //nolint:gosec // experiment randomness, seeded for repeatability
 		if st.part == SQFShared {
 			if shared == nil {
 				shared = partitioner.NewInflight()

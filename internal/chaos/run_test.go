@@ -275,6 +275,21 @@ func TestConsumeAfter(t *testing.T) {
 	assert.Positive(t, p.Phases["after"].LatencyMS.Count)
 }
 
+// TestKIP794Timeout: kip794 with an availability timeout runs through a
+// kill (the dead leader's partitions are left out once the timeout
+// passes), loses nothing acknowledged, and the result records the timeout.
+func TestKIP794Timeout(t *testing.T) {
+	res := runEmbedded(t, func(cfg *Config) {
+		cfg.Partitioners = []string{"kip794"}
+		cfg.Warmup, cfg.Phase = 500*time.Millisecond, time.Second
+		cfg.KIP794Timeout = 200 * time.Millisecond
+	})
+	assert.InDelta(t, 200.0, res.KIP794TimeoutMS, 0)
+	p := res.Partitioners[0]
+	assert.Positive(t, p.Phases["after"].Acked)
+	assert.Zero(t, p.Lost)
+}
+
 // A sequential run stops each partitioner's producer before the next one
 // starts, even when no broker is killed: the first producer sends nothing
 // while the second one is measured.

@@ -86,6 +86,7 @@ type flags struct {
 	restore, sequential, allowUnavailable                     bool
 	seed                                                      uint64
 	sqfSlack                                                  int64
+	kip794Timeout                                             time.Duration
 	maxBuffered, stick                                        int
 	consumeAfter, verbose                                     bool
 	output                                                    cmdutil.OutputFlag
@@ -303,6 +304,7 @@ func (c *flags) add(fs *pflag.FlagSet) {
 	clitarget.LabDirVar(fs, &c.labDir, "")
 	fs.BoolVar(&c.consumeAfter, "consume-after", false, "consume the records back only after the run: no end-to-end latency, but the checking consumer stays off the brokers' links while throughput is measured")
 	fs.Int64Var(&c.sqfSlack, "sqf-slack", d.SQFSlack, "sqf's slack in records: brokers whose in-flight records are within it of the least are served round robin (0: pure shortest queue)")
+	fs.DurationVar(&c.kip794Timeout, "kip794-availability-timeout", d.KIP794Timeout, "kip794: leave out a partition whose leader made no progress for longer than this (the Java producer's partitioner.availability.timeout.ms; 0, Kafka's default, disables it)")
 	fs.IntVar(&c.stick, "stick", d.Stick, "node and sqf: records sent in a row to each partition they choose (1: a choice per record, as in the thesis)")
 	fs.IntVar(&c.maxBuffered, "max-buffered-records", d.MaxBufferedRecords, "each producer's cap on buffered plus unacknowledged records (franz-go's default); with --rate unlimited it bounds batch sizes")
 	fs.Uint64Var(&c.seed, "seed", d.Seed, "random seed")
@@ -500,6 +502,7 @@ func (c *flags) bind(cfg *chaos.Config) error {
 		return err
 	}
 	cfg.SQFSlack, cfg.ConsumeAfter, cfg.MaxBufferedRecords, cfg.Stick = c.sqfSlack, c.consumeAfter, c.maxBuffered, c.stick
+	cfg.KIP794Timeout = c.kip794Timeout
 	return nil
 }
 

@@ -105,6 +105,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--kill", "broker-3", "--repeat", "0"}, "--repeat:"},
 		{[]string{"--kill", "broker-3", "--max-buffered-records", "0"}, "--max-buffered-records:"},
 		{[]string{"--kill", "broker-3", "--stick", "0"}, "--stick:"},
+		{[]string{"--kill", "broker-3", "--kip794-availability-timeout", "-1s"}, "--kip794-availability-timeout: must not be negative"},
 		{[]string{"--kill", "broker-3", "--metadata-max-age", "10ms"}, "--metadata-max-age:"},
 		{[]string{"--kill", "broker-3", "--command-config", "/nonexistent/client.properties"}, "--command-config:"},
 	} {
@@ -113,6 +114,17 @@ func TestBadInput(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want, tc.argv)
 		assert.Equal(t, cmdutil.ExitUsage, cmdutil.ExitCode(err), tc.argv)
 	}
+}
+
+// TestKIP794Timeout: the flag reaches the run's config (and the result's
+// kip794_availability_timeout_ms); unset, it is Kafka's default, 0.
+func TestKIP794Timeout(t *testing.T) {
+	o, err := parse(t, "--kill", "broker-3", "--partitioner", "kip794")
+	require.NoError(t, err)
+	assert.Zero(t, o.Config.KIP794Timeout, "Kafka's default: disabled")
+	o, err = parse(t, "--kill", "broker-3", "--partitioner", "kip794", "--kip794-availability-timeout", "250ms")
+	require.NoError(t, err)
+	assert.Equal(t, 250*time.Millisecond, o.Config.KIP794Timeout)
 }
 
 func TestFile(t *testing.T) {
