@@ -87,7 +87,7 @@ func TestSlowOptions(t *testing.T) {
 	o, err = parse(t, "--workload", "../../../chaos/slow-broker-4.yaml", "--cluster", "lab")
 	require.NoError(t, err, "the shipped experiment parses")
 	assert.Equal(t, "broker-2:bandwidth=2MB/s", chaos.SlowString(*o.Config.Fault))
-	assert.Equal(t, []string{"default", "kip794", "leastbackup", "node", "sqf", "sqf-shared"}, o.Config.Partitioners)
+	assert.Equal(t, []string{"default", "hash", "kip794", "leastbackup", "node", "sqf", "sqf-shared"}, o.Config.Partitioners)
 	assert.Equal(t, 60, o.Partitions)
 	assert.Equal(t, 10240, o.Config.RecordSize)
 }
