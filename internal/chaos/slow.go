@@ -28,9 +28,10 @@ const (
 // leader-of:TOPIC/P). It is a thin spelling of a network fault
 // (bandwidth:broker-2:2MB/s, delay:broker-2:50ms): the experiment injects
 // it after the before phase (at rest) and measures a fault phase (slow).
-// cpu=FRACTION is refused: neither the lab nor Chaos Mesh's NetworkChaos
-// can slow one broker's CPU while it runs (`kplan lab up --broker-cpu`
-// caps every broker from the start). Its errors are usage errors naming
+// cpu=FRACTION is refused: kplan does not yet slow one broker's CPU while
+// it runs (the lab could, by moving that broker's JVM into a cgroup of its
+// own as `kplan lab up --broker-cpu` does for every broker from the start;
+// Chaos Mesh's NetworkChaos cannot, its StressChaos would). Its errors are usage errors naming
 // the field "slow".
 func ParseSlow(s string) (Fault, error) {
 	i := strings.LastIndexByte(s, ':')
@@ -60,7 +61,7 @@ func ParseSlow(s string) (Fault, error) {
 		}
 		f.Kind, f.Delay = FaultDelay, d
 	case "cpu":
-		return Fault{}, errkind.Usagef(FieldSlow, "%q: cpu is not supported: no cluster kplan drives can slow one broker's CPU while it runs (kplan lab up --broker-cpu caps every broker); use bandwidth=RATE or delay=DURATION", s)
+		return Fault{}, errkind.Usagef(FieldSlow, "%q: cpu is not supported: kplan does not yet slow one broker's CPU while it runs (kplan lab up --broker-cpu caps every broker from the start); use bandwidth=RATE or delay=DURATION", s)
 	default:
 		return Fault{}, errkind.Usagef(FieldSlow, "%q: unknown slowness %q (want bandwidth=RATE or delay=DURATION)", s, key)
 	}

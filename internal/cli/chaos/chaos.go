@@ -180,8 +180,8 @@ thing as a fault without a kill: each partitioner is measured at rest
 (nothing slow, the before phase) and slow (the fault phase), and the
 report sets side by side, per partitioner and phase, each broker's share,
 throughput, produce and end-to-end p50/p99/p99.9, timely throughput and
-loss. cpu=FRACTION is refused: no cluster kplan drives can slow one
-broker's CPU while it runs (kplan lab up --broker-cpu caps every broker).
+loss. cpu=FRACTION is refused: kplan does not yet slow one broker's CPU
+while it runs (kplan lab up --broker-cpu caps every broker from the start).
 chaos/slow-broker-4.yaml is the experiment on a 4-broker lab.
 
 Recommendation: every result ends with the partitioner to use for this
