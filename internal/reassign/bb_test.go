@@ -18,6 +18,9 @@ type bbSpec struct {
 	// within the target; otherwise how far outside it the state is (0:
 	// within) and the least cost per unit of that the rest can pay.
 	gap func(k int) (dead bool, outside, perUnit float64)
+	// found, when set, is called at each completion cheaper than the best
+	// so far (the caller reads its state there).
+	found func()
 }
 
 // bbSearch returns the least cost of a completion within the target, -1
@@ -42,6 +45,9 @@ func bbSearch(s bbSpec, ub int64, maxNodes int) (best int64, ok bool) {
 		if k == s.levels {
 			if outside == 0 && (best < 0 || cost < best) {
 				best = cost
+				if s.found != nil {
+					s.found()
+				}
 			}
 			return true
 		}

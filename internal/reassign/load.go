@@ -1,6 +1,7 @@
 package reassign
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -40,7 +41,10 @@ import (
 //     moves: a replica (with its leadership when it leads) goes to a
 //     broker that can take it, the move that brings the three loads
 //     furthest in per byte copied first (moves that copy nothing first of
-//     all), then step 2 again;
+//     all), then step 2 again; random kicks of that search, and, once
+//     every broker is within the bands, a ruin-and-recreate pass (prune)
+//     that undoes moves, forbids them, and lets steps 2 and 3 find a
+//     cheaper way back within the bands;
 //  4. the failover order by the count plan's phase (orderFollowers).
 //
 // Distances outside a band are measured relative to its mean, plus their
@@ -181,7 +185,16 @@ type loadState struct {
 	hosted [][]int32
 	// budget is the most bytes the plan copies, -1 none.
 	budget int64
+	// tabu, while prune runs, marks the slots repair must not move (the
+	// replicas it sent back); nil otherwise.
+	tabu []bool
+	// noise, while prune runs, scales each candidate's gain in repair's
+	// ranking by a random factor in [1, 1+noiseAmp); nil otherwise.
+	noise *rand.Rand
 }
+
+// noiseAmp is how far prune's noise scales a repair candidate's gain.
+const noiseAmp = 0.5
 
 // wo is partition i's bytes out on its leader.
 func (ls *loadState) wo(i int) float64 {
@@ -274,7 +287,9 @@ func loadPlan(c *topology.Cluster, opts Options, up *Plan) (*Plan, error) {
 	effort := repairEffort
 	ls.climb(&effort)
 	ls.savings(&effort)
-	ls.kicks(&effort, searchRand(opts))
+	rng := searchRand(opts)
+	ls.kicks(&effort, rng)
+	ls.prune(&effort, rng)
 	n := w.n()
 	clear(w.lc)
 	for i := range c.Partitions {
@@ -562,6 +577,230 @@ func (ls *loadState) kicks(effort *int, rng *rand.Rand) {
 	ls.restore(best)
 }
 
+// pruneRounds and pruneStale bound the rounds of prune, pruneEffort its
+// candidate evaluations.
+const (
+	pruneRounds = 1000
+	pruneStale  = 250
+	pruneEffort = 1_000_000
+)
+
+// prune lowers the bytes copied once kicks has settled within the bands,
+// by ruin and recreate. Each round undoes part of the plan: first each
+// moved replica alone, the costliest first; then, at random, one to three
+// moved replicas, or every move, or forces one to three moves the plan did
+// not take (replicas copying at most what its costliest move does), alone
+// or with every move undone. Replicas sent back or forced are tabu for the
+// round: leaders (with leaderKicks) and the climb (with swaps competing
+// with single moves, and some rounds with noise in the ranking) bring the
+// brokers back within the bands by other moves, savings returns what is
+// no longer needed, and the round is kept when it ends as far inside the
+// bands for fewer bytes copied. The climb alone takes the move with the
+// most brought in per byte copied, which can copy a large replica where
+// two small ones, a swap or other leaders would do, and keeps moves that
+// later ones made unnecessary; prune finds those. Rounds are bounded by
+// pruneRounds, pruneStale and pruneEffort candidate evaluations (large
+// layouts get few), and the randomness is searchRand's: the plan stays
+// deterministic.
+func (ls *loadState) prune(effort *int, rng *rand.Rand) {
+	w, bs := ls.w, ls.bs
+	budget := min(*effort, pruneEffort)
+	spent := budget
+	defer func() { *effort -= spent - budget }()
+	best, stale := ls.save(), 0
+	if best.pen > 0 {
+		return // outside the bands: kicks has done what it could
+	}
+	ls.tabu = make([]bool, len(w.slots))
+	defer func() { ls.tabu = nil }()
+	var moved, picked []int32
+	movedSlots := func() []int32 {
+		moved = moved[:0]
+		for s, b := range w.slots {
+			if !w.origHas(int(bs.slotP[s]), b) {
+				moved = append(moved, int32(s))
+			}
+		}
+		return moved
+	}
+	// The first sweep: each moved replica alone, the costliest first.
+	sweep := slices.Clone(movedSlots())
+	slices.SortStableFunc(sweep, func(a, b int32) int { return cmp.Compare(bs.cost[bs.slotP[b]], bs.cost[bs.slotP[a]]) })
+	for round := 0; round < pruneRounds && stale < pruneStale && budget > 0; round++ {
+		picked = picked[:0]
+		all, back := false, false
+		if round < len(sweep) {
+			if !w.origHas(int(bs.slotP[sweep[round]]), w.slots[sweep[round]]) {
+				picked = append(picked, sweep[round])
+			}
+		} else {
+			m := movedSlots()
+			if len(m) == 0 {
+				break
+			}
+			switch rng.IntN(5) {
+			case 2:
+				// Every move undone and one or two others forced: the
+				// climb rebuilds the rest around them.
+				all = true
+				picked = append(picked, m...)
+				for k := 1 + rng.IntN(2); k > 0; k-- {
+					ls.force(rng, m)
+				}
+			case 1:
+				// A replica moved that the plan left in place (one that
+				// copies at most what the costliest move does), the climb
+				// bringing the rest back within the bands around it: a
+				// move the greedy never takes first because it overshoots.
+				for k := 1 + rng.IntN(3); k > 0; k-- {
+					ls.force(rng, m)
+				}
+				ls.noise = nil
+				for k := rng.IntN(3); k > 0; k-- {
+					picked = append(picked, m[rng.IntN(len(m))])
+				}
+				back = true
+			case 0:
+				// Every move undone, the placement rebuilt with noise.
+				all = true
+				picked = append(picked, m...)
+				ls.noise = rng
+			default:
+				for k := 1 + rng.IntN(min(3, len(m))); k > 0; k-- {
+					if s := m[rng.IntN(len(m))]; !slices.Contains(picked, s) {
+						picked = append(picked, s)
+					}
+				}
+				if rng.IntN(2) == 0 {
+					ls.noise = rng
+				}
+			}
+		}
+		for _, s := range picked {
+			i := int(bs.slotP[s])
+			orig := w.orig[w.origOff[i]:w.origOff[i+1]]
+			k := rng.IntN(len(orig))
+			for range orig {
+				d := orig[k]
+				k = (k + 1) % len(orig)
+				if !bs.canTake(s, d) {
+					continue
+				}
+				ls.relocate(relocation{s: s, d: d, lead: w.lead[i] == w.slots[s] || rng.IntN(2) == 0})
+				ls.tabu[s], back = !all, true
+				break
+			}
+		}
+		if !back {
+			ls.noise = nil
+			continue
+		}
+		ls.leaderKicks(&budget, rng)
+		ls.climb(&budget)
+		ls.noise = nil
+		ls.savings(&budget)
+		clear(ls.tabu)
+		if next := ls.save(); better(next.pen-best.pen, next.spent-best.spent, 1e-12) {
+			best, stale = next, 0
+		} else {
+			ls.restore(best)
+			stale++
+		}
+	}
+	ls.restore(best)
+}
+
+// force relocates a random replica that has not moved and copies at most
+// what the costliest of the moved slots m does to a random broker that can
+// take it, and marks it tabu.
+func (ls *loadState) force(rng *rand.Rand, m []int32) {
+	w, bs := ls.w, ls.bs
+	var most int64
+	for _, s := range m {
+		most = max(most, bs.cost[bs.slotP[s]])
+	}
+	for tries := 0; tries < 50; tries++ {
+		s := int32(rng.IntN(len(w.slots)))
+		i := int(bs.slotP[s])
+		d := bs.tb[rng.IntN(len(bs.tb))]
+		if ls.tabu[s] || bs.cost[i] > most || !w.origHas(i, w.slots[s]) || !bs.canTake(s, d) || !bs.affordable(bs.marginal(i, w.slots[s], d), ls.budget) {
+			continue
+		}
+		ls.relocate(relocation{s: s, d: d, lead: w.lead[i] == w.slots[s] || rng.IntN(2) == 0})
+		ls.tabu[s] = true
+		return
+	}
+}
+
+// leaderKicks runs step 2 and, while some broker stays outside the out or
+// leader band, escapes its local optima: it hands a random leadership of
+// the broker furthest outside to another replica (or has that broker take
+// one), runs step 2 again and keeps the result when the brokers end
+// further in. Each kick counts its partitions against effort.
+func (ls *loadState) leaderKicks(effort *int, rng *rand.Rand) {
+	w := ls.w
+	ls.leaders()
+	lpen := func() (float64, int32) {
+		t, x, worst := 0.0, int32(-1), 0.0
+		for _, b := range ls.bs.tb {
+			p := ls.lpen(b, ls.out[b], ls.ld[b])
+			t += p
+			if p > worst {
+				x, worst = b, p
+			}
+		}
+		return t, x
+	}
+	best, x := lpen()
+	if x < 0 {
+		return
+	}
+	lead, out, ld := slices.Clone(w.lead), slices.Clone(ls.out), slices.Clone(ls.ld)
+	for k, stale := 0, 0; k < leaderKicksMax && stale < leaderKicksStale && *effort > 0; k++ {
+		*effort -= len(w.c.Partitions)
+		for n := 1 + rng.IntN(2); n > 0; n-- {
+			h := ls.hosted[x]
+			if len(h) == 0 {
+				break
+			}
+			i := int(h[rng.IntN(len(h))])
+			reps := w.slots[w.off[i]:w.off[i+1]]
+			if len(reps) < 2 {
+				continue
+			}
+			if w.lead[i] != x {
+				ls.setLead(i, x)
+				continue
+			}
+			if r := reps[rng.IntN(len(reps))]; r != x {
+				ls.setLead(i, r)
+			}
+		}
+		ls.leaders()
+		cur, cx := lpen()
+		if cur < best-1e-12 {
+			best, x, stale = cur, cx, 0
+			copy(lead, w.lead)
+			copy(out, ls.out)
+			copy(ld, ls.ld)
+			if x < 0 {
+				return
+			}
+			continue
+		}
+		copy(w.lead, lead)
+		copy(ls.out, out)
+		copy(ls.ld, ld)
+		stale++
+	}
+}
+
+// leaderKicksMax and leaderKicksStale bound leaderKicks.
+const (
+	leaderKicksMax   = 300
+	leaderKicksStale = 100
+)
+
 // kickBack relocates a random replica the plan moved to a random broker
 // that held its partition and can take it again (with the leadership, or
 // not, at random); false when no replica moved.
@@ -700,6 +939,13 @@ func (ls *loadState) swapDelta(s, t int32, buf []bdelta) []bdelta {
 // bestSwap finds the swap of a replica on x with one on another broker
 // that improves most (as repair ranks moves); false when none does.
 func (ls *loadState) bestSwap(x int32, effort *int) ([2]int32, bool) {
+	sw, _, _, ok := ls.bestSwapDelta(x, effort)
+	return sw, ok
+}
+
+// bestSwapDelta is bestSwap with the change in distance outside the bands
+// and in bytes copied of the swap it finds.
+func (ls *loadState) bestSwapDelta(x int32, effort *int) ([2]int32, float64, int64, bool) {
 	w, bs := ls.w, ls.bs
 	const eps = 1e-12
 	var buf []bdelta
@@ -717,7 +963,7 @@ func (ls *loadState) bestSwap(x int32, effort *int) ([2]int32, bool) {
 			*effort--
 			b := w.slots[t]
 			j := int(bs.slotP[t])
-			if b == x || j == i || bs.size[i] == bs.size[j] && ls.wo(i) == ls.wo(j) {
+			if b == x || j == i || bs.size[i] == bs.size[j] && ls.wo(i) == ls.wo(j) || ls.tabu != nil && (ls.tabu[s] || ls.tabu[t]) {
 				continue
 			}
 			buf = ls.swapDelta(s, t, buf)
@@ -729,7 +975,7 @@ func (ls *loadState) bestSwap(x int32, effort *int) ([2]int32, bool) {
 			found, bestDV, bestDC, best = true, dv, dc, [2]int32{s, t}
 		}
 	}
-	return best, found
+	return best, bestDV, bestDC, found
 }
 
 // swap exchanges the brokers of slots s and t, leaderships along.
@@ -823,7 +1069,13 @@ func (ls *loadState) repair(effort *int) bool {
 	for *effort > 0 {
 		x, worst := int32(-1), 0.0
 		for _, b := range bs.tb {
-			if p := ls.lpen(b, ls.out[b], ls.ld[b]); !stuck[b] && p > worst {
+			p := ls.lpen(b, ls.out[b], ls.ld[b])
+			if ls.tabu != nil {
+				// prune's returns can put a broker outside the in band
+				// too, which step 1 no longer watches.
+				p += ls.ipen(b, bs.disk[b])
+			}
+			if !stuck[b] && p > worst {
 				x, worst = b, p
 			}
 		}
@@ -838,7 +1090,7 @@ func (ls *loadState) repair(effort *int) bool {
 			i := int(bs.slotP[s])
 			a := w.slots[s]
 			*effort--
-			if !bs.canTake(s, d) {
+			if !bs.canTake(s, d) || ls.tabu != nil && ls.tabu[s] {
 				return
 			}
 			dc := bs.marginal(i, a, d)
@@ -852,7 +1104,13 @@ func (ls *loadState) repair(effort *int) bool {
 				r := relocation{s: s, d: d, lead: lead}
 				buf = ls.relocDelta(r, buf)
 				dv := ls.cost(buf)
-				if !better(dv, dc, eps) || found && !preferred(dv, dc, bestDV, bestDC, eps) {
+				if !better(dv, dc, eps) {
+					continue
+				}
+				if ls.noise != nil {
+					dv *= 1 + noiseAmp*ls.noise.Float64()
+				}
+				if found && !preferred(dv, dc, bestDV, bestDC, eps) {
 					continue
 				}
 				found, bestDV, bestDC, best = true, dv, dc, r
@@ -881,6 +1139,16 @@ func (ls *loadState) repair(effort *int) bool {
 			}
 			for s := w.off[i]; s < w.off[i+1]; s++ {
 				consider(s, x)
+			}
+		}
+		if found && ls.tabu != nil {
+			// Within prune, swaps compete with single moves: with RF 1
+			// a swap is often the cheaper way back into the bands.
+			if sw, dv, dc, ok := ls.bestSwapDelta(x, effort); ok && preferred(dv, dc, bestDV, bestDC, eps) {
+				ls.swap(sw[0], sw[1])
+				stuck[bs.w.slots[sw[0]]], stuck[bs.w.slots[sw[1]]] = false, false
+				moved = true
+				continue
 			}
 		}
 		if !found {

@@ -1,10 +1,12 @@
 package reassign
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,6 +26,14 @@ import (
 // costing at least the least copy bytes per produce byte/s left; bytes out
 // and leader bytes count decided partitions only.
 func bbLoad(c *topology.Cluster, loads map[topology.Key]Load, tol float64, ub int64, maxNodes int) (int64, bool) {
+	cost, ok, _ := bbLoadPlace(c, loads, tol, ub, maxNodes)
+	return cost, ok
+}
+
+// bbLoadPlace is bbLoad that also returns the optimum placement: each
+// partition's replicas (broker ids, leader first), nil when none was found
+// below ub.
+func bbLoadPlace(c *topology.Cluster, loads map[topology.Key]Load, tol float64, ub int64, maxNodes int) (int64, bool, [][]int32) {
 	n := len(c.Brokers)
 	idx := map[int32]int{}
 	for b, br := range c.Brokers {
@@ -88,7 +98,9 @@ func bbLoad(c *topology.Cluster, loads map[topology.Key]Load, tol float64, ub in
 	}
 	minRatio := suffixMinRatio(len(order), func(k int) (float64, float64) { return parts[order[k]].cost, parts[order[k]].p })
 	at := func(k int) *part { return &parts[order[k]] }
-	return bbSearch(bbSpec{
+	chosen := make([]int, len(order))
+	var place [][]int32
+	cost, ok := bbSearch(bbSpec{
 		levels: len(order),
 		cost:   func(k int) []int64 { return at(k).optCost },
 		open: func(k int) {
@@ -111,6 +123,7 @@ func bbLoad(c *topology.Cluster, loads map[topology.Key]Load, tol float64, ub in
 		},
 		take: func(k, j int) {
 			p, set := at(k), at(k).opts[j]
+			chosen[k] = j
 			for _, b := range set {
 				in[b] += p.p
 			}
@@ -146,66 +159,124 @@ func bbLoad(c *topology.Cluster, loads map[topology.Key]Load, tol float64, ub in
 			}
 			return false, max(over, under), minRatio[k]
 		},
+		found: func() {
+			place = make([][]int32, len(parts))
+			for k, i := range order {
+				for _, b := range parts[i].opts[chosen[k]] {
+					place[i] = append(place[i], c.Brokers[b].ID)
+				}
+			}
+		},
 	}, ub, maxNodes)
+	return cost, ok, place
 }
 
 // TestLoadNearOptimum (issue 22): on random small layouts (3-8 brokers,
 // 6-30 partitions, RF 1-3, lognormal sizes and loads, no racks or
 // cordons), measured against bbLoad's optimum for the same tolerance: the
 // load plan reaches the bands whenever the branch and bound says a
-// placement does, and copies at most 10% more bytes than it.
+// placement does, and copies at most 10% more bytes than it. The first
+// set is the one issue 22's figure was first measured on; the second,
+// from another seed, keeps the claim from being fit to it.
 func TestLoadNearOptimum(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(22, 2027))
-	// Not scaled under -race: the asserted share is the one measured on
-	// these 60 layouts.
-	n := 60
-	solved, feasible, within10, worst := 0, 0, 0, 1.0
-	for k := range n {
-		in := randomSized(rng, 30)
-		for i := range in.c.Brokers {
-			in.c.Brokers[i].Rack = ""
-		}
-		loads := randomLoads(rng, in.c, 1)
-		pl, err := Compute(in.c, Options{Balance: BalanceLoad, Tolerance: in.tol, Loads: loads})
-		require.NoError(t, err, "instance %d", k)
-		lb := pl.Summary.Load
-		ub := int64(-1)
-		if lb.Within {
-			ub = lb.BytesMoved
-		}
-		opt, ok := bbLoad(in.c, loads, in.tol, ub, 2_000_000)
-		if !ok {
-			continue
-		}
-		solved++
-		if opt < 0 {
-			assert.False(t, lb.Within, "instance %d: within bands the branch and bound says are out of reach", k)
-			continue
-		}
-		feasible++
-		require.True(t, lb.Within, "instance %d: the optimum %d is within the bands, the plan is not (%d brokers, %d partitions, tol %g)", k, opt, len(in.c.Brokers), len(in.c.Partitions), in.tol)
-		r := 1.0
-		if opt > 0 {
-			r = float64(lb.BytesMoved) / float64(opt)
-		} else if lb.BytesMoved > 0 {
-			r = math.Inf(1)
-		}
-		worst = max(worst, r)
-		if r <= 1.10 {
-			within10++
-		} else {
-			t.Logf("instance %d: %d bytes against the optimum %d (%d brokers, %d partitions, tol %g)", k, lb.BytesMoved, opt, len(in.c.Brokers), len(in.c.Partitions), in.tol)
+	for _, tc := range []struct {
+		name  string
+		seeds []uint64
+		n     int // layouts per seed
+		// within10 is the share in percent of the layouts within reach
+		// whose plan reaches the bands copying within 10% of the optimum
+		// the test holds, missed how many of them may end outside the
+		// bands.
+		within10, missed int
+	}{
+		// Issue 22's target: every one (16 of 16 within reach).
+		{"issue-22", []uint64{2027}, 60, 100, 0},
+		// Two more seeds, measured at this commit: 38 of 200 layouts
+		// within reach, 37 of them reached copying within 10% (worst
+		// 1.099x); one (seed 2029, layout 83: 4 brokers, 11 partitions,
+		// RF 2, a 10% band) stays outside the bands, as it did before
+		// prune (which starts only within them). The test holds that.
+		{"more", []uint64{2028, 2029}, 100, 97, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// Under -race each set runs a third of its layouts and checks
+			// what holds for any of them (every one within 10% on the
+			// first); the second set's share is the one measured on all.
+			n, share, missedMax := tc.n/raceScale, tc.within10, tc.missed
+			if share < 100 && raceScale > 1 {
+				share = 0
+			}
+			solved, feasible, missed, within10, worst := 0, 0, 0, 0, 1.0
+			for _, seed := range tc.seeds {
+				rng := rand.New(rand.NewPCG(22, seed))
+				for k := range n {
+					in := randomSized(rng, 30)
+					for i := range in.c.Brokers {
+						in.c.Brokers[i].Rack = ""
+					}
+					loads := randomLoads(rng, in.c, 1)
+					pl, err := Compute(in.c, Options{Balance: BalanceLoad, Tolerance: in.tol, Loads: loads})
+					require.NoError(t, err, "seed %d instance %d", seed, k)
+					lb := pl.Summary.Load
+					ub := int64(-1)
+					if lb.Within {
+						ub = lb.BytesMoved
+					}
+					opt, ok, place := bbLoadPlace(in.c, loads, in.tol, ub, 2_000_000)
+					if !ok {
+						continue
+					}
+					solved++
+					if opt < 0 {
+						assert.False(t, lb.Within, "seed %d instance %d: within bands the branch and bound says are out of reach", seed, k)
+						continue
+					}
+					feasible++
+					if !lb.Within {
+						missed++
+						t.Logf("seed %d instance %d: the optimum %d is within the bands, the plan is not (%d brokers, %d partitions, RF %d, tol %g)", seed, k, opt, len(in.c.Brokers), len(in.c.Partitions), len(in.c.Partitions[0].Replicas), in.tol)
+						continue
+					}
+					r := 1.0
+					if opt > 0 {
+						r = float64(lb.BytesMoved) / float64(opt)
+					} else if lb.BytesMoved > 0 {
+						r = math.Inf(1)
+					}
+					worst = max(worst, r)
+					if r <= 1.10 {
+						within10++
+					} else {
+						t.Logf("seed %d instance %d: %d bytes against the optimum %d (%d brokers, %d partitions, RF %d, tol %g); moves: plan %s, optimum %s", seed, k, lb.BytesMoved, opt, len(in.c.Brokers), len(in.c.Partitions), len(in.c.Partitions[0].Replicas), in.tol,
+							newReplicas(in.c, func(i int) []int32 { return pl.Final.Partitions[i].Replicas }), newReplicas(in.c, func(i int) []int32 { return place[i] }))
+					}
+				}
+			}
+			total := n * len(tc.seeds)
+			t.Logf("solved %d of %d (%d within reach, %d of them not reached), within 10%% of the optimum %d, worst bytes/optimum of those reached %.3f", solved, total, feasible, missed, within10, worst)
+			require.GreaterOrEqual(t, solved, total*4/5, "the branch and bound gave up too often")
+			require.GreaterOrEqual(t, feasible, total/8)
+			assert.LessOrEqual(t, missed, missedMax, "plans outside bands the branch and bound says are within reach")
+			assert.GreaterOrEqual(t, within10*100, feasible*share, "within 10%% of the optimum")
+		})
+	}
+}
+
+// newReplicas lists, per partition given a new replica set by reps, the
+// brokers it adds and what a copy costs: "p3 +2 (1508 B)".
+func newReplicas(c *topology.Cluster, reps func(i int) []int32) string {
+	var out []string
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		for _, r := range reps(i) {
+			if !slices.Contains(p.Replicas, r) {
+				out = append(out, fmt.Sprintf("%s +%d (%d B)", p.Key(), r, p.CopyBytes()))
+			}
 		}
 	}
-	t.Logf("solved %d of %d (%d within reach), within 10%% of the optimum %d, worst bytes/optimum %.3f", solved, n, feasible, within10, worst)
-	require.GreaterOrEqual(t, solved, n*4/5, "the branch and bound gave up too often")
-	require.GreaterOrEqual(t, feasible, n/5)
-	// Issue 22 asks for every plan within 10%; measured at d4062e1: 12 of
-	// 15, worst 3.83x (a local search that stops at the first placement
-	// within the bands: see docs/reassign.md's limits). This holds the
-	// measured share, not the issue's target.
-	assert.GreaterOrEqual(t, within10*4, feasible*3, "within 10% of the optimum")
+	return strings.Join(out, ", ")
 }
 
 // TestBBLoadIsExact: the branch and bound equals bfLoad's plain
