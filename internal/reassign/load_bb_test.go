@@ -199,15 +199,17 @@ func TestLoadNearOptimum(t *testing.T) {
 		// prune (which starts only within them). The test holds that.
 		{"more", []uint64{2028, 2029}, 100, 97, 1},
 	} {
+		if tc.within10 < 100 && raceScale > 1 {
+			// Under -race (make test's unit run) the second set would
+			// check nothing its share depends on and cost 50 s of
+			// branch and bound: it runs without -race only.
+			continue
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			// Under -race each set runs a third of its layouts and checks
-			// what holds for any of them (every one within 10% on the
-			// first); the second set's share is the one measured on all.
+			// Under -race the first set runs a third of its layouts, each
+			// still within 10%.
 			n, share, missedMax := tc.n/raceScale, tc.within10, tc.missed
-			if share < 100 && raceScale > 1 {
-				share = 0
-			}
 			solved, feasible, missed, within10, worst := 0, 0, 0, 0, 1.0
 			for _, seed := range tc.seeds {
 				rng := rand.New(rand.NewPCG(22, seed))
