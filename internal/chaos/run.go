@@ -83,6 +83,10 @@ type runner struct {
 	faulted    int32
 	faultTried bool
 	notes      []string
+	// prodBase is added to each producer's index in the records'
+	// envelopes: a distributed run's worker numbers its producers after
+	// the lower workers' (dist.ProducerIndex).
+	prodBase int
 }
 
 func (r *runner) since() time.Duration { return r.now().Sub(r.epoch) }
@@ -569,7 +573,7 @@ func (r *runner) newProducers(runID uint64) error {
 			r.closeProducers()
 			return err
 		}
-		p := &producer{idx: i, name: st.part, topic: st.topic, wname: st.wname, rate: st.rate, cfg: cfg, epoch: r.epoch, now: r.now, runID: runID}
+		p := &producer{idx: r.prodBase + i, name: st.part, topic: st.topic, wname: st.wname, rate: st.rate, cfg: cfg, epoch: r.epoch, now: r.now, runID: runID}
 		kopts = append(kopts,
 			kgo.WithHooks(p),
 			// franz-go's default retry limit: a produce answer may wait for
@@ -610,7 +614,14 @@ func (r *runner) newProducers(runID uint64) error {
 
 // clientOpts are the connection settings of the experiment's clients: the
 // cluster's addresses with cfg.Conn's security settings.
-func (r *runner) clientOpts() kafka.ConnOptions { return r.cfg.Conn.WithSeeds(r.c.Seeds()) }
+// A worker's runner (RunWorker) has no Cluster: cfg.Conn holds its
+// bootstrap servers.
+func (r *runner) clientOpts() kafka.ConnOptions {
+	if r.c == nil {
+		return r.cfg.Conn
+	}
+	return r.cfg.Conn.WithSeeds(r.c.Seeds())
+}
 
 func (r *runner) closeProducers() {
 	for _, p := range r.prods {

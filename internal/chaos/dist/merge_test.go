@@ -20,7 +20,7 @@ func testPlan(workers int, parts ...string) *Plan {
 	p := &Plan{
 		Workers: workers, EnvelopeRun: 7, Epoch: t0, RecordSize: 100, Acks: "all", Seed: 1,
 		ObjectiveNS: int64(50 * time.Millisecond), LatencyCeilingNS: int64(10 * time.Minute),
-		GuardNS: int64(time.Second), HeartbeatDeadlineNS: int64(5 * time.Second), ResultsTopic: "r",
+		MaxBufferedRecords: 1000, Stick: 1, GuardNS: int64(time.Second), HeartbeatDeadlineNS: int64(5 * time.Second), ResultsTopic: "r",
 		Phases: []PhaseStart{{Name: "warm-up", Start: t0}, {Name: "before", Start: t0.Add(time.Second), DurationNS: int64(time.Second)}},
 	}
 	for _, name := range parts {

@@ -88,6 +88,10 @@ type Plan struct {
 	MetadataMinAgeNS   int64 `json:"metadata_min_age_ns"`
 	MetadataMaxAgeNS   int64 `json:"metadata_max_age_ns"`
 	MaxBufferedRecords int   `json:"max_buffered_records"`
+	// SQFSlack is the sqf partitioner's slack in records; Stick node's and
+	// sqf's run length in records.
+	SQFSlack int64 `json:"sqf_slack"`
+	Stick    int   `json:"stick"`
 	// Phases are the phases scheduled when the plan was published.
 	Phases []PhaseStart `json:"phases"`
 	// GuardNS is the clock guard: a worker that learns of a phase later
@@ -187,6 +191,36 @@ type PhaseReport struct {
 	BatchRecords int64 `json:"batch_records"`
 }
 
+// ControlTopic is the topic of a run's plan, phase starts, heartbeats and
+// end (one partition: one order); ResultsTopic that of its reports.
+func ControlTopic(run string) string { return "kplan-run-" + run + "-control" }
+
+// ResultsTopic is the topic of a run's reports (see ControlTopic).
+func ResultsTopic(run string) string { return "kplan-run-" + run + "-results" }
+
+// MaxRunIDLen bounds a run id: its topics' names stay well within Kafka's
+// 249 characters.
+const MaxRunIDLen = 64
+
+// CheckRunID refuses a run id that cannot name topics: empty, longer than
+// MaxRunIDLen, or with characters other than ASCII letters, digits, '-'
+// and '_' (field "run").
+func CheckRunID(run string) error {
+	if run == "" || len(run) > MaxRunIDLen {
+		return errkind.Usagef("run", "%q: want 1 to %d characters", run, MaxRunIDLen)
+	}
+	for _, c := range run {
+		if !runIDChar(c) {
+			return errkind.Usagef("run", "%q: %q is not a letter, digit, '-' or '_'", run, c)
+		}
+	}
+	return nil
+}
+
+func runIDChar(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+}
+
 // ProducerIndex is the envelope's producer index of a worker's stream:
 // worker*streams + stream.
 func ProducerIndex(worker, stream, streams int) int { return worker*streams + stream }
@@ -226,8 +260,8 @@ func Decode(b []byte) (Message, error) {
 
 // Validate checks that exactly the field Kind names is set and valid.
 func (m Message) Validate() error {
-	if m.Run == "" {
-		return errkind.Usagef("run", "empty run id")
+	if err := CheckRunID(m.Run); err != nil {
+		return err
 	}
 	set := map[Kind]bool{KindPlan: m.Plan != nil, KindPhase: m.Phase != nil, KindHeartbeat: m.Heartbeat != nil, KindEnd: m.End != nil, KindResult: m.Result != nil}
 	if _, ok := set[m.Kind]; !ok {
@@ -285,8 +319,12 @@ func (p *Plan) Validate() error {
 		return errkind.Usagef(f("latency_ceiling_ns"), "%d, want at least 2000", p.LatencyCeilingNS)
 	case p.MetadataMinAgeNS < 0 || p.MetadataMaxAgeNS < 0:
 		return errkind.Usagef(f("metadata_min_age_ns"), "negative metadata age")
-	case p.MaxBufferedRecords < 0:
-		return errkind.Usagef(f("max_buffered_records"), "%d is negative", p.MaxBufferedRecords)
+	case p.MaxBufferedRecords < 1:
+		return errkind.Usagef(f("max_buffered_records"), "%d, want at least 1", p.MaxBufferedRecords)
+	case p.SQFSlack < 0:
+		return errkind.Usagef(f("sqf_slack"), "%d is negative", p.SQFSlack)
+	case p.Stick < 1:
+		return errkind.Usagef(f("stick"), "%d, want at least 1", p.Stick)
 	case p.GuardNS <= 0:
 		return errkind.Usagef(f("guard_ns"), "%d, want a positive guard", p.GuardNS)
 	case p.HeartbeatDeadlineNS <= 0:

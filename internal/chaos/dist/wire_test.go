@@ -58,6 +58,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"trailing", `{"schema":"kplan.chaos-dist/v1","kind":"end","run":"r","end":{"at":"2026-11-26T12:00:00Z"}} {}`, "message"},
 		{"other schema", `{"schema":"kplan.chaos-dist/v2","kind":"end","run":"r","end":{"at":"2026-11-26T12:00:00Z"}}`, "schema"},
 		{"no run", `{"schema":"kplan.chaos-dist/v1","kind":"end","end":{"at":"2026-11-26T12:00:00Z"}}`, "run"},
+		{"run id", `{"schema":"kplan.chaos-dist/v1","kind":"end","run":"a/b","end":{"at":"2026-11-26T12:00:00Z"}}`, "run"},
+		{"stick", plan(func(p *Plan) { p.Stick = 0 }), "plan.stick"},
 		{"bad kind", `{"schema":"kplan.chaos-dist/v1","kind":"hello","run":"r"}`, "kind"},
 		{"kind without body", `{"schema":"kplan.chaos-dist/v1","kind":"end","run":"r"}`, "end"},
 		{"two bodies", `{"schema":"kplan.chaos-dist/v1","kind":"end","run":"r","end":{"at":"2026-11-26T12:00:00Z"},"plan":{}}`, "plan"},
