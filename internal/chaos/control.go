@@ -20,18 +20,22 @@ import (
 // Control is the coordinator's side of a distributed run's topics
 // (dist.ControlTopic, dist.ResultsTopic): it creates them, publishes the
 // plan, phase starts, heartbeats and the end, reads the workers' reports
-// and deletes the topics it created.
+// and heartbeats (both on the results topic) and deletes the topics it
+// created.
 type Control struct {
 	run     string
+	now     func() time.Time
 	cl      *kgo.Client // producing to the control topic
 	results *kgo.Client // consuming the results topic
 	created []string
 
 	mu      sync.Mutex
 	reports []dist.PhaseReport
-	skipped int // results records that were not valid reports
+	seen    map[int]time.Time // when each worker's last heartbeat was read
+	skipped int               // results records that were not valid reports
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
+	closed  bool
 }
 
 // resultsMaxBytes is the results topic's max.message.bytes: a report's
@@ -39,9 +43,13 @@ type Control struct {
 const resultsMaxBytes = 8 << 20
 
 // NewControl creates run's control and results topics (one partition each,
-// replicated on up to 3 brokers) and starts reading the results topic.
-// Close deletes what it created.
-func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string) (*Control, error) {
+// replicated on up to 3 brokers) and starts reading the results topic;
+// now (nil: time.Now) times the workers' heartbeats. Close deletes what
+// it created.
+func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string, now func() time.Time) (*Control, error) {
+	if now == nil {
+		now = time.Now
+	}
 	if err := dist.CheckRunID(run); err != nil {
 		return nil, err
 	}
@@ -49,7 +57,7 @@ func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string
 	if err != nil {
 		return nil, fmt.Errorf("control client: %w", err)
 	}
-	c := &Control{run: run, cl: cl}
+	c := &Control{run: run, cl: cl, seen: map[int]time.Time{}, now: now}
 	adm := kadm.NewClient(cl)
 	brokers, err := adm.ListBrokers(ctx)
 	if err != nil {
@@ -103,13 +111,30 @@ func (c *Control) read(ctx context.Context) {
 			m, err := dist.Decode(rec.Value)
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if err != nil || m.Kind != dist.KindResult || m.Run != c.run {
+			switch {
+			case err != nil || m.Run != c.run:
 				c.skipped++
-				return
+			case m.Kind == dist.KindResult:
+				c.reports = append(c.reports, *m.Result)
+			case m.Kind == dist.KindHeartbeat && m.Heartbeat.Worker >= 0:
+				c.seen[m.Heartbeat.Worker] = c.now()
+			default:
+				c.skipped++
 			}
-			c.reports = append(c.reports, *m.Result)
 		})
 	}
+}
+
+// Seen returns the workers whose heartbeat was read, in order.
+func (c *Control) Seen() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]int, 0, len(c.seen))
+	for w := range c.seen {
+		out = append(out, w)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Publish writes m (its Run set to the run's) on the control topic and
@@ -157,32 +182,49 @@ func (c *Control) Reports() ([]dist.PhaseReport, int) {
 	return append([]dist.PhaseReport(nil), c.reports...), c.skipped
 }
 
-// WaitReports waits until every worker reported every stream of every
-// phase in ran (a report saying Missed counts), or timeout passed, and
-// returns the reports read.
-func (c *Control) WaitReports(ctx context.Context, now func() time.Time, workers, streams int, ran []string, timeout time.Duration) []dist.PhaseReport {
+// WaitReports waits until every worker either reported every stream of
+// every phase in ran (a report saying Missed counts) or fell silent (no
+// heartbeat read for silent: a worker that died reports nothing more), or
+// timeout passed, and returns the reports read.
+func (c *Control) WaitReports(ctx context.Context, workers, streams int, ran []string, timeout, silent time.Duration) []dist.PhaseReport {
 	type key struct {
 		w, s  int
 		phase string
 	}
-	want := workers * streams * len(ran)
-	_ = clock.Poll(ctx, clock.WithNow(now), 50*time.Millisecond, timeout, func(context.Context) (bool, error) {
+	_ = clock.Poll(ctx, clock.WithNow(c.now), 50*time.Millisecond, timeout, func(context.Context) (bool, error) {
 		reps, _ := c.Reports()
 		have := map[key]bool{}
 		for _, r := range reps {
-			if r.Worker < workers && r.Stream < streams && slices.Contains(ran, r.Phase) {
-				have[key{r.Worker, r.Stream, r.Phase}] = true
+			have[key{r.Worker, r.Stream, r.Phase}] = true
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for w := range workers {
+			if last, ok := c.seen[w]; !ok || c.now().Sub(last) > silent {
+				continue
+			}
+			for s := range streams {
+				for _, ph := range ran {
+					if !have[key{w, s, ph}] {
+						return false, nil
+					}
+				}
 			}
 		}
-		return len(have) == want, nil
+		return true, nil
 	})
 	reps, _ := c.Reports()
 	return reps
 }
 
 // Close stops reading and deletes the topics the Control created, on a
-// context of its own (bounded: 30 s) so that it runs after a Ctrl-C.
+// context of its own (bounded: 30 s) so that it runs after a Ctrl-C. A
+// second call does nothing.
 func (c *Control) Close(ctx context.Context) error {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
 	if c.stop != nil {
 		c.stop()
 		c.wg.Wait()
@@ -197,11 +239,25 @@ func (c *Control) Close(ctx context.Context) error {
 	return err
 }
 
+// deleteCreated deletes the topics the Control created. A refusal that a
+// fresh look at the cluster may cure (a controller that moved during the
+// run's kill: NOT_CONTROLLER) is retried twice.
 func (c *Control) deleteCreated(ctx context.Context) error {
 	if len(c.created) == 0 {
 		return nil
 	}
-	_, err := kafka.DeleteTopicsAndWait(ctx, c.cl, c.created...)
+	var err error
+	for try := range 3 {
+		if try > 0 {
+			c.cl.ForceMetadataRefresh()
+			if clock.Sleep(ctx, 500*time.Millisecond) != nil {
+				break
+			}
+		}
+		if _, err = kafka.DeleteTopicsAndWait(ctx, c.cl, c.created...); err == nil || !kerr.IsRetriable(err) {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("delete the run's topics: %w", err)
 	}

@@ -61,6 +61,10 @@ const (
 	FieldWorkerRun   = "run"
 )
 
+// WorkerHeartbeatEvery is how often a worker publishes its heartbeat (at
+// most: a quarter of the plan's deadline if that is shorter).
+const WorkerHeartbeatEvery = time.Second
+
 // ErrCoordinatorGone is the error of a worker whose coordinator's
 // heartbeats stopped for longer than the plan's deadline.
 var ErrCoordinatorGone = errors.New("the coordinator's heartbeat missed its deadline")
@@ -131,7 +135,7 @@ func RunWorker(ctx context.Context, w *Worker) (*WorkerOutcome, error) {
 	defer func() { stopPoll(); pollWG.Wait() }()
 
 	runErr := wk.loop(ctx, events)
-	wk.stop(ctx)
+	wk.stop(ctx, runErr)
 	wk.pubs.Wait()
 	if wk.r != nil {
 		wk.r.closeProducers()
@@ -210,7 +214,7 @@ func (wk *worker) loop(ctx context.Context, events <-chan dist.Message) error {
 		}
 		if !now.Before(nextHB) {
 			wk.heartbeat(ctx, now)
-			nextHB = now.Add(deadline / 4)
+			nextHB = now.Add(min(deadline/4, WorkerHeartbeatEvery))
 		}
 		// Wake at the next event: a phase start, the end, the heartbeat
 		// deadline or this worker's own heartbeat.
@@ -351,8 +355,9 @@ func (wk *worker) advance(ctx context.Context, now time.Time) {
 }
 
 // stop stops the producers, waits for their answers and reports the
-// current phase.
-func (wk *worker) stop(ctx context.Context) {
+// current phase: as missed when the worker stops before the run's end
+// (runErr), since it did not produce for the whole phase.
+func (wk *worker) stop(ctx context.Context, runErr error) {
 	if wk.r == nil {
 		return
 	}
@@ -366,7 +371,11 @@ func (wk *worker) stop(ctx context.Context) {
 		cancel()
 	}
 	if wk.cur >= 0 {
-		wk.report(ctx, wk.sched[wk.cur].Name, true)
+		name := wk.sched[wk.cur].Name
+		if _, ok := wk.missed[name]; !ok && runErr != nil {
+			wk.missed[name] = fmt.Sprintf("worker stopped during the phase: %v", runErr)
+		}
+		wk.report(ctx, name, true)
 	}
 	for _, p := range wk.r.prods {
 		for ph := range p.sentIn {
@@ -463,14 +472,15 @@ func (wk *worker) fail(err error) {
 	}
 }
 
-// heartbeat publishes this worker's heartbeat on the control topic (best
-// effort: a lost one only makes the coordinator's view staler).
+// heartbeat publishes this worker's heartbeat on the results topic, which
+// the coordinator reads (best effort: a lost one only makes the
+// coordinator's view staler).
 func (wk *worker) heartbeat(ctx context.Context, now time.Time) {
 	b, err := dist.Encode(dist.Message{Kind: dist.KindHeartbeat, Run: wk.w.Run, Heartbeat: &dist.Heartbeat{Worker: wk.w.Index, At: now}})
 	if err != nil {
 		return
 	}
-	wk.cl.Produce(ctx, &kgo.Record{Topic: dist.ControlTopic(wk.w.Run), Value: b}, nil)
+	wk.cl.Produce(ctx, &kgo.Record{Topic: wk.plan.ResultsTopic, Value: b}, nil)
 }
 
 // phaseReport is p's figures of phase ph as a worker publishes them (its

@@ -32,7 +32,7 @@ func newDistLab(t *testing.T, ctx context.Context, run string, topics ...string)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	conn := kafka.ConnOptions{BootstrapServers: strings.Join(c.ListenAddrs(), ",")}
-	ctl, err := NewControl(ctx, conn, "test", run)
+	ctl, err := NewControl(ctx, conn, "test", run, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, ctl.Close(ctx)) })
 	return &distLab{conn: conn, ctl: ctl}
@@ -131,7 +131,7 @@ func TestWorkersRunAPlan(t *testing.T) {
 		assert.Positive(t, r.out.Sent, "worker %d", i)
 	}
 	stopHB()
-	reps := lab.ctl.WaitReports(ctx, time.Now, 2, 2, ran, 10*time.Second)
+	reps := lab.ctl.WaitReports(ctx, 2, 2, ran, 10*time.Second, time.Minute)
 	reads := readBack(t, ctx, lab.conn, plan.EnvelopeRun, "w-roundrobin", "w-node")
 	assert.Len(t, reads, 4, "2 workers x 2 streams, each its own envelope producer index")
 	m, err := dist.Merge(dist.Input{Plan: plan, Ran: ran, Reports: reps, Reads: reads})
@@ -178,7 +178,7 @@ func TestWorkerLateJoin(t *testing.T) {
 	ran := []string{"warm-up", "before", "after"}
 	assert.Equal(t, ran, r.out.Missed)
 
-	reps := lab.ctl.WaitReports(ctx, time.Now, 1, 2, ran, 10*time.Second)
+	reps := lab.ctl.WaitReports(ctx, 1, 2, ran, 10*time.Second, time.Minute)
 	m, err := dist.Merge(dist.Input{Plan: plan, Ran: ran, Reports: reps})
 	require.NoError(t, err)
 	require.Len(t, m.Missing, 3)
@@ -202,7 +202,7 @@ func TestWorkerCoordinatorGone(t *testing.T) {
 	require.NoError(t, lab.ctl.Publish(ctx, dist.Message{Kind: dist.KindPlan, Plan: plan}))
 	r := startWorkers(ctx, lab.conn, run, 1)()[0]
 	require.ErrorIs(t, r.err, ErrCoordinatorGone)
-	assert.Equal(t, []string{"warm-up"}, r.out.Reported)
+	assert.Equal(t, []string{"warm-up"}, r.out.Missed, "stopped before the run's end: the phase is incomplete")
 }
 
 func TestWorkerRefusesIndex(t *testing.T) {
