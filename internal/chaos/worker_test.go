@@ -65,9 +65,9 @@ func startWorkers(ctx context.Context, conn kafka.ConnOptions, run string, n int
 	return func() []workerRun { wg.Wait(); return res }
 }
 
-// readBack reads the topics from offset 0 and counts each producer's
+// readBackByProducer reads the topics from offset 0 and counts each producer's
 // records by sequence number, as the coordinator's checking consumer does.
-func readBack(t *testing.T, ctx context.Context, conn kafka.ConnOptions, envRun uint64, topics ...string) map[int][]uint8 {
+func readBackByProducer(t *testing.T, ctx context.Context, conn kafka.ConnOptions, envRun uint64, topics ...string) map[int][]uint8 {
 	t.Helper()
 	cl, err := kafka.NewClient(conn, "test", kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestWorkersRunAPlan(t *testing.T) {
 	}
 	stopHB()
 	reps := lab.ctl.WaitReports(ctx, 2, 2, ran, 10*time.Second, time.Minute)
-	reads := readBack(t, ctx, lab.conn, plan.EnvelopeRun, "w-roundrobin", "w-node")
+	reads := readBackByProducer(t, ctx, lab.conn, plan.EnvelopeRun, "w-roundrobin", "w-node")
 	assert.Len(t, reads, 4, "2 workers x 2 streams, each its own envelope producer index")
 	m, err := dist.Merge(dist.Input{Plan: plan, Ran: ran, Reports: reps, Reads: reads})
 	require.NoError(t, err)
