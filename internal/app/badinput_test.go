@@ -51,6 +51,7 @@ func TestBadInputEverywhere(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	require.NoError(t, os.Mkdir(out, 0o755))
 	t.Setenv("KPLAN_LAB_DIR", filepath.Join(in, "lab"))
+	t.Setenv("JOB_COMPLETION_INDEX", "") // kplan worker's --index default
 	lab := filepath.Join(in, "lab")
 
 	write := func(name, body string) string {
@@ -196,6 +197,12 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"chaos", "cleanup", "--namespace", "kafka", "--kubeconfig", missing}, 2, "--kubeconfig"},
 
 		// lab
+		{[]string{"worker", "--index", "0", "--bootstrap-server", "127.0.0.1:1"}, 2, "--run"},
+		{[]string{"worker", "--run", "a/b", "--index", "0", "--bootstrap-server", "127.0.0.1:1"}, 2, "--run"},
+		{[]string{"worker", "--run", "r", "--bootstrap-server", "127.0.0.1:1"}, 2, "--index"},
+		{[]string{"worker", "--run", "r", "--index", "many", "--bootstrap-server", "127.0.0.1:1"}, 2, "--index"},
+		{[]string{"worker", "--run", "r", "--index", "0"}, 2, "--bootstrap-server"},
+		{[]string{"worker", "--run", "r", "--index", "0", "--bootstrap-server", "127.0.0.1:1", "--command-config", badProps}, 2, "security.protocol"},
 		{[]string{"lab", "up", "--dir", lab, "--brokers", "0"}, 2, "--brokers"},
 		{[]string{"lab", "up", "--dir", lab, "--brokers", "many"}, 2, "--brokers"},
 		{[]string{"lab", "up", "--dir", lab, "--broker-bandwidth", "fast"}, 2, "--broker-bandwidth"},

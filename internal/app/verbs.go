@@ -11,6 +11,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/cli/observe"
 	"github.com/kplan-dev/kplan/internal/cli/reassign"
 	"github.com/kplan-dev/kplan/internal/cli/size"
+	"github.com/kplan-dev/kplan/internal/cli/worker"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 )
 
@@ -26,5 +27,6 @@ func verbs(f *cmdutil.Factory) []*cobra.Command {
 		lab.NewCmdLab(f),
 		chaos.NewCmdChaos(f, nil),
 		measure.NewCmdMeasure(f),
+		worker.NewCmdWorker(f, nil, nil),
 	}
 }

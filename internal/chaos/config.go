@@ -191,6 +191,19 @@ type Config struct {
 	// 0 means DefaultCleanupTimeout. The loss check's final read has its
 	// own limits.
 	CleanupTimeout time.Duration
+	// Workers, when positive, makes the run distributed: the records are
+	// produced by Workers kplan worker processes (RunWorker) that join the
+	// run by RunID, and Run coordinates them through the run's topics
+	// (distrun.go). No producer runs in this process.
+	Workers int
+	// RunID is a distributed run's id ("": Run picks a new one, NewRunID).
+	RunID string
+	// OnRun, if set, is called once a distributed run's topics exist, with
+	// its id and the cluster's bootstrap addresses, before Run waits for
+	// the workers: the CLI prints their commands.
+	OnRun func(run string, seeds []string)
+	// JoinTimeout bounds the wait for every worker (0: DefaultJoinTimeout).
+	JoinTimeout time.Duration
 	// Abort, when closed, cuts the cleanup short (a second Ctrl-C): the
 	// producers are not flushed, a killed broker is not restarted and the
 	// loss check is skipped.
@@ -375,6 +388,9 @@ func (c *Config) validate(ring, existing, campaign bool) error {
 		}
 	}
 	if err := c.validateFigures(); err != nil {
+		return err
+	}
+	if err := c.validateWorkers(); err != nil {
 		return err
 	}
 	return c.validateDurations()

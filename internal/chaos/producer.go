@@ -143,6 +143,10 @@ type producer struct {
 	// acknowledgement (HookProduceBatchWritten).
 	batches, batchRecords [numPhases]atomic.Int64
 
+	// remote is set for a worker's producer in a distributed run: it has
+	// no client here; the worker's reports fill its figures.
+	remote *remote
+
 	moved         atomic.Pointer[map[int32]bool] // partitions the victim led
 	killAt        atomic.Int64                   // ns since epoch, 0 before a kill
 	firstMovedAck atomic.Int64                   // ns after killAt, 0 before one
@@ -263,7 +267,18 @@ type loss struct {
 	sent, acked, lost, duplicates, neverAcked, unackedDelivered int64
 }
 
+// remote is a distributed run's worker producer as the coordinator sees it.
+type remote struct {
+	worker, stream int
+	// loss is its loss check, computed from the worker's acknowledged
+	// ranges and the coordinator's reads (applyReports).
+	loss loss
+}
+
 func (p *producer) checkLoss() loss {
+	if p.remote != nil {
+		return p.remote.loss
+	}
 	counts := p.tally.Counts()
 	p.mu.Lock()
 	defer p.mu.Unlock()

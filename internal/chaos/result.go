@@ -104,6 +104,9 @@ type Result struct {
 	Workload []WorkloadTopicResult `json:"workload,omitempty"`
 	// Partitioners holds one entry per partitioner, in the order asked.
 	Partitioners []PartitionerResult `json:"partitioners"`
+	// Workers is a distributed run's workers (kplan chaos --workers);
+	// absent for a single-process run.
+	Workers *WorkersResult `json:"workers,omitempty"`
 	// Notes are things worth knowing about the run.
 	Notes []string `json:"notes,omitempty"`
 	// KillerLog is what the killer of a cluster reached by
@@ -332,14 +335,18 @@ func (r *runner) result() *Result {
 	return res
 }
 
-// groupByPartitioner splits producers by partitioner, in order.
+// groupByPartitioner splits producers by partitioner, in order of first
+// appearance (a distributed run lists its workers' producers worker by
+// worker).
 func groupByPartitioner(prods []*producer) [][]*producer {
 	var out [][]*producer
+	at := map[string]int{}
 	for _, p := range prods {
-		if n := len(out); n > 0 && out[n-1][0].name == p.name {
-			out[n-1] = append(out[n-1], p)
+		if i, ok := at[p.name]; ok {
+			out[i] = append(out[i], p)
 			continue
 		}
+		at[p.name] = len(out)
 		out = append(out, []*producer{p})
 	}
 	return out

@@ -83,6 +83,12 @@ type runner struct {
 	faulted    int32
 	faultTried bool
 	notes      []string
+	// prodBase is added to each producer's index in the records'
+	// envelopes: a distributed run's worker numbers its producers after
+	// the lower workers' (dist.ProducerIndex).
+	prodBase int
+	// dist is a distributed run's coordination (nil: single process).
+	dist *distRun
 }
 
 func (r *runner) since() time.Duration { return r.now().Sub(r.epoch) }
@@ -119,8 +125,14 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	r.epoch = now()
-	runID := rand.New(rand.NewPCG(cfg.Seed, uint64(r.epoch.UnixNano()))).Uint64()
-	if err := r.newProducers(runID); err != nil {
+	idRand := rand.New(rand.NewPCG(cfg.Seed, uint64(r.epoch.UnixNano())))
+	runID := idRand.Uint64()
+	if cfg.Workers > 0 {
+		if cfg.RunID == "" {
+			cfg.RunID = NewRunID(r.epoch, idRand)
+		}
+		r.newRemoteProducers(runID)
+	} else if err := r.newProducers(runID); err != nil {
 		return nil, err
 	}
 	cons, err := newConsumer(r.clientOpts(), &cfg, start, r.prods, runID, r.epoch, now)
@@ -135,6 +147,25 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 		consDone.Go(func() { cons.run(consCtx) })
 	}
 
+	if cfg.Workers > 0 {
+		// The run's topics go on success, error and Ctrl-C (closed before
+		// the result on the way through, to note a failure there).
+		defer func() {
+			if r.dist != nil {
+				_ = r.dist.ctl.Close(ctx)
+			}
+		}()
+		if err := r.startDist(ctx, runID); err != nil {
+			if r.dist != nil && r.dist.stopHB != nil {
+				r.dist.stopHB()
+			}
+			stopCons()
+			consDone.Wait()
+			cons.Client().Close()
+			return nil, err
+		}
+	}
+
 	progDone := make(chan struct{})
 	var progWG sync.WaitGroup
 	if cfg.Progress != nil {
@@ -142,6 +173,9 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 	}
 
 	runErr := r.runLegs(ctx)
+	if r.dist != nil {
+		r.endDist(ctx, runErr)
+	}
 	r.cleanup(ctx, runErr, cons, func() { consDone.Go(func() { cons.run(consCtx) }) })
 	stopCons()
 	consDone.Wait()
@@ -149,7 +183,16 @@ func Run(ctx context.Context, c Cluster, cfg Config) (*Result, error) {
 	close(progDone)
 	progWG.Wait()
 
+	if r.dist != nil {
+		r.applyReports()
+		if err := r.dist.ctl.Close(ctx); err != nil {
+			r.notes = append(r.notes, err.Error())
+		}
+	}
 	res := r.result()
+	if r.dist != nil {
+		res.Workers = r.workersResult()
+	}
 	if runErr != nil {
 		if ctx.Err() != nil {
 			res.Interrupted = true
@@ -569,7 +612,7 @@ func (r *runner) newProducers(runID uint64) error {
 			r.closeProducers()
 			return err
 		}
-		p := &producer{idx: i, name: st.part, topic: st.topic, wname: st.wname, rate: st.rate, cfg: cfg, epoch: r.epoch, now: r.now, runID: runID}
+		p := &producer{idx: r.prodBase + i, name: st.part, topic: st.topic, wname: st.wname, rate: st.rate, cfg: cfg, epoch: r.epoch, now: r.now, runID: runID}
 		kopts = append(kopts,
 			kgo.WithHooks(p),
 			// franz-go's default retry limit: a produce answer may wait for
@@ -610,11 +653,20 @@ func (r *runner) newProducers(runID uint64) error {
 
 // clientOpts are the connection settings of the experiment's clients: the
 // cluster's addresses with cfg.Conn's security settings.
-func (r *runner) clientOpts() kafka.ConnOptions { return r.cfg.Conn.WithSeeds(r.c.Seeds()) }
+// A worker's runner (RunWorker) has no Cluster: cfg.Conn holds its
+// bootstrap servers.
+func (r *runner) clientOpts() kafka.ConnOptions {
+	if r.c == nil {
+		return r.cfg.Conn
+	}
+	return r.cfg.Conn.WithSeeds(r.c.Seeds())
+}
 
 func (r *runner) closeProducers() {
 	for _, p := range r.prods {
-		p.cl.Close()
+		if p.cl != nil { // a distributed run's remote producers have none
+			p.cl.Close()
+		}
 	}
 }
 
@@ -625,7 +677,9 @@ func (r *runner) runLeg(ctx context.Context, l *leg, last bool) error {
 	l.stop = make(chan struct{})
 	r.begin(ctx, l, PhaseWarmup)
 	for _, p := range l.prods {
-		l.wg.Go(func() { p.loop(ctx, l.stop) })
+		if p.remote == nil {
+			l.wg.Go(func() { p.loop(ctx, l.stop) })
+		}
 	}
 	if err := clock.Sleep(ctx, cfg.Warmup); err != nil {
 		r.end(ctx, l, PhaseWarmup)
@@ -852,6 +906,9 @@ func (r *runner) waitFailover(ctx context.Context, l *leg) error {
 		}
 		done := l.failover >= 0
 		for _, p := range l.prods {
+			if p.remote != nil {
+				continue // a worker's acknowledgements are not seen here
+			}
 			if m := p.moved.Load(); m != nil && len(*m) > 0 && p.firstMovedAck.Load() == 0 {
 				done = false
 			}
@@ -889,6 +946,9 @@ func (r *runner) wait(ctx context.Context, l *leg, ph Phase) error {
 }
 
 func (r *runner) begin(ctx context.Context, l *leg, ph Phase) {
+	if r.dist != nil {
+		r.announce(ctx, ph)
+	}
 	l.windows[ph] = window{start: r.since(), ran: true}
 	l.underFault[ph] = r.faulted >= 0
 	l.phase.Store(int32(ph))
@@ -940,6 +1000,9 @@ func (r *runner) stopLeg(ctx context.Context, l *leg) {
 	fctx, cancel := context.WithTimeout(ctx, max(30*time.Second, r.cfg.FailoverTimeout))
 	defer cancel()
 	for _, p := range l.prods {
+		if p.cl == nil {
+			continue // a worker's: it flushes its own
+		}
 		if err := p.cl.Flush(fctx); err != nil && !r.aborted() {
 			r.notes = append(r.notes, fmt.Sprintf("%s: not every record was answered before the flush timeout", p.name))
 		}

@@ -1,7 +1,12 @@
 package stats
 
 import (
+	"bytes"
+	"compress/zlib"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -139,4 +144,75 @@ func LossRate(lost, sent int64) float64 {
 func TimelyThroughput(throughput, violationRate, lossRate float64) float64 {
 	clamp := func(x float64) float64 { return min(max(x, 0), 1) }
 	return (1 - clamp(violationRate)) * (1 - clamp(lossRate)) * throughput
+}
+
+// Violating returns how many samples were strictly above the objective.
+func (l *Latency) Violating() int64 { return l.violating }
+
+// Encode returns l's histogram in HdrHistogram's V2 compressed encoding
+// (base64 text, readable by every HdrHistogram implementation). The
+// violating and clamped counts are not part of it: DecodeLatency takes them
+// beside it.
+func (l *Latency) Encode() (string, error) {
+	b, err := l.h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return "", fmt.Errorf("encode latency histogram: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeLatency is the inverse of Encode: a distribution over the same
+// range as NewLatency(highest, objective) with violating samples above the
+// objective and clamped ones above highest. It refuses an encoding of any
+// other range or precision before allocating its counts, so a hostile
+// header cannot make it allocate more than NewLatency would.
+func DecodeLatency(enc string, highest, objective time.Duration, violating, clamped int64) (*Latency, error) {
+	l, err := NewLatency(highest, objective)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkGeometry(enc, l.h); err != nil {
+		return nil, err
+	}
+	h, err := hdrhistogram.Decode([]byte(enc))
+	if err != nil {
+		return nil, fmt.Errorf("decode latency histogram: %w", err)
+	}
+	n := h.TotalCount()
+	if violating < 0 || violating > n || clamped < 0 || clamped > n {
+		return nil, fmt.Errorf("latency histogram: %d violating and %d clamped of %d samples", violating, clamped, n)
+	}
+	l.h, l.violating, l.clamped = h, violating, clamped
+	return l, nil
+}
+
+// checkGeometry reads the header of an encoded histogram (base64 of an
+// 8-byte prefix and a zlib stream starting with a 40-byte header: cookie,
+// payload length, normalizing offset, significant digits, lowest, highest,
+// ratio) and checks its range and precision against want's.
+func checkGeometry(enc string, want *hdrhistogram.Histogram) error {
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return fmt.Errorf("decode latency histogram: %w", err)
+	}
+	if len(raw) < 8 {
+		return fmt.Errorf("decode latency histogram: %d bytes, too short", len(raw))
+	}
+	z, err := zlib.NewReader(bytes.NewReader(raw[8:]))
+	if err != nil {
+		return fmt.Errorf("decode latency histogram: %w", err)
+	}
+	defer func() { _ = z.Close() }()
+	var hdr [40]byte
+	if _, err := io.ReadFull(z, hdr[:]); err != nil {
+		return fmt.Errorf("decode latency histogram header: %w", err)
+	}
+	digits := int64(binary.BigEndian.Uint32(hdr[12:]))
+	lowest := int64(binary.BigEndian.Uint64(hdr[16:]))  //nolint:gosec // compared, never used as a size
+	highest := int64(binary.BigEndian.Uint64(hdr[24:])) //nolint:gosec // compared, never used as a size
+	if digits != want.SignificantFigures() || lowest != want.LowestTrackableValue() || highest != want.HighestTrackableValue() {
+		return fmt.Errorf("latency histogram covers %d..%dµs at %d digits, want %d..%dµs at %d",
+			lowest, highest, digits, want.LowestTrackableValue(), want.HighestTrackableValue(), want.SignificantFigures())
+	}
+	return nil
 }

@@ -256,3 +256,28 @@ func TestKS2Properties(t *testing.T) {
 	_, err = KS2([]float64{math.NaN()}, []float64{1})
 	require.Error(t, err)
 }
+
+func TestLatencyEncodeRoundTrip(t *testing.T) {
+	l, err := NewLatency(time.Minute, 10*time.Millisecond)
+	require.NoError(t, err)
+	for i := range 5000 {
+		l.Record(time.Duration(i*37) * time.Microsecond)
+	}
+	l.Record(2 * time.Minute) // clamped
+	enc, err := l.Encode()
+	require.NoError(t, err)
+	got, err := DecodeLatency(enc, time.Minute, 10*time.Millisecond, l.Violating(), l.Clamped())
+	require.NoError(t, err)
+	assert.Equal(t, l.Summary(), got.Summary())
+	assert.Equal(t, l.Clamped(), got.Clamped())
+
+	// Another range or precision is refused before its counts are read.
+	_, err = DecodeLatency(enc, time.Hour, 10*time.Millisecond, 0, 0)
+	require.ErrorContains(t, err, "covers 1..60000000µs")
+	for _, bad := range []string{"", "!!", "AAAA", enc[:20]} {
+		_, err = DecodeLatency(bad, time.Minute, 0, 0, 0)
+		assert.Error(t, err, "%q", bad)
+	}
+	_, err = DecodeLatency(enc, time.Minute, 0, l.Count()+1, 0)
+	assert.ErrorContains(t, err, "violating")
+}

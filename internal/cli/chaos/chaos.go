@@ -89,9 +89,13 @@ type flags struct {
 	kip794Timeout                                             time.Duration
 	maxBuffered, stick                                        int
 	consumeAfter, verbose                                     bool
-	output                                                    cmdutil.OutputFlag
-	origin                                                    map[string]string
-	remote                                                    remoteFlags
+	// workers, runID and workersOn are --workers, --run and --workers-on:
+	// a distributed run.
+	workers          int
+	runID, workersOn string
+	output           cmdutil.OutputFlag
+	origin           map[string]string
+	remote           remoteFlags
 }
 
 // fileKeys are the flags an experiment file may set: all but --workload
@@ -312,6 +316,9 @@ func (c *flags) add(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.maxAge, "metadata-max-age", d.MetadataMaxAge, "clients' metadata max age: the periodic refresh")
 	clitarget.CommandConfigVar(fs, &c.commandConfig, "the experiment's clients use it with the cluster's own addresses")
 	fs.BoolVar(&c.verbose, "verbose", false, "also print notes only worth reading closely (the checking consumer's re-reads)")
+	fs.IntVar(&c.workers, "workers", 0, "produce from N kplan worker processes coordinated through the cluster (the run's topics kplan-run-ID-*) instead of from this process")
+	fs.StringVar(&c.runID, "run", "", "with --workers: the run's id, which the workers join (default: a new one, printed)")
+	fs.StringVar(&c.workersOn, "workers-on", "none", "with --workers: where the workers run; none prints the kplan worker command of each, to start yourself")
 	c.remote.add(fs)
 }
 
@@ -347,6 +354,7 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 		func() error { return c.clusterOptions(cmd) },
 		func() error { return c.topicOptions(cmd, cfg, given) },
 		func() error { return cmdutil.Spell(c.bind(cfg), c.where) },
+		func() error { return c.workerOptions(cmd, cfg) },
 	} {
 		if err := step(); err != nil {
 			return nil, err
@@ -503,6 +511,30 @@ func (c *flags) bind(cfg *chaos.Config) error {
 	}
 	cfg.SQFSlack, cfg.ConsumeAfter, cfg.MaxBufferedRecords, cfg.Stick = c.sqfSlack, c.consumeAfter, c.maxBuffered, c.stick
 	cfg.KIP794Timeout = c.kip794Timeout
+	return nil
+}
+
+// workerOptions reads --workers, --run and --workers-on.
+func (c *flags) workerOptions(cmd *cobra.Command, cfg *chaos.Config) error {
+	if c.workers == 0 {
+		for _, name := range []string{"run", "workers-on"} {
+			if _, inFile := c.origin[name]; cmd.Flags().Changed(name) || inFile {
+				return errkind.Usagef("", "%s: only with --workers", c.where(name))
+			}
+		}
+		return nil
+	}
+	switch {
+	case c.workers < 0:
+		return errkind.Usagef("", "%s: want a positive number of workers, got %d", c.where("workers"), c.workers)
+	case c.workersOn != "none":
+		return errkind.Usagef("", "%s: %q, want none (start the printed kplan worker commands yourself)", c.where("workers-on"), c.workersOn)
+	case c.repeat > 1:
+		return errkind.Usagef("", "%s: one run at a time with --workers (not with --repeat)", c.where("repeat"))
+	case cfg.Target.Kind == chaos.TargetEach:
+		return errkind.Usagef("", "%s: each kills every broker in a run of its own: one run at a time with --workers", c.where("kill"))
+	}
+	cfg.Workers, cfg.RunID = c.workers, c.runID
 	return nil
 }
 
@@ -802,6 +834,11 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		fmt.Fprintln(io.ErrOut, "\nchaos: interrupted; stopping the producers and cleaning up (interrupt again to cut the cleanup short)")
 	})
 	progress(opts, camp)
+	if cfg.Workers > 0 {
+		cfg.OnRun = func(run string, seeds []string) {
+			printWorkerCommands(io.ErrOut, run, cfg.Workers, seeds, cfg.Conn.CommandConfig)
+		}
+	}
 	out, runErr := camp.Run(ctx)
 	if out.ISR != nil {
 		fmt.Fprintln(io.ErrOut, "chaos: "+out.ISR.String())
@@ -813,6 +850,29 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		return err
 	}
 	return mapErr(runErr, opts)
+}
+
+// printWorkerCommands prints the kplan worker command of each worker of a
+// distributed run (--workers-on none): the operator starts them, before or
+// after this line, on any machine that reaches the cluster.
+func printWorkerCommands(w goio.Writer, run string, n int, seeds []string, commandConfig string) {
+	fmt.Fprintf(w, "chaos: run %s: waiting for %d workers; start each with:\n", run, n)
+	cc := ""
+	if commandConfig != "" {
+		cc = " --command-config " + shellQuote(commandConfig)
+	}
+	for i := range n {
+		fmt.Fprintf(w, "  kplan worker --run %s --index %d --bootstrap-server %s%s\n", run, i, shellQuote(strings.Join(seeds, ",")), cc)
+	}
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_.,:/@=.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/@=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // progress sets the campaign's progress hooks: a progress line on a

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -83,6 +84,25 @@ func TestOptions(t *testing.T) {
 	assert.True(t, o.Verbose)
 }
 
+func TestWorkersOptions(t *testing.T) {
+	o, err := parse(t, "--kill", "broker-3", "--cluster", "lab", "--workers", "3", "--run", "r42", "--workers-on", "none")
+	require.NoError(t, err)
+	assert.Equal(t, 3, o.Config.Workers)
+	assert.Equal(t, "r42", o.Config.RunID)
+	o, err = parse(t, "--kill", "broker-3")
+	require.NoError(t, err)
+	assert.Zero(t, o.Config.Workers)
+}
+
+func TestPrintWorkerCommands(t *testing.T) {
+	var b bytes.Buffer
+	printWorkerCommands(&b, "r42", 2, []string{"k1:9092", "k2:9092"}, "/etc/kafka/my client.properties")
+	assert.Equal(t, `chaos: run r42: waiting for 2 workers; start each with:
+  kplan worker --run r42 --index 0 --bootstrap-server k1:9092,k2:9092 --command-config '/etc/kafka/my client.properties'
+  kplan worker --run r42 --index 1 --bootstrap-server k1:9092,k2:9092 --command-config '/etc/kafka/my client.properties'
+`, b.String())
+}
+
 func TestBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		argv []string
@@ -108,6 +128,16 @@ func TestBadInput(t *testing.T) {
 		{[]string{"--kill", "broker-3", "--kip794-availability-timeout", "-1s"}, "--kip794-availability-timeout: must not be negative"},
 		{[]string{"--kill", "broker-3", "--metadata-max-age", "10ms"}, "--metadata-max-age:"},
 		{[]string{"--kill", "broker-3", "--command-config", "/nonexistent/client.properties"}, "--command-config:"},
+		{[]string{"--kill", "broker-3", "--run", "r1"}, "--run: only with --workers"},
+		{[]string{"--kill", "broker-3", "--workers-on", "none"}, "--workers-on: only with --workers"},
+		{[]string{"--kill", "broker-3", "--workers", "-1"}, "--workers: want a positive number"},
+		{[]string{"--kill", "broker-3", "--workers", "2", "--workers-on", "ssh"}, `--workers-on: "ssh", want none`},
+		{[]string{"--kill", "broker-3", "--workers", "2", "--run", "a/b"}, "--run: \"a/b\""},
+		{[]string{"--kill", "broker-3", "--workers", "2", "--repeat", "2"}, "--repeat: one run at a time"},
+		{[]string{"--kill", "each", "--workers", "2"}, "--kill: each"},
+		{[]string{"--kill", "broker-3", "--workers", "2", "--sequential"}, "--workers: not with sequential"},
+		{[]string{"--kill", "broker-3", "--workers", "2", "--records", "100"}, "--workers: not with --records"},
+		{[]string{"--kill", "broker-3", "--workers", "100"}, "--workers: 100 workers x 4 producers"},
 	} {
 		_, err := parse(t, tc.argv...)
 		require.Error(t, err, tc.argv)

@@ -1,0 +1,266 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kplan-dev/kplan/internal/chaos/dist"
+	"github.com/kplan-dev/kplan/internal/clock"
+	"github.com/kplan-dev/kplan/internal/kafka"
+)
+
+// Control is the coordinator's side of a distributed run's topics
+// (dist.ControlTopic, dist.ResultsTopic): it creates them, publishes the
+// plan, phase starts, heartbeats and the end, reads the workers' reports
+// and heartbeats (both on the results topic) and deletes the topics it
+// created.
+type Control struct {
+	run     string
+	now     func() time.Time
+	cl      *kgo.Client // producing to the control topic
+	results *kgo.Client // consuming the results topic
+	created []string
+
+	mu      sync.Mutex
+	reports []dist.PhaseReport
+	seen    map[int]time.Time // when each worker's last heartbeat was read
+	skipped int               // results records that were not valid reports
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	closed  bool
+}
+
+// resultsMaxBytes is the results topic's max.message.bytes: a report's
+// acknowledged ranges grow with every failed record in its phase.
+const resultsMaxBytes = 8 << 20
+
+// NewControl creates run's control and results topics (one partition each,
+// replicated on up to 3 brokers) and starts reading the results topic;
+// now (nil: time.Now) times the workers' heartbeats. Close deletes what
+// it created.
+func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string, now func() time.Time) (*Control, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if err := dist.CheckRunID(run); err != nil {
+		return nil, err
+	}
+	cl, err := kafka.NewClient(conn, version, kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(resultsMaxBytes))
+	if err != nil {
+		return nil, fmt.Errorf("control client: %w", err)
+	}
+	c := &Control{run: run, cl: cl, seen: map[int]time.Time{}, now: now}
+	adm := kadm.NewClient(cl)
+	brokers, err := adm.ListBrokers(ctx)
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("list brokers: %w", err)
+	}
+	rf := int16(min(3, len(brokers))) //nolint:gosec // at most 3
+	maxBytes := fmt.Sprint(resultsMaxBytes)
+	for _, t := range []string{dist.ControlTopic(run), dist.ResultsTopic(run)} {
+		resp, err := adm.CreateTopic(ctx, 1, rf, map[string]*string{"max.message.bytes": &maxBytes}, t)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			_ = c.deleteCreated(ctx)
+			cl.Close()
+			if errors.Is(err, kerr.TopicAlreadyExists) {
+				return nil, fmt.Errorf("topic %s: %w (another run with id %s, or leftovers of one: choose another --run or delete it)", t, err, run)
+			}
+			return nil, fmt.Errorf("create topic %s: %w", t, err)
+		}
+		c.created = append(c.created, t)
+	}
+	if err := kafka.WaitLeaders(ctx, cl, 30*time.Second, c.created...); err != nil {
+		_ = c.Close(ctx)
+		return nil, fmt.Errorf("run topics not ready: %w", err)
+	}
+	c.results, err = kafka.NewClient(conn, version,
+		kgo.ConsumeTopics(dist.ResultsTopic(run)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.FetchMaxPartitionBytes(resultsMaxBytes),
+	)
+	if err != nil {
+		_ = c.Close(ctx)
+		return nil, fmt.Errorf("results client: %w", err)
+	}
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	c.stop = stop
+	c.wg.Go(func() { c.read(rctx) })
+	return c, nil
+}
+
+// Run is the run's id.
+func (c *Control) Run() string { return c.run }
+
+func (c *Control) read(ctx context.Context) {
+	for ctx.Err() == nil {
+		fs := c.results.PollFetches(ctx)
+		fs.EachRecord(func(rec *kgo.Record) {
+			m, err := dist.Decode(rec.Value)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			switch {
+			case err != nil || m.Run != c.run:
+				c.skipped++
+			case m.Kind == dist.KindResult:
+				c.reports = append(c.reports, *m.Result)
+			case m.Kind == dist.KindHeartbeat && m.Heartbeat.Worker >= 0:
+				c.seen[m.Heartbeat.Worker] = c.now()
+			default:
+				c.skipped++
+			}
+		})
+	}
+}
+
+// Seen returns the workers whose heartbeat was read, in order.
+func (c *Control) Seen() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]int, 0, len(c.seen))
+	for w := range c.seen {
+		out = append(out, w)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Publish writes m (its Run set to the run's) on the control topic and
+// waits for its acknowledgement.
+func (c *Control) Publish(ctx context.Context, m dist.Message) error {
+	m.Run = c.run
+	b, err := dist.Encode(m)
+	if err != nil {
+		return err
+	}
+	if err := c.cl.ProduceSync(ctx, &kgo.Record{Topic: dist.ControlTopic(c.run), Value: b}).FirstErr(); err != nil {
+		return fmt.Errorf("publish %s on %s: %w", m.Kind, dist.ControlTopic(c.run), err)
+	}
+	return nil
+}
+
+// Heartbeats publishes the coordinator's heartbeat every interval until
+// the returned function is called (best effort: a failed one is retried at
+// the next tick).
+func (c *Control) Heartbeats(ctx context.Context, now func() time.Time, every time.Duration) (stop func()) {
+	hctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			pctx, pcancel := context.WithTimeout(hctx, every)
+			_ = c.Publish(pctx, dist.Message{Kind: dist.KindHeartbeat, Heartbeat: &dist.Heartbeat{Worker: dist.Coordinator, At: now()}})
+			pcancel()
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
+// Reports returns the reports read so far (a copy) and how many results
+// records were not valid reports of this run.
+func (c *Control) Reports() ([]dist.PhaseReport, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]dist.PhaseReport(nil), c.reports...), c.skipped
+}
+
+// WaitReports waits until every worker either reported every stream of
+// every phase in ran (a report saying Missed counts) or fell silent (no
+// heartbeat read for silent: a worker that died reports nothing more), or
+// timeout passed, and returns the reports read.
+func (c *Control) WaitReports(ctx context.Context, workers, streams int, ran []string, timeout, silent time.Duration) []dist.PhaseReport {
+	type key struct {
+		w, s  int
+		phase string
+	}
+	_ = clock.Poll(ctx, clock.WithNow(c.now), 50*time.Millisecond, timeout, func(context.Context) (bool, error) {
+		reps, _ := c.Reports()
+		have := map[key]bool{}
+		for _, r := range reps {
+			have[key{r.Worker, r.Stream, r.Phase}] = true
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for w := range workers {
+			if last, ok := c.seen[w]; !ok || c.now().Sub(last) > silent {
+				continue
+			}
+			for s := range streams {
+				for _, ph := range ran {
+					if !have[key{w, s, ph}] {
+						return false, nil
+					}
+				}
+			}
+		}
+		return true, nil
+	})
+	reps, _ := c.Reports()
+	return reps
+}
+
+// Close stops reading and deletes the topics the Control created, on a
+// context of its own (bounded: 30 s) so that it runs after a Ctrl-C. A
+// second call does nothing.
+func (c *Control) Close(ctx context.Context) error {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.stop != nil {
+		c.stop()
+		c.wg.Wait()
+	}
+	if c.results != nil {
+		c.results.Close()
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err := c.deleteCreated(dctx)
+	c.cl.Close()
+	return err
+}
+
+// deleteCreated deletes the topics the Control created. A refusal that a
+// fresh look at the cluster may cure (a controller that moved during the
+// run's kill: NOT_CONTROLLER) is retried twice.
+func (c *Control) deleteCreated(ctx context.Context) error {
+	if len(c.created) == 0 {
+		return nil
+	}
+	var err error
+	for try := range 3 {
+		if try > 0 {
+			c.cl.ForceMetadataRefresh()
+			if clock.Sleep(ctx, 500*time.Millisecond) != nil {
+				break
+			}
+		}
+		if _, err = kafka.DeleteTopicsAndWait(ctx, c.cl, c.created...); err == nil || !kerr.IsRetriable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("delete the run's topics: %w", err)
+	}
+	c.created = nil
+	return nil
+}

@@ -1,0 +1,140 @@
+//go:build integration
+
+package chaos_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/dist"
+	"github.com/kplan-dev/kplan/internal/kafka"
+)
+
+// TestChaosWorkersLab: three `kplan worker` processes (this test binary
+// run as kplan) and `kplan chaos --cluster lab --workers 3 --kill
+// broker-3` on the shared 3-broker lab. Worker 2 is killed (SIGKILL)
+// during its after phase. The merged result has every partitioner, the
+// leaders before and after the kill, 0 lost and 0 duplicates; workers 0
+// and 1 missed nothing and each of their acknowledged records was read
+// back once; worker 2 is named with its after phase; the run's topics are
+// gone.
+func TestChaosWorkersLab(t *testing.T) {
+	lab := labForRemote(t)
+	t.Cleanup(func() { restartDead(t, lab) })
+	self, err := os.Executable()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run := fmt.Sprintf("itw%d", os.Getpid())
+
+	// The workers start first: they wait for the coordinator's plan.
+	type worker struct {
+		cmd    *exec.Cmd
+		out    bytes.Buffer
+		errOut bytes.Buffer
+		done   chan struct{}
+	}
+	workers := make([]*worker, 3)
+	afterStarted := make(chan struct{})
+	var once sync.Once
+	for i := range workers {
+		args := []string{"worker", "--run", run, "--index", fmt.Sprint(i), "--bootstrap-server", lab.Bootstrap, "--join-timeout", "2m"}
+		if lab.ClientConfig != "" {
+			args = append(args, "--command-config", lab.ClientConfig)
+		}
+		w := &worker{cmd: exec.CommandContext(ctx, self, args...), done: make(chan struct{})}
+		w.cmd.Env = append(os.Environ(), asKplan+"=1")
+		w.cmd.Stdout = &w.out
+		stderr, err := w.cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, w.cmd.Start())
+		go func() {
+			defer close(w.done)
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				line := sc.Text()
+				w.errOut.WriteString(line + "\n")
+				// Once its failover report is out (published when its
+				// after phase began): the after phase is what it misses.
+				if i == 2 && strings.Contains(line, "phase failover reported") {
+					once.Do(func() { close(afterStarted) })
+				}
+			}
+		}()
+		workers[i] = w
+	}
+	go func() {
+		select {
+		case <-afterStarted:
+			_ = workers[2].cmd.Process.Signal(syscall.SIGKILL)
+		case <-ctx.Done():
+		}
+	}()
+
+	coord := exec.CommandContext(ctx, self, "chaos", "--cluster", "lab", "--lab-dir", lab.State.Dir,
+		"--topic", "wtest", "--workers", "3", "--run", run, "--kill", "broker-3",
+		"--rate", "50kB/s", "--warmup", "1s", "--phase-duration", "3s", "-o", "json")
+	coord.Env = append(os.Environ(), asKplan+"=1")
+	var out, errOut bytes.Buffer
+	coord.Stdout, coord.Stderr = &out, &errOut
+	require.NoError(t, coord.Run(), "kplan chaos; stderr:\n%s", errOut.String())
+	for i, w := range workers {
+		<-w.done
+		err := w.cmd.Wait()
+		if i == 2 {
+			require.Error(t, err, "worker 2 was killed")
+			continue
+		}
+		require.NoError(t, err, "worker %d; stderr:\n%s", i, w.errOut.String())
+		assert.Contains(t, w.out.String(), "phases reported: warm-up, before, failover, after; missed: none", "worker %d", i)
+	}
+	assert.Contains(t, errOut.String(), "kplan worker --run "+run+" --index 2 --bootstrap-server ")
+
+	var res chaos.Result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	var names []string
+	for _, p := range res.Partitioners {
+		names = append(names, p.Name)
+		assert.Zero(t, p.Lost, p.Name)
+		assert.Zero(t, p.Duplicates, p.Name)
+		before, after := p.Phases["before"], p.Phases["after"]
+		require.NotNil(t, before, p.Name)
+		require.NotNil(t, after, p.Name)
+		assert.Equal(t, []int32{1, 2, 3}, before.Leaders, p.Name)
+		assert.Equal(t, []int32{1, 2}, after.Leaders, p.Name)
+		assert.Positive(t, before.Acked, p.Name)
+		assert.Equal(t, before.Acked, before.LatencyMS.Count, "%s: the workers' merged histograms", p.Name)
+	}
+	assert.Equal(t, chaos.DefaultPartitioners, names)
+	require.NotNil(t, res.Workers)
+	assert.Equal(t, run, res.Workers.Run)
+	require.Len(t, res.Workers.Workers, 3)
+	for _, w := range res.Workers.Workers[:2] {
+		assert.Empty(t, w.Missed, "worker %d", w.Index)
+		assert.Positive(t, w.Acked, "worker %d", w.Index)
+		assert.Equal(t, w.Acked, w.Read, "worker %d: each acknowledged record read back once", w.Index)
+	}
+	assert.Equal(t, []chaos.MissedPhase{{Phase: "after", Reason: "no report"}}, res.Workers.Workers[2].Missed)
+	assert.Contains(t, strings.Join(res.Notes, "\n"), "worker 2 missed phase after")
+
+	adm := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: lab.Bootstrap, CommandConfig: lab.ClientConfig}, "test")
+	defer adm.Close()
+	runTopics := func(topic string) bool { return topic == dist.ControlTopic(run) || topic == dist.ResultsTopic(run) }
+	left, err := adm.Snapshot(ctx, runTopics)
+	require.NoError(t, err)
+	assert.Empty(t, left.Partitions, "the run's topics are deleted; notes: %q", res.Notes)
+}
