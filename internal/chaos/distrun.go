@@ -169,7 +169,7 @@ func (r *runner) startDist(ctx context.Context, envRun uint64) error {
 		Workers: cfg.Workers, EnvelopeRun: envRun, Epoch: r.epoch, RecordSize: cfg.RecordSize, Acks: cfg.Acks.String(), Seed: cfg.Seed,
 		ObjectiveNS: int64(cfg.Objective), LatencyCeilingNS: int64(loadgen.LatencyCeiling),
 		MetadataMinAgeNS: int64(cfg.MetadataMinAge), MetadataMaxAgeNS: int64(cfg.MetadataMaxAge),
-		MaxBufferedRecords: cfg.MaxBufferedRecords, SQFSlack: cfg.SQFSlack, Stick: cfg.Stick,
+		MaxBufferedRecords: cfg.MaxBufferedRecords, SQFSlack: cfg.SQFSlack, Stick: cfg.Stick, KIP794TimeoutNS: int64(cfg.KIP794Timeout),
 		GuardNS: int64(phaseGuard), HeartbeatDeadlineNS: int64(heartbeatDeadline), ResultsTopic: dist.ResultsTopic(run),
 	}
 	for _, st := range r.streams {

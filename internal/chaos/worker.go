@@ -280,7 +280,7 @@ func (wk *worker) join(p *dist.Plan) error {
 	cfg := Config{
 		RecordSize: p.RecordSize, Objective: time.Duration(p.ObjectiveNS), Acks: acks,
 		MetadataMinAge: time.Duration(p.MetadataMinAgeNS), MetadataMaxAge: time.Duration(p.MetadataMaxAgeNS),
-		MaxBufferedRecords: p.MaxBufferedRecords, SQFSlack: p.SQFSlack, Stick: p.Stick,
+		MaxBufferedRecords: p.MaxBufferedRecords, SQFSlack: p.SQFSlack, Stick: p.Stick, KIP794Timeout: time.Duration(p.KIP794TimeoutNS),
 		// Each worker's partitioners draw their own random numbers.
 		Seed:            p.Seed ^ (uint64(wk.w.Index)+1)*0x9e3779b97f4a7c15, //nolint:gosec // Index is in [0, 256)
 		FailoverTimeout: 30 * time.Second,

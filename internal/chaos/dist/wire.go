@@ -92,6 +92,9 @@ type Plan struct {
 	// sqf's run length in records.
 	SQFSlack int64 `json:"sqf_slack"`
 	Stick    int   `json:"stick"`
+	// KIP794TimeoutNS is the kip794 partitioner's availability timeout (0:
+	// disabled, as in Kafka).
+	KIP794TimeoutNS int64 `json:"kip794_availability_timeout_ns,omitempty"`
 	// Phases are the phases scheduled when the plan was published.
 	Phases []PhaseStart `json:"phases"`
 	// GuardNS is the clock guard: a worker that learns of a phase later
@@ -323,6 +326,8 @@ func (p *Plan) Validate() error {
 		return errkind.Usagef(f("max_buffered_records"), "%d, want at least 1", p.MaxBufferedRecords)
 	case p.SQFSlack < 0:
 		return errkind.Usagef(f("sqf_slack"), "%d is negative", p.SQFSlack)
+	case p.KIP794TimeoutNS < 0:
+		return errkind.Usagef(f("kip794_availability_timeout_ns"), "%d is negative", p.KIP794TimeoutNS)
 	case p.Stick < 1:
 		return errkind.Usagef(f("stick"), "%d, want at least 1", p.Stick)
 	case p.GuardNS <= 0:
