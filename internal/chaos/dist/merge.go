@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/stats"
 )
 
@@ -195,7 +196,7 @@ func Merge(in Input) (*Merged, error) {
 		for w := range p.Workers {
 			for s, st := range p.Streams {
 				if st.Partitioner == pf.Name {
-					pf.Duplicates += duplicates(in.Reads[ProducerIndex(w, s, len(p.Streams))])
+					pf.Duplicates += loadgen.Duplicates(in.Reads[ProducerIndex(w, s, len(p.Streams))])
 				}
 			}
 		}
@@ -279,13 +280,3 @@ func countLost(acked []Range, reads []uint8) int64 {
 	return lost
 }
 
-// duplicates counts the extra reads: a record read n times is n-1.
-func duplicates(reads []uint8) int64 {
-	var d int64
-	for _, n := range reads {
-		if n > 1 {
-			d += int64(n) - 1
-		}
-	}
-	return d
-}
