@@ -279,4 +279,3 @@ func countLost(acked []Range, reads []uint8) int64 {
 	}
 	return lost
 }
-
