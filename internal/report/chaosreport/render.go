@@ -73,11 +73,36 @@ func Document(res *chaos.Result, verbose bool) report.Document {
 		doc.Sections = append([]report.Section{workloadSection(res), skew}, predictionSections(res)...)
 		doc.Sections = append(doc.Sections, perf, loss)
 	}
+	if res.Workers != nil {
+		doc.Sections = append(doc.Sections, workersSection(res.Workers))
+	}
 	if res.Recommendation != nil {
 		doc.Sections = append(doc.Sections, recommendationSection(res.Recommendation, res.Slow != ""))
 	}
 	doc.Notes = resultNotes(res, verbose)
 	return doc
+}
+
+// workersSection is a distributed run's workers: each one's records sent,
+// acknowledged and read back, and the phases it has no complete report of.
+func workersSection(w *chaos.WorkersResult) report.Section {
+	sec := report.Section{
+		Title:  fmt.Sprintf("Workers (run %s: %d kplan worker processes; a missed phase's figures are left out of the tables above)", w.Run, w.Count),
+		Header: []string{"worker", "sent", "acked", "read back", "missed phases"},
+	}
+	for _, wr := range w.Workers {
+		missed := "-"
+		if len(wr.Missed) > 0 {
+			parts := make([]string, len(wr.Missed))
+			for i, m := range wr.Missed {
+				parts[i] = m.Phase + " (" + m.Reason + ")"
+			}
+			missed = strings.Join(parts, ", ")
+		}
+		sec.Rows = append(sec.Rows, []string{strconv.Itoa(wr.Index), strconv.FormatInt(wr.Sent, 10), strconv.FormatInt(wr.Acked, 10),
+			strconv.FormatInt(wr.Read, 10), missed})
+	}
+	return sec
 }
 
 // resultNotes are a run's notes: its setup, what it noticed, the killer's

@@ -96,6 +96,21 @@ func TestResultDocConsumeAfter(t *testing.T) {
 	assert.Contains(t, render(t, report.JSON, s, report.Document{}), `"schema": "`+chaos.SummarySchema+`"`)
 }
 
+// TestResultDocWorkers: a distributed run's text report lists every
+// worker's records and names the phases one missed, with why.
+func TestResultDocWorkers(t *testing.T) {
+	res := chaostest.Result()
+	res.Workers = &chaos.WorkersResult{Run: "r42", Count: 2, Workers: []chaos.WorkerResult{
+		{Index: 0, Sent: 1200, Acked: 1200, Read: 1200},
+		{Index: 1, Sent: 800, Acked: 790, Read: 790, Missed: []chaos.MissedPhase{{Phase: "after", Reason: "no report"}}},
+	}}
+	out := render(t, report.Table, res, Document(res, false))
+	assert.Contains(t, out, "Workers (run r42: 2 kplan worker processes")
+	assert.Equal(t, []string{"0", "1200", "1200", "1200", "-"}, strings.Fields(rowOf(t, out, "0", "1200")))
+	assert.Equal(t, []string{"1", "800", "790", "790", "after", "(no", "report)"}, strings.Fields(rowOf(t, out, "1", "800")))
+	assert.NotContains(t, render(t, report.Table, chaostest.Result(), Document(chaostest.Result(), false)), "Workers (run", "a single-process run has no workers section")
+}
+
 func TestSummaryDoc(t *testing.T) {
 	s, err := chaos.Summarize([]*chaos.Result{chaostest.Lab(chaostest.Result(), 200), chaostest.Lab(chaostest.Result(), 400)})
 	require.NoError(t, err)
