@@ -178,6 +178,29 @@ func faultSection(res *chaos.Result) (report.Section, bool) {
 	for _, ph := range f.Phases {
 		under[ph] = true
 	}
+	faultPhases(res, func(name string, ph chaos.Phase, pr *chaos.PhaseResult, share string) {
+		yes := "no"
+		if under[ph.String()] {
+			yes = "yes"
+		}
+		sec.Rows = append(sec.Rows, []string{name, ph.String(), yes, share, shares(pr.Shares), optF(pr.MaxOverMean, 2), f1(pr.LatencyMS.P99)})
+	})
+	inForce := fmt.Sprintf("injected %.1f s into the run, in force after %s ms", f.InjectedAtS, f1(f.InForceMS))
+	if f.ClearedAtS != nil {
+		inForce += fmt.Sprintf(", cleared at %.1f s (before the recovered phase)", *f.ClearedAtS)
+	} else {
+		inForce += ", cleared when the run ended"
+	}
+	sec.Notes = append(sec.Notes, inForce+".",
+		"shares are of the records acknowledged in the phase, by the broker that led each record's partition; "+chaos.NoPredictionUnderFault+": the audit's model knows layouts, not slow brokers.")
+	return sec, true
+}
+
+// faultPhases calls row for each partitioner's measured phases but the
+// failover, in order, with the faulted broker's share of the phase ("-"
+// when it has none).
+func faultPhases(res *chaos.Result, row func(name string, ph chaos.Phase, pr *chaos.PhaseResult, share string)) {
+	f := res.Fault
 	key := strconv.Itoa(int(f.Broker))
 	for _, p := range res.Partitioners {
 		for _, ph := range chaos.MeasuredPhases {
@@ -189,22 +212,9 @@ func faultSection(res *chaos.Result) (report.Section, bool) {
 			if v, ok := pr.Shares[key]; ok && f.Broker >= 0 {
 				share = pct(v)
 			}
-			yes := "no"
-			if under[ph.String()] {
-				yes = "yes"
-			}
-			sec.Rows = append(sec.Rows, []string{p.Name, ph.String(), yes, share, shares(pr.Shares), optF(pr.MaxOverMean, 2), f1(pr.LatencyMS.P99)})
+			row(p.Name, ph, pr, share)
 		}
 	}
-	inForce := fmt.Sprintf("injected %.1f s into the run, in force after %s ms", f.InjectedAtS, f1(f.InForceMS))
-	if f.ClearedAtS != nil {
-		inForce += fmt.Sprintf(", cleared at %.1f s (before the recovered phase)", *f.ClearedAtS)
-	} else {
-		inForce += ", cleared when the run ended"
-	}
-	sec.Notes = append(sec.Notes, inForce+".",
-		"shares are of the records acknowledged in the phase, by the broker that led each record's partition; "+chaos.NoPredictionUnderFault+": the audit's model knows layouts, not slow brokers.")
-	return sec, true
 }
 
 // shares spells a phase's shares by broker, "1: 33.3%, 2: ...", in broker
@@ -693,25 +703,14 @@ func slowSection(res *chaos.Result) report.Section {
 		Header: []string{"partitioner", "phase", "slow broker's share", "shares by broker", "MB/s", "produce p50", "p99", "p99.9",
 			"e2e p50", "e2e p99", "e2e p99.9", "timely MB/s", "lost"},
 	}
-	key := strconv.Itoa(int(f.Broker))
-	for _, p := range res.Partitioners {
-		for _, ph := range chaos.MeasuredPhases {
-			pr := p.Phases[ph.String()]
-			if pr == nil || ph == chaos.PhaseFailover {
-				continue
-			}
-			share := "-"
-			if v, ok := pr.Shares[key]; ok && f.Broker >= 0 {
-				share = pct(v)
-			}
-			e := []string{f1(pr.E2ELatencyMS.P50), f1(pr.E2ELatencyMS.P99), f1(pr.E2ELatencyMS.P999)}
-			if pr.E2ELatencyMS.Count == 0 { // not measured, not 0 ms
-				e = []string{"-", "-", "-"}
-			}
-			sec.Rows = append(sec.Rows, append(append([]string{p.Name, slowPhaseName(ph), share, shares(pr.Shares), f3(pr.ThroughputMBps),
-				f1(pr.LatencyMS.P50), f1(pr.LatencyMS.P99), f1(pr.LatencyMS.P999)}, e...), f3(pr.TimelyThroughputMBps), strconv.FormatInt(pr.Lost, 10)))
+	faultPhases(res, func(name string, ph chaos.Phase, pr *chaos.PhaseResult, share string) {
+		e := []string{f1(pr.E2ELatencyMS.P50), f1(pr.E2ELatencyMS.P99), f1(pr.E2ELatencyMS.P999)}
+		if pr.E2ELatencyMS.Count == 0 { // not measured, not 0 ms
+			e = []string{"-", "-", "-"}
 		}
-	}
+		sec.Rows = append(sec.Rows, append(append([]string{name, slowPhaseName(ph), share, shares(pr.Shares), f3(pr.ThroughputMBps),
+			f1(pr.LatencyMS.P50), f1(pr.LatencyMS.P99), f1(pr.LatencyMS.P999)}, e...), f3(pr.TimelyThroughputMBps), strconv.FormatInt(pr.Lost, 10)))
+	})
 	sec.Notes = append(sec.Notes, "latencies in ms; shares are of the records acknowledged in the phase, by the broker that led each record's partition; lost = acknowledged but never consumed back.")
 	return sec
 }
