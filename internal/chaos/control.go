@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -129,12 +130,7 @@ func (c *Control) read(ctx context.Context) {
 func (c *Control) Seen() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]int, 0, len(c.seen))
-	for w := range c.seen {
-		out = append(out, w)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(c.seen))
 }
 
 // Publish writes m (its Run set to the run's) on the control topic and
