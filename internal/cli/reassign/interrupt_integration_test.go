@@ -91,9 +91,14 @@ func TestApplyInterruptRemovesThrottle(t *testing.T) {
 	assert.Empty(t, throttles(), "throttle configs left behind")
 
 	// Leave the shared lab as it was: the move finishes (unthrottled) or is
-	// cancelled.
+	// cancelled. Unthrottled, 6 MB may finish between the cancel's read and
+	// its request (Kafka then answers NO_REASSIGNMENT_IN_PROGRESS); then
+	// the plan must verify as complete.
 	code, _, errOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--cancel", "--yes")
-	assert.Equal(t, 0, code, errOut)
+	if code != 0 {
+		vcode, _, verrOut := run("reassign", "apply", plan, "--bootstrap-server", lab.Bootstrap, "--verify")
+		assert.Equal(t, 0, vcode, "the cancel failed (%s) and the plan is not complete either: %s", errOut, verrOut)
+	}
 }
 
 // filledTopic creates a topic named prefix plus a unique suffix on the lab
