@@ -94,6 +94,10 @@ type worker struct {
 	out      WorkerOutcome
 	pubs     sync.WaitGroup
 	pubErr   error
+	// prevPub is closed when the previous report is published (or given
+	// up): reports go out in phase order, so "phase X reported" means
+	// every earlier phase was reported too.
+	prevPub chan struct{}
 }
 
 // RunWorker runs w until the run ends (nil), its coordinator disappears
@@ -385,8 +389,9 @@ func (wk *worker) stop(ctx context.Context, runErr error) {
 }
 
 // report publishes a phase's reports once every record sent in it was
-// answered (or after 30 s: the rest count as never acknowledged); now
-// publishes at once (the producers were flushed).
+// answered (or after 30 s: the rest count as never acknowledged), and
+// never before the previous phase's; now does not wait for answers (the
+// producers were flushed).
 func (wk *worker) report(ctx context.Context, name string, now bool) {
 	wk.mu.Lock()
 	if wk.reported[name] {
@@ -394,11 +399,17 @@ func (wk *worker) report(ctx context.Context, name string, now bool) {
 		return
 	}
 	wk.reported[name] = true
+	prev, done := wk.prevPub, make(chan struct{})
+	wk.prevPub = done
 	wk.mu.Unlock()
 	ph, _ := phaseByName(name)
 	bg := context.WithoutCancel(ctx)
 	missed := wk.missed[name] // read here: the loop's goroutine writes the map
 	wk.pubs.Go(func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
 		if !now {
 			deadline := wk.now().Add(30 * time.Second)
 			for !wk.answered(ph) && wk.now().Before(deadline) {
