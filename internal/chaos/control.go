@@ -34,6 +34,7 @@ type Control struct {
 	reports []dist.PhaseReport
 	seen    map[int]time.Time // when each worker's last heartbeat was read
 	skipped int               // results records that were not valid reports
+	probes  chan dist.ClockSample
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 	closed  bool
@@ -58,7 +59,7 @@ func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string
 	if err != nil {
 		return nil, fmt.Errorf("control client: %w", err)
 	}
-	c := &Control{run: run, cl: cl, seen: map[int]time.Time{}, now: now}
+	c := &Control{run: run, cl: cl, seen: map[int]time.Time{}, now: now, probes: make(chan dist.ClockSample, 16)}
 	adm := kadm.NewClient(cl)
 	brokers, err := adm.ListBrokers(ctx)
 	if err != nil {
@@ -67,8 +68,11 @@ func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string
 	}
 	rf := int16(min(3, len(brokers))) //nolint:gosec // at most 3
 	maxBytes := fmt.Sprint(resultsMaxBytes)
+	// The brokers stamp every record: a probe read back tells its sender's
+	// clock offset (dist.EstimateOffset).
+	logAppend := "LogAppendTime"
 	for _, t := range []string{dist.ControlTopic(run), dist.ResultsTopic(run)} {
-		resp, err := adm.CreateTopic(ctx, 1, rf, map[string]*string{"max.message.bytes": &maxBytes}, t)
+		resp, err := adm.CreateTopic(ctx, 1, rf, map[string]*string{"max.message.bytes": &maxBytes, "message.timestamp.type": &logAppend}, t)
 		if err == nil {
 			err = resp.Err
 		}
@@ -119,6 +123,12 @@ func (c *Control) read(ctx context.Context) {
 				c.reports = append(c.reports, *m.Result)
 			case m.Kind == dist.KindHeartbeat && m.Heartbeat.Worker >= 0:
 				c.seen[m.Heartbeat.Worker] = c.now()
+			case m.Kind == dist.KindHeartbeat:
+				// The coordinator's own clock probe (ProbeClock).
+				select {
+				case c.probes <- dist.ClockSample{Sent: m.Heartbeat.At, Broker: rec.Timestamp}:
+				default:
+				}
 			default:
 				c.skipped++
 			}
@@ -136,15 +146,63 @@ func (c *Control) Seen() []int {
 // Publish writes m (its Run set to the run's) on the control topic and
 // waits for its acknowledgement.
 func (c *Control) Publish(ctx context.Context, m dist.Message) error {
+	return c.produce(ctx, dist.ControlTopic(c.run), m)
+}
+
+func (c *Control) produce(ctx context.Context, topic string, m dist.Message) error {
 	m.Run = c.run
 	b, err := dist.Encode(m)
 	if err != nil {
 		return err
 	}
-	if err := c.cl.ProduceSync(ctx, &kgo.Record{Topic: dist.ControlTopic(c.run), Value: b}).FirstErr(); err != nil {
-		return fmt.Errorf("publish %s on %s: %w", m.Kind, dist.ControlTopic(c.run), err)
+	if err := c.cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: b}).FirstErr(); err != nil {
+		return fmt.Errorf("publish %s on %s: %w", m.Kind, topic, err)
 	}
 	return nil
+}
+
+// clockProbes is how many probes measure a clock; probeTimeout bounds the
+// wait for each one's read-back.
+const (
+	clockProbes  = 5
+	probeTimeout = 5 * time.Second
+)
+
+// ProbeClock measures the coordinator's clock against the brokers': it
+// publishes clockProbes heartbeats on the results topic (whose records
+// carry the broker's log-append time) and reads each back. ok is false
+// when no probe came back.
+func (c *Control) ProbeClock(ctx context.Context) (dist.Offset, bool) {
+	var samples []dist.ClockSample
+	for range clockProbes {
+		sent := c.now()
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		err := c.produce(pctx, dist.ResultsTopic(c.run), dist.Message{Kind: dist.KindHeartbeat, Heartbeat: &dist.Heartbeat{Worker: dist.Coordinator, At: sent}})
+		acked := c.now()
+		if err == nil {
+			if s, ok := awaitProbe(pctx, c.probes, sent); ok {
+				s.Acked = acked
+				samples = append(samples, s)
+			}
+		}
+		cancel()
+	}
+	return dist.EstimateOffset(samples)
+}
+
+// awaitProbe waits for the probe sent at sent to be read back; earlier
+// probes read late are dropped.
+func awaitProbe(ctx context.Context, probes <-chan dist.ClockSample, sent time.Time) (dist.ClockSample, bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return dist.ClockSample{}, false
+		case s := <-probes:
+			if s.Sent.Equal(sent) {
+				return s, true
+			}
+		}
+	}
 }
 
 // Heartbeats publishes the coordinator's heartbeat every interval until

@@ -70,6 +70,19 @@ type WorkerResult struct {
 	Read  int64 `json:"read"`
 	// Missed are the phases without its complete report, with why.
 	Missed []MissedPhase `json:"missed,omitempty"`
+	// Clock is its clock against the coordinator's (nil: not measured).
+	Clock *WorkerClock `json:"clock,omitempty"`
+}
+
+// WorkerClock is a worker's clock against the coordinator's, measured
+// through the brokers' log-append times: the coordinator's clock reads
+// SkewMS more than the worker's, within UncertaintyMS. Corrected says the
+// worker timed its phases and records on its clock plus the skew (it does
+// so when the skew is larger than its uncertainty).
+type WorkerClock struct {
+	SkewMS        float64 `json:"skew_ms"`
+	UncertaintyMS float64 `json:"uncertainty_ms"`
+	Corrected     bool    `json:"corrected"`
 }
 
 // MissedPhase is a phase a worker has no complete report of.
@@ -174,6 +187,11 @@ func (r *runner) startDist(ctx context.Context, envRun uint64) error {
 	}
 	for _, st := range r.streams {
 		d.plan.Streams = append(d.plan.Streams, dist.Stream{Partitioner: st.part, Topic: st.topic, RateBytesPerS: st.rate})
+	}
+	if off, ok := ctl.ProbeClock(ctx); ok {
+		d.plan.ClockKnown, d.plan.ClockOffsetNS, d.plan.ClockUncertaintyNS = true, int64(off.Offset), int64(off.Uncertainty)
+	} else {
+		r.notes = append(r.notes, "the coordinator's clock could not be measured against the brokers' (no probe came back): the workers time phases on their own clocks")
 	}
 	d.stopHB = ctl.Heartbeats(context.WithoutCancel(ctx), r.now, heartbeatEvery)
 	if err := ctl.Publish(ctx, dist.Message{Kind: dist.KindPlan, Plan: d.plan}); err != nil {
@@ -339,6 +357,9 @@ func (r *runner) workersResult() *WorkersResult {
 	}
 	for _, wf := range d.merged.Workers {
 		wr := WorkerResult{Index: wf.Index, Sent: wf.Sent, Acked: wf.Acked, Read: wf.Read}
+		if c := wf.Clock; c != nil {
+			wr.Clock = &WorkerClock{SkewMS: ms(c.Skew.Offset), UncertaintyMS: ms(c.Skew.Uncertainty), Corrected: c.Corrected}
+		}
 		for _, ph := range wf.Missed {
 			wr.Missed = append(wr.Missed, MissedPhase{Phase: ph, Reason: reasons[fmt.Sprintf("%d/%s", wf.Index, ph)]})
 		}

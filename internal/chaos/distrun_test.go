@@ -21,8 +21,9 @@ import (
 // runDistributed runs a distributed experiment on the embedded cluster
 // with in-process workers (RunWorker), started when the coordinator
 // announces the run; stopAt, when set, is called with the progress and
-// returns the index of a worker to stop (-1 none).
-func runDistributed(t *testing.T, workers int, edit func(*Config), stopAt func(Progress) int) (*Result, []workerRun, *embedded.Cluster) {
+// returns the index of a worker to stop (-1 none); skews[i], when given,
+// sets worker i's clock that far off the coordinator's.
+func runDistributed(t *testing.T, workers int, edit func(*Config), stopAt func(Progress) int, skews ...time.Duration) (*Result, []workerRun, *embedded.Cluster) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("in-process cluster experiment")
@@ -49,9 +50,12 @@ func runDistributed(t *testing.T, workers int, edit func(*Config), stopAt func(P
 		for i := range workers {
 			wctx, wcancel := context.WithCancel(ctx)
 			cancels[i] = wcancel
-			wg.Go(func() {
-				outs[i].out, outs[i].err = RunWorker(wctx, &Worker{Run: run, Index: i, Conn: kafka.ConnOptions{BootstrapServers: strings.Join(seeds, ",")}, Version: "test"})
-			})
+			w := &Worker{Run: run, Index: i, Conn: kafka.ConnOptions{BootstrapServers: strings.Join(seeds, ",")}, Version: "test"}
+			if i < len(skews) {
+				skew := skews[i]
+				w.Now = func() time.Time { return time.Now().Add(skew) }
+			}
+			wg.Go(func() { outs[i].out, outs[i].err = RunWorker(wctx, w) })
 		}
 	}
 	var stopped atomic.Bool
@@ -116,6 +120,36 @@ func TestDistributedRun(t *testing.T) {
 	// The run's topics are not checked here: kfake keeps the killed broker
 	// as its controller, which refuses their deletion (noted in the result);
 	// TestDistributedRunWorkerKilled and the lab test check it.
+}
+
+// TestDistributedRunSkewedClocks: one worker's clock 3 s ahead of the
+// coordinator's, the other's 3 s behind. Each measures its skew through the
+// brokers' timestamps and corrects it: neither misses a phase (the one
+// behind would learn of each start 3 s late, past the 1 s guard), and the
+// end-to-end latencies stay those of an embedded cluster instead of
+// swinging by 3 s either way.
+func TestDistributedRunSkewedClocks(t *testing.T) {
+	res, outs, _ := runDistributed(t, 2, nil, nil, 3*time.Second, -3*time.Second)
+	for i, o := range outs {
+		require.NoError(t, o.err, "worker %d", i)
+		assert.Equal(t, []string{"warm-up", "before", "failover", "after"}, o.out.Reported, "worker %d", i)
+	}
+	require.NotNil(t, res.Workers)
+	for i, want := range []float64{-3000, 3000} {
+		w := res.Workers.Workers[i]
+		assert.Empty(t, w.Missed, "worker %d", i)
+		require.NotNil(t, w.Clock, "worker %d", i)
+		assert.True(t, w.Clock.Corrected, "worker %d", i)
+		assert.Less(t, w.Clock.UncertaintyMS, 50.0, "worker %d", i)
+		assert.InDelta(t, want, w.Clock.SkewMS, w.Clock.UncertaintyMS+1, "worker %d", i)
+	}
+	for _, p := range res.Partitioners {
+		before := p.Phases["before"]
+		require.NotNil(t, before, p.Name)
+		assert.Positive(t, before.E2ELatencyMS.Count, p.Name)
+		assert.Less(t, before.E2ELatencyMS.Max, 1000.0, "%s: end-to-end latency on the corrected clocks", p.Name)
+		assert.Zero(t, p.Lost, p.Name)
+	}
 }
 
 // TestDistributedRunWorkerKilled: a worker stopped during the before phase

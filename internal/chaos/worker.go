@@ -98,6 +98,11 @@ type worker struct {
 	// up): reports go out in phase order, so "phase X reported" means
 	// every earlier phase was reported too.
 	prevPub chan struct{}
+
+	// probes are this worker's clock probes read back from the control
+	// topic; clock its clock against the coordinator's once measured.
+	probes chan dist.ClockSample
+	clock  *dist.WorkerClock
 }
 
 // RunWorker runs w until the run ends (nil), its coordinator disappears
@@ -126,7 +131,7 @@ func RunWorker(ctx context.Context, w *Worker) (*WorkerOutcome, error) {
 		return nil, fmt.Errorf("worker client: %w", err)
 	}
 	defer cl.Close()
-	wk := &worker{w: w, now: now, cl: cl, cur: -1, missed: map[string]string{}, reported: map[string]bool{}}
+	wk := &worker{w: w, now: now, cl: cl, cur: -1, missed: map[string]string{}, reported: map[string]bool{}, probes: make(chan dist.ClockSample, 16)}
 	wk.log = func(format string, a ...any) {
 		if w.Log != nil {
 			w.Log(fmt.Sprintf(format, a...))
@@ -168,6 +173,14 @@ func (wk *worker) poll(ctx context.Context, events chan<- dist.Message) {
 				return
 			}
 			if m.Run != wk.w.Run {
+				return
+			}
+			if m.Kind == dist.KindHeartbeat && m.Heartbeat.Worker == wk.w.Index {
+				// This worker's own clock probe (probeClock).
+				select {
+				case wk.probes <- dist.ClockSample{Sent: m.Heartbeat.At, Broker: rec.Timestamp}:
+				default:
+				}
 				return
 			}
 			select {
@@ -281,6 +294,7 @@ func (wk *worker) join(p *dist.Plan) error {
 	if err != nil {
 		return errkind.Wrap(errkind.Usage, "plan.acks", err)
 	}
+	wk.syncClock(p)
 	cfg := Config{
 		RecordSize: p.RecordSize, Objective: time.Duration(p.ObjectiveNS), Acks: acks,
 		MetadataMinAge: time.Duration(p.MetadataMinAgeNS), MetadataMaxAge: time.Duration(p.MetadataMaxAgeNS),
@@ -420,6 +434,59 @@ func (wk *worker) report(ctx context.Context, name string, now bool) {
 	})
 }
 
+// syncClock measures this worker's clock against the coordinator's (the
+// coordinator's offset is in the plan; the control topic exists once the
+// plan is read, so probing never creates it) and, when the skew is larger
+// than its uncertainty, moves the worker's clock by it: phase starts and
+// the records' send times are then on the coordinator's clock.
+func (wk *worker) syncClock(p *dist.Plan) {
+	coord, ok := p.CoordinatorClock()
+	if !ok {
+		wk.log("clock: the coordinator's offset is unknown; phases are timed on this worker's clock")
+		return
+	}
+	own, ok := wk.probeClock()
+	if !ok {
+		wk.log("clock: no probe came back within %v; phases are timed on this worker's clock", probeTimeout)
+		return
+	}
+	skew := dist.Skew(own, coord)
+	wk.clock = &dist.WorkerClock{Skew: skew, Corrected: skew.Significant()}
+	if !wk.clock.Corrected {
+		wk.log("clock: within %v of the coordinator's; not corrected", skew.Uncertainty.Round(100*time.Microsecond))
+		return
+	}
+	base := wk.now
+	wk.now = func() time.Time { return base().Add(skew.Offset) }
+	wk.lastHB = wk.now()
+	wk.log("clock: the coordinator's clock reads %v more than this worker's (± %v); corrected", skew.Offset.Round(100*time.Microsecond), skew.Uncertainty.Round(100*time.Microsecond))
+}
+
+// probeClock measures this worker's clock against the brokers': it
+// publishes clockProbes heartbeats of its own on the control topic (the
+// coordinator's workers ignore them) and reads each back.
+func (wk *worker) probeClock() (dist.Offset, bool) {
+	var samples []dist.ClockSample
+	for range clockProbes {
+		sent := wk.now()
+		b, err := dist.Encode(dist.Message{Kind: dist.KindHeartbeat, Run: wk.w.Run, Heartbeat: &dist.Heartbeat{Worker: wk.w.Index, At: sent}})
+		if err != nil {
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+		err = wk.cl.ProduceSync(ctx, &kgo.Record{Topic: dist.ControlTopic(wk.w.Run), Value: b}).FirstErr()
+		acked := wk.now()
+		if err == nil {
+			if s, ok := awaitProbe(ctx, wk.probes, sent); ok {
+				s.Acked = acked
+				samples = append(samples, s)
+			}
+		}
+		cancel()
+	}
+	return dist.EstimateOffset(samples)
+}
+
 // answered reports whether every record sent in ph has an answer.
 func (wk *worker) answered(ph Phase) bool {
 	for _, p := range wk.r.prods {
@@ -443,6 +510,9 @@ func (wk *worker) publish(ctx context.Context, name string, ph Phase, missed str
 		rep.Worker, rep.Stream, rep.Phase = wk.w.Index, i, name
 		if missed != "" {
 			rep = dist.PhaseReport{Worker: wk.w.Index, Stream: i, Phase: name, Missed: missed, PerBroker: map[string]dist.BrokerCount{}}
+		}
+		if c := wk.clock; c != nil {
+			rep.ClockKnown, rep.ClockSkewNS, rep.ClockUncertaintyNS, rep.ClockCorrected = true, int64(c.Skew.Offset), int64(c.Skew.Uncertainty), c.Corrected
 		}
 		if rep.Latency == "" && rep.Acked > 0 {
 			wk.fail(fmt.Errorf("report of %s: latency histogram not encoded", name))

@@ -60,6 +60,18 @@ type WorkerFigures struct {
 	Sent, Acked, Read int64
 	// Missed are the phases it has no complete report of.
 	Missed []string
+	// Clock is its clock against the coordinator's, as its reports say
+	// (nil: it measured none).
+	Clock *WorkerClock
+}
+
+// WorkerClock is a worker's clock against the coordinator's.
+type WorkerClock struct {
+	// Skew: the coordinator's time is the worker's plus Skew.Offset.
+	Skew Offset
+	// Corrected: the worker timed its phases and records on its clock
+	// plus Skew.Offset.
+	Corrected bool
 }
 
 // PartitionerFigures is one partitioner over every worker and topic.
@@ -137,6 +149,12 @@ func Merge(in Input) (*Merged, error) {
 
 	for w := range p.Workers {
 		wf := WorkerFigures{Index: w}
+		for _, r := range in.Reports {
+			if r.Worker == w && r.ClockKnown {
+				wf.Clock = &WorkerClock{Skew: Offset{Offset: time.Duration(r.ClockSkewNS), Uncertainty: time.Duration(r.ClockUncertaintyNS)}, Corrected: r.ClockCorrected}
+				break
+			}
+		}
 		for s := range p.Streams {
 			for _, n := range in.Reads[ProducerIndex(w, s, len(p.Streams))] {
 				if n > 0 {

@@ -261,6 +261,11 @@ func TestMergeMissing(t *testing.T) {
 					r := report(t, p, w, s, ph, nil)
 					r.Missed = "learnt of the start 3s late (guard 1s)"
 					reports = append(reports, r)
+				case w == 0:
+					// Worker 0 measured its clock: 2 s behind, corrected.
+					r := one(w, s, ph)
+					r.ClockKnown, r.ClockSkewNS, r.ClockUncertaintyNS, r.ClockCorrected = true, int64(2*time.Second), int64(time.Millisecond), true
+					reports = append(reports, r)
 				default:
 					reports = append(reports, one(w, s, ph))
 				}
@@ -269,6 +274,8 @@ func TestMergeMissing(t *testing.T) {
 	}
 	m, err := Merge(Input{Plan: p, Ran: phases, Reports: reports})
 	require.NoError(t, err)
+	assert.Equal(t, &WorkerClock{Skew: Offset{Offset: 2 * time.Second, Uncertainty: time.Millisecond}, Corrected: true}, m.Workers[0].Clock)
+	assert.Nil(t, m.Workers[1].Clock, "a worker whose reports carry no clock")
 	assert.Equal(t, []Missing{
 		{Worker: 1, Phase: "after", Reason: "no report"},
 		{Worker: 2, Phase: "after", Reason: "learnt of the start 3s late (guard 1s)"},

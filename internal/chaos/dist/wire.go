@@ -106,6 +106,18 @@ type Plan struct {
 	HeartbeatDeadlineNS int64 `json:"heartbeat_deadline_ns"`
 	// ResultsTopic is where workers publish their reports.
 	ResultsTopic string `json:"results_topic"`
+	// ClockOffsetNS is the coordinator's clock offset against the brokers'
+	// (EstimateOffset) and ClockUncertaintyNS its uncertainty; both 0
+	// and ClockKnown false when the coordinator could not measure it
+	// (workers then keep their own clocks).
+	ClockKnown         bool  `json:"clock_known,omitempty"`
+	ClockOffsetNS      int64 `json:"clock_offset_ns,omitempty"`
+	ClockUncertaintyNS int64 `json:"clock_uncertainty_ns,omitempty"`
+}
+
+// CoordinatorClock is the coordinator's clock offset in p, if it is known.
+func (p *Plan) CoordinatorClock() (Offset, bool) {
+	return Offset{Offset: time.Duration(p.ClockOffsetNS), Uncertainty: time.Duration(p.ClockUncertaintyNS)}, p.ClockKnown
 }
 
 // Stream is one producer of each worker: a partitioner writing one topic.
@@ -192,6 +204,14 @@ type PhaseReport struct {
 	// in them during the phase.
 	Batches      int64 `json:"batches"`
 	BatchRecords int64 `json:"batch_records"`
+	// ClockKnown says the worker measured its clock against the
+	// coordinator's: the coordinator's time is the worker's plus
+	// ClockSkewNS, within ClockUncertaintyNS; ClockCorrected that the
+	// worker timed its phases and records on the corrected clock.
+	ClockKnown         bool  `json:"clock_known,omitempty"`
+	ClockSkewNS        int64 `json:"clock_skew_ns,omitempty"`
+	ClockUncertaintyNS int64 `json:"clock_uncertainty_ns,omitempty"`
+	ClockCorrected     bool  `json:"clock_corrected,omitempty"`
 }
 
 // ControlTopic is the topic of a run's plan, phase starts, heartbeats and
@@ -337,6 +357,9 @@ func (p *Plan) Validate() error {
 	case p.ResultsTopic == "":
 		return errkind.Usagef(f("results_topic"), "missing")
 	}
+	if err := checkClock(f("clock_uncertainty_ns"), p.ClockUncertaintyNS); err != nil {
+		return err
+	}
 	for i, s := range p.Streams {
 		switch {
 		case s.Partitioner == "":
@@ -385,6 +408,9 @@ func (r *PhaseReport) validate() error {
 		return errkind.Usagef(f("acked"), "%d acked and %d failed of %d sent", r.Acked, r.Failed, r.Sent)
 	case r.Violating < 0 || r.Clamped < 0 || r.Batches < 0 || r.BatchRecords < 0:
 		return errkind.Usagef(f("violating"), "negative count")
+	}
+	if err := checkClock(f("clock_uncertainty_ns"), r.ClockUncertaintyNS); err != nil {
+		return err
 	}
 	var total, bytes int64
 	for k, bc := range r.PerBroker {

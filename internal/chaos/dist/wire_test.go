@@ -73,6 +73,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"phase order", plan(func(p *Plan) { p.Phases[1].Start = t0.Add(-time.Second) }), "plan.phases[1].start"},
 		{"guard", plan(func(p *Plan) { p.GuardNS = 0 }), "plan.guard_ns"},
 		{"results topic", plan(func(p *Plan) { p.ResultsTopic = "" }), "plan.results_topic"},
+		{"clock uncertainty", plan(func(p *Plan) { p.ClockKnown, p.ClockUncertaintyNS = true, -1 }), "plan.clock_uncertainty_ns"},
+		{"report clock uncertainty", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","clock_known":true,"clock_uncertainty_ns":-5}}`, "result.clock_uncertainty_ns"},
 		{"acked over sent", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","sent":1,"acked":2}}`, "result.acked"},
 		{"per broker sum", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","sent":2,"acked":2,"acked_bytes":2,"per_broker":{"1":{"records":1,"bytes":1}}}}`, "result.per_broker"},
 		{"broker key", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","sent":1,"acked":1,"acked_bytes":1,"per_broker":{"b1":{"records":1,"bytes":1}}}}`, "result.per_broker"},

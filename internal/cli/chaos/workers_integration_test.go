@@ -53,6 +53,11 @@ func TestChaosWorkersLab(t *testing.T) {
 	var once sync.Once
 	for i := range workers {
 		args := []string{"worker", "--run", run, "--index", fmt.Sprint(i), "--bootstrap-server", lab.Bootstrap, "--join-timeout", "2m"}
+		if i == 1 {
+			// Its clock 2 s behind the coordinator's: measured through the
+			// brokers' log-append times and corrected.
+			args = append(args, "--clock-skew", "-2s")
+		}
 		if lab.ClientConfig != "" {
 			args = append(args, "--command-config", lab.ClientConfig)
 		}
@@ -129,6 +134,19 @@ func TestChaosWorkersLab(t *testing.T) {
 		assert.Equal(t, w.Acked, w.Read, "worker %d: each acknowledged record read back once", w.Index)
 	}
 	assert.Equal(t, []chaos.MissedPhase{{Phase: "after", Reason: "no report"}}, res.Workers.Workers[2].Missed)
+	for _, w := range res.Workers.Workers {
+		want := 0.0
+		if w.Index == 1 {
+			want = 2000
+		}
+		require.NotNil(t, w.Clock, "worker %d", w.Index)
+		assert.Less(t, w.Clock.UncertaintyMS, 100.0, "worker %d", w.Index)
+		assert.InDelta(t, want, w.Clock.SkewMS, w.Clock.UncertaintyMS+1, "worker %d", w.Index)
+		assert.Equal(t, w.Index == 1, w.Clock.Corrected, "worker %d", w.Index)
+	}
+	for _, p := range res.Partitioners {
+		assert.Less(t, p.Phases["before"].E2ELatencyMS.Max, 1500.0, "%s: end-to-end latency on the corrected clocks", p.Name)
+	}
 	assert.Contains(t, strings.Join(res.Notes, "\n"), "worker 2 missed phase after")
 
 	adm := kafka.NewAdmin(kafka.ConnOptions{BootstrapServers: lab.Bootstrap, CommandConfig: lab.ClientConfig}, "test")

@@ -36,8 +36,9 @@ type Options struct {
 }
 
 type rawFlags struct {
-	target target.Options
-	index  int
+	target    target.Options
+	index     int
+	clockSkew time.Duration
 }
 
 // NewCmdWorker returns `kplan worker`. runF replaces the run function in
@@ -90,6 +91,8 @@ the plan. --index defaults to $JOB_COMPLETION_INDEX.`,
 	fs.StringVar(&opts.Worker.Run, "run", "", "the run's id, as the coordinator printed it")
 	fs.IntVar(&raw.index, "index", 0, "this worker's index, 0 to N-1 (default $"+IndexEnv+")")
 	fs.DurationVar(&opts.Worker.JoinTimeout, "join-timeout", 10*time.Minute, "wait this long for the coordinator's plan")
+	fs.DurationVar(&raw.clockSkew, "clock-skew", 0, "pretend this machine's clock is off by this much (to test the clock correction)")
+	_ = fs.MarkHidden("clock-skew")
 	raw.target.AddFlags(fs, target.Conn, target.Notes{})
 	return cmd
 }
@@ -118,6 +121,13 @@ func (r *rawFlags) complete(cmd *cobra.Command, opts *Options, getenv func(strin
 		return errkind.Usagef("", "--index: %d, want 0 to %d", idx, dist.MaxProducers-1)
 	}
 	opts.Worker.Index = idx
+	if skew := r.clockSkew; skew != 0 {
+		now := opts.Now
+		if now == nil {
+			now = time.Now
+		}
+		opts.Now = func() time.Time { return now().Add(skew) }
+	}
 	if opts.Worker.JoinTimeout <= 0 {
 		return errkind.Usagef("", "--join-timeout: want a positive duration, got %s", opts.Worker.JoinTimeout)
 	}

@@ -88,7 +88,7 @@ func Document(res *chaos.Result, verbose bool) report.Document {
 func workersSection(w *chaos.WorkersResult) report.Section {
 	sec := report.Section{
 		Title:  fmt.Sprintf("Workers (run %s: %d kplan worker processes; a missed phase's figures are left out of the tables above)", w.Run, w.Count),
-		Header: []string{"worker", "sent", "acked", "read back", "missed phases"},
+		Header: []string{"worker", "sent", "acked", "read back", "clock vs coordinator", "missed phases"},
 	}
 	for _, wr := range w.Workers {
 		missed := "-"
@@ -100,9 +100,23 @@ func workersSection(w *chaos.WorkersResult) report.Section {
 			missed = strings.Join(parts, ", ")
 		}
 		sec.Rows = append(sec.Rows, []string{strconv.Itoa(wr.Index), strconv.FormatInt(wr.Sent, 10), strconv.FormatInt(wr.Acked, 10),
-			strconv.FormatInt(wr.Read, 10), missed})
+			strconv.FormatInt(wr.Read, 10), workerClock(wr.Clock), missed})
 	}
 	return sec
+}
+
+// workerClock is how far the coordinator's clock reads from a worker's:
+// "+2000.4 ms ± 1.2 (corrected)", "± 1.2 ms (not corrected)" when the skew
+// is within its uncertainty.
+func workerClock(c *chaos.WorkerClock) string {
+	switch {
+	case c == nil:
+		return "not measured"
+	case c.Corrected:
+		return fmt.Sprintf("%+.1f ms ± %s (corrected)", c.SkewMS, f1(c.UncertaintyMS))
+	default:
+		return fmt.Sprintf("within ± %s ms (not corrected)", f1(c.UncertaintyMS))
+	}
 }
 
 // resultNotes are a run's notes: its setup, what it noticed, the killer's

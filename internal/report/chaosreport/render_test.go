@@ -101,13 +101,15 @@ func TestResultDocConsumeAfter(t *testing.T) {
 func TestResultDocWorkers(t *testing.T) {
 	res := chaostest.Result()
 	res.Workers = &chaos.WorkersResult{Run: "r42", Count: 2, Workers: []chaos.WorkerResult{
-		{Index: 0, Sent: 1200, Acked: 1200, Read: 1200},
+		{Index: 0, Sent: 1200, Acked: 1200, Read: 1200, Clock: &chaos.WorkerClock{SkewMS: -2000.44, UncertaintyMS: 1.25, Corrected: true}},
 		{Index: 1, Sent: 800, Acked: 790, Read: 790, Missed: []chaos.MissedPhase{{Phase: "after", Reason: "no report"}}},
+		{Index: 2, Sent: 900, Acked: 900, Read: 900, Clock: &chaos.WorkerClock{SkewMS: 0.3, UncertaintyMS: 0.9}},
 	}}
 	out := render(t, report.Table, res, Document(res, false))
 	assert.Contains(t, out, "Workers (run r42: 2 kplan worker processes")
-	assert.Equal(t, []string{"0", "1200", "1200", "1200", "-"}, strings.Fields(rowOf(t, out, "0", "1200")))
-	assert.Equal(t, []string{"1", "800", "790", "790", "after", "(no", "report)"}, strings.Fields(rowOf(t, out, "1", "800")))
+	assert.Equal(t, []string{"0", "1200", "1200", "1200", "-2000.4", "ms", "±", "1.2", "(corrected)", "-"}, strings.Fields(rowOf(t, out, "0", "1200")))
+	assert.Equal(t, []string{"1", "800", "790", "790", "not", "measured", "after", "(no", "report)"}, strings.Fields(rowOf(t, out, "1", "800")))
+	assert.Equal(t, []string{"2", "900", "900", "900", "within", "±", "0.9", "ms", "(not", "corrected)", "-"}, strings.Fields(rowOf(t, out, "2", "900")))
 	assert.NotContains(t, render(t, report.Table, chaostest.Result(), Document(chaostest.Result(), false)), "Workers (run", "a single-process run has no workers section")
 }
 
