@@ -45,10 +45,12 @@ type Control struct {
 const resultsMaxBytes = 8 << 20
 
 // NewControl creates run's control and results topics (one partition each,
-// replicated on up to 3 brokers) and starts reading the results topic;
-// now (nil: time.Now) times the workers' heartbeats. Close deletes what
-// it created.
-func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string, now func() time.Time) (*Control, error) {
+// replicated on up to 3 brokers, led by a broker not in avoid when there is
+// one: the brokers the run will kill or fault, whose loss would hold up
+// the phase announcements for a failover) and starts reading the results
+// topic; now (nil: time.Now) times the workers' heartbeats. Close deletes
+// what it created.
+func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string, avoid []int32, now func() time.Time) (*Control, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -66,16 +68,18 @@ func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string
 		cl.Close()
 		return nil, fmt.Errorf("list brokers: %w", err)
 	}
-	rf := int16(min(3, len(brokers))) //nolint:gosec // at most 3
+	replicas := runReplicas(brokers.NodeIDs(), avoid)
 	maxBytes := fmt.Sprint(resultsMaxBytes)
 	// The brokers stamp every record: a probe read back tells its sender's
 	// clock offset (dist.EstimateOffset).
 	logAppend := "LogAppendTime"
-	for _, t := range []string{dist.ControlTopic(run), dist.ResultsTopic(run)} {
-		resp, err := adm.CreateTopic(ctx, 1, rf, map[string]*string{"max.message.bytes": &maxBytes, "message.timestamp.type": &logAppend}, t)
-		if err == nil {
-			err = resp.Err
-		}
+	for i, t := range []string{dist.ControlTopic(run), dist.ResultsTopic(run)} {
+		// The two topics start at different brokers, so that their leaders
+		// differ where they can.
+		reps := slices.Clone(replicas)
+		k := i % len(reps)
+		reps[0], reps[k] = reps[k], reps[0]
+		err := kafka.CreateTopic(ctx, cl, t, [][]int32{reps}, map[string]*string{"max.message.bytes": &maxBytes, "message.timestamp.type": &logAppend})
 		if err != nil {
 			_ = c.deleteCreated(ctx)
 			cl.Close()
@@ -108,6 +112,24 @@ func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string
 
 // Run is the run's id.
 func (c *Control) Run() string { return c.run }
+
+// runReplicas are the run topics' replicas: up to 3 brokers not in avoid
+// (in id order), so that losing one the run kills or faults neither moves
+// their leader nor holds up an acks=all publish until the ISR shrinks; the
+// brokers in avoid only when no other is left.
+func runReplicas(brokers, avoid []int32) []int32 {
+	brokers = slices.Sorted(slices.Values(brokers))
+	var safe []int32
+	for _, b := range brokers {
+		if !slices.Contains(avoid, b) {
+			safe = append(safe, b)
+		}
+	}
+	if len(safe) == 0 {
+		safe = brokers
+	}
+	return safe[:min(3, len(safe))]
+}
 
 func (c *Control) read(ctx context.Context) {
 	for ctx.Err() == nil {

@@ -169,7 +169,7 @@ func (r *runner) newRemoteProducers(runID uint64) {
 func (r *runner) startDist(ctx context.Context, envRun uint64) error {
 	cfg := r.cfg
 	run := cfg.RunID
-	ctl, err := NewControl(ctx, r.clientOpts(), cfg.Version, run, r.now)
+	ctl, err := NewControl(ctx, r.clientOpts(), cfg.Version, run, r.atRisk(ctx), r.now)
 	if err != nil {
 		return err
 	}
@@ -211,6 +211,26 @@ func (r *runner) startDist(ctx context.Context, envRun uint64) error {
 		return fmt.Errorf("%d of %d workers joined run %s within %v (workers seen: %v)", len(ctl.Seen()), cfg.Workers, run, timeout, ctl.Seen())
 	}
 	return nil
+}
+
+// atRisk are the brokers the run will kill or fault, as far as they are
+// known before it starts (a target that does not resolve yet is left out:
+// the run reports its error later, where it acts).
+func (r *runner) atRisk(ctx context.Context) []int32 {
+	var out []int32
+	targets := []Target{r.cfg.Target}
+	if r.cfg.Fault != nil {
+		targets = append(targets, r.cfg.Fault.Target)
+	}
+	for _, t := range targets {
+		if t.Kind == TargetNone {
+			continue
+		}
+		if id, err := r.resolveTarget(ctx, &leg{prods: r.prods}, t); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // announce publishes ph's start a lead time ahead and waits for it: the

@@ -147,7 +147,9 @@ func TestDistributedRunSkewedClocks(t *testing.T) {
 		before := p.Phases["before"]
 		require.NotNil(t, before, p.Name)
 		assert.Positive(t, before.E2ELatencyMS.Count, p.Name)
-		assert.Less(t, before.E2ELatencyMS.Max, 1000.0, "%s: end-to-end latency on the corrected clocks", p.Name)
+		// p95: half the records are the worker's 3 s behind, 3 s too late
+		// on an uncorrected clock.
+		assert.Less(t, before.E2ELatencyMS.P95, 1000.0, "%s: end-to-end latency on the corrected clocks", p.Name)
 		assert.Zero(t, p.Lost, p.Name)
 	}
 }

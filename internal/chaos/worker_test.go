@@ -32,7 +32,7 @@ func newDistLab(t *testing.T, ctx context.Context, run string, topics ...string)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	conn := kafka.ConnOptions{BootstrapServers: strings.Join(c.ListenAddrs(), ",")}
-	ctl, err := NewControl(ctx, conn, "test", run, nil)
+	ctl, err := NewControl(ctx, conn, "test", run, nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, ctl.Close(ctx)) })
 	return &distLab{conn: conn, ctl: ctl}

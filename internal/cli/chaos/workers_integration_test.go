@@ -22,6 +22,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/dist"
 	"github.com/kplan-dev/kplan/internal/kafka"
+	"github.com/kplan-dev/kplan/internal/labtest"
 )
 
 // TestChaosWorkersLab: three `kplan worker` processes (this test binary
@@ -42,46 +43,23 @@ func TestChaosWorkersLab(t *testing.T) {
 	run := fmt.Sprintf("itw%d", os.Getpid())
 
 	// The workers start first: they wait for the coordinator's plan.
-	type worker struct {
-		cmd    *exec.Cmd
-		out    bytes.Buffer
-		errOut bytes.Buffer
-		done   chan struct{}
-	}
-	workers := make([]*worker, 3)
 	afterStarted := make(chan struct{})
 	var once sync.Once
-	for i := range workers {
-		args := []string{"worker", "--run", run, "--index", fmt.Sprint(i), "--bootstrap-server", lab.Bootstrap, "--join-timeout", "2m"}
+	workers := startWorkers(ctx, t, self, lab, run, 3, func(i int) []string {
 		if i == 1 {
 			// Its clock 2 s behind the coordinator's: measured through the
 			// brokers' log-append times and corrected.
-			args = append(args, "--clock-skew", "-2s")
+			return []string{"--clock-skew", "-2s"}
 		}
-		if lab.ClientConfig != "" {
-			args = append(args, "--command-config", lab.ClientConfig)
+		return nil
+	}, func(i int, line string) {
+		// Once its failover report is out (published when its after
+		// phase began; reports go out in phase order): the after phase
+		// is what it misses.
+		if i == 2 && strings.Contains(line, "phase failover reported") {
+			once.Do(func() { close(afterStarted) })
 		}
-		w := &worker{cmd: exec.CommandContext(ctx, self, args...), done: make(chan struct{})}
-		w.cmd.Env = append(os.Environ(), asKplan+"=1")
-		w.cmd.Stdout = &w.out
-		stderr, err := w.cmd.StderrPipe()
-		require.NoError(t, err)
-		require.NoError(t, w.cmd.Start())
-		go func() {
-			defer close(w.done)
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				line := sc.Text()
-				w.errOut.WriteString(line + "\n")
-				// Once its failover report is out (published when its
-				// after phase began): the after phase is what it misses.
-				if i == 2 && strings.Contains(line, "phase failover reported") {
-					once.Do(func() { close(afterStarted) })
-				}
-			}
-		}()
-		workers[i] = w
-	}
+	})
 	go func() {
 		select {
 		case <-afterStarted:
@@ -90,13 +68,9 @@ func TestChaosWorkersLab(t *testing.T) {
 		}
 	}()
 
-	coord := exec.CommandContext(ctx, self, "chaos", "--cluster", "lab", "--lab-dir", lab.State.Dir,
+	res, coordErr := runCoordinator(ctx, t, self, "chaos", "--cluster", "lab", "--lab-dir", lab.State.Dir,
 		"--topic", "wtest", "--workers", "3", "--run", run, "--kill", "broker-3",
 		"--rate", "50kB/s", "--warmup", "1s", "--phase-duration", "3s", "-o", "json")
-	coord.Env = append(os.Environ(), asKplan+"=1")
-	var out, errOut bytes.Buffer
-	coord.Stdout, coord.Stderr = &out, &errOut
-	require.NoError(t, coord.Run(), "kplan chaos; stderr:\n%s", errOut.String())
 	for i, w := range workers {
 		<-w.done
 		err := w.cmd.Wait()
@@ -107,10 +81,8 @@ func TestChaosWorkersLab(t *testing.T) {
 		require.NoError(t, err, "worker %d; stderr:\n%s", i, w.errOut.String())
 		assert.Contains(t, w.out.String(), "phases reported: warm-up, before, failover, after; missed: none", "worker %d", i)
 	}
-	assert.Contains(t, errOut.String(), "kplan worker --run "+run+" --index 2 --bootstrap-server ")
+	assert.Contains(t, coordErr, "kplan worker --run "+run+" --index 2 --bootstrap-server ")
 
-	var res chaos.Result
-	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
 	var names []string
 	for _, p := range res.Partitioners {
 		names = append(names, p.Name)
@@ -145,7 +117,10 @@ func TestChaosWorkersLab(t *testing.T) {
 		assert.Equal(t, w.Index == 1, w.Clock.Corrected, "worker %d", w.Index)
 	}
 	for _, p := range res.Partitioners {
-		assert.Less(t, p.Phases["before"].E2ELatencyMS.Max, 1500.0, "%s: end-to-end latency on the corrected clocks", p.Name)
+		// p95: a third of the records are worker 1's, 2 s too late on an
+		// uncorrected clock; the few sent just before the kill wait out
+		// the failover, so the max is no test.
+		assert.Less(t, p.Phases["before"].E2ELatencyMS.P95, 1000.0, "%s: end-to-end latency on the corrected clocks", p.Name)
 	}
 	assert.Contains(t, strings.Join(res.Notes, "\n"), "worker 2 missed phase after")
 
@@ -155,4 +130,62 @@ func TestChaosWorkersLab(t *testing.T) {
 	left, err := adm.Snapshot(ctx, runTopics)
 	require.NoError(t, err)
 	assert.Empty(t, left.Partitions, "the run's topics are deleted; notes: %q", res.Notes)
+}
+
+// workerProc is one `kplan worker` process of a test.
+type workerProc struct {
+	cmd    *exec.Cmd
+	out    bytes.Buffer
+	errOut bytes.Buffer
+	done   chan struct{} // closed once its stderr is read to the end
+}
+
+// startWorkers starts n `kplan worker` processes (this test binary run as
+// kplan) for run on lab, worker i with extra(i) appended to its arguments;
+// onLine, if set, gets each line of their stderr.
+func startWorkers(ctx context.Context, t *testing.T, self string, lab *labtest.Lab, run string, n int, extra func(int) []string, onLine func(int, string)) []*workerProc {
+	t.Helper()
+	workers := make([]*workerProc, n)
+	for i := range workers {
+		args := []string{"worker", "--run", run, "--index", fmt.Sprint(i), "--bootstrap-server", lab.Bootstrap, "--join-timeout", "2m"}
+		if extra != nil {
+			args = append(args, extra(i)...)
+		}
+		if lab.ClientConfig != "" {
+			args = append(args, "--command-config", lab.ClientConfig)
+		}
+		w := &workerProc{cmd: exec.CommandContext(ctx, self, args...), done: make(chan struct{})}
+		w.cmd.Env = append(os.Environ(), asKplan+"=1")
+		w.cmd.Stdout = &w.out
+		stderr, err := w.cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, w.cmd.Start())
+		go func() {
+			defer close(w.done)
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				line := sc.Text()
+				w.errOut.WriteString(line + "\n")
+				if onLine != nil {
+					onLine(i, line)
+				}
+			}
+		}()
+		workers[i] = w
+	}
+	return workers
+}
+
+// runCoordinator runs `kplan args...` (a `kplan chaos --workers N -o json`)
+// and returns its result and stderr.
+func runCoordinator(ctx context.Context, t *testing.T, self string, args ...string) (*chaos.Result, string) {
+	t.Helper()
+	coord := exec.CommandContext(ctx, self, args...)
+	coord.Env = append(os.Environ(), asKplan+"=1")
+	var out, errOut bytes.Buffer
+	coord.Stdout, coord.Stderr = &out, &errOut
+	require.NoError(t, coord.Run(), "kplan chaos; stderr:\n%s", errOut.String())
+	var res chaos.Result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	return &res, errOut.String()
 }
