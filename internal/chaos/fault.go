@@ -29,11 +29,19 @@ const (
 	// clients and to the followers fetching from it): a broker behind a
 	// slower link (--slow broker-N:bandwidth=RATE).
 	FaultBandwidth FaultKind = "bandwidth"
+	// FaultCPU caps the CPU time the broker's process gets: a broker on a
+	// slower or busier machine (--slow broker-N:cpu=20%). The lab only
+	// (a cgroup of its own for the broker's JVM).
+	FaultCPU FaultKind = "cpu"
 )
 
-// Fault is one network fault on one broker, as --fault spells it:
+// MaxFaultCPU is the largest CPU cap a fault takes, in CPUs; the smallest
+// is localkafka.MinCPUCap (1% of one CPU).
+const MaxFaultCPU = 64
+
+// Fault is one fault on one broker, as --fault spells it:
 // delay:broker-2:100ms[:JITTER], loss:broker-2:10%, partition:broker-2,
-// bandwidth:broker-2:2MB/s. Target takes the same forms as --kill
+// bandwidth:broker-2:2MB/s, cpu:broker-2:20%. Target takes the same forms as --kill
 // (broker-N, busiest, leader-of:T/P).
 type Fault struct {
 	Kind   FaultKind
@@ -46,6 +54,8 @@ type Fault struct {
 	// Rate is the cap in bytes per second, at least MinFaultRate, for
 	// FaultBandwidth.
 	Rate int64
+	// CPU is the cap in CPUs (0.2: a fifth of one CPU) for FaultCPU.
+	CPU float64
 }
 
 // Faulter is implemented by clusters that can degrade a broker's network
@@ -79,13 +89,14 @@ const MaxFaultDelay = time.Minute
 // ParseFault parses a fault as --fault spells it: delay:TARGET:DELAY[:JITTER]
 // (delay:broker-2:100ms, delay:broker-2:100ms:20ms), loss:TARGET:PERCENT%
 // (loss:broker-2:10%), partition:TARGET (partition:broker-2) or
-// bandwidth:TARGET:RATE (bandwidth:broker-2:2MB/s), with TARGET
+// bandwidth:TARGET:RATE (bandwidth:broker-2:2MB/s) or cpu:TARGET:PERCENT%
+// (cpu:broker-2:20%: a fifth of one CPU; the lab only), with TARGET
 // as --kill takes it (broker-N, busiest, leader-of:TOPIC/P; not none). Its
 // errors are usage errors naming the field "fault".
 func ParseFault(s string) (Fault, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok || rest == "" {
-		return Fault{}, errkind.Usagef(FieldFault, "%q: want delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT%%, partition:TARGET or bandwidth:TARGET:RATE", s)
+		return Fault{}, errkind.Usagef(FieldFault, "%q: want delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT%%, partition:TARGET, bandwidth:TARGET:RATE or cpu:TARGET:PERCENT%%", s)
 	}
 	f := Fault{Kind: FaultKind(kind)}
 	var target string
@@ -144,8 +155,19 @@ func ParseFault(s string) (Fault, error) {
 			return Fault{}, errkind.Usagef(FieldFault, "%q: %w", s, err)
 		}
 		f.Rate = r
+	case FaultCPU:
+		i := strings.LastIndexByte(rest, ':')
+		if i < 0 {
+			return Fault{}, errkind.Usagef(FieldFault, "%q: want cpu:TARGET:PERCENT%%, e.g. cpu:broker-2:20%%", s)
+		}
+		target = rest[:i]
+		c, err := parseFaultCPU(rest[i+1:])
+		if err != nil {
+			return Fault{}, errkind.Usagef(FieldFault, "%q: %w", s, err)
+		}
+		f.CPU = c
 	default:
-		return Fault{}, errkind.Usagef(FieldFault, "%q: unknown fault %q (want delay, loss, partition or bandwidth)", s, kind)
+		return Fault{}, errkind.Usagef(FieldFault, "%q: unknown fault %q (want delay, loss, partition, bandwidth or cpu)", s, kind)
 	}
 	t, err := ParseTarget(target)
 	if err != nil {
@@ -168,6 +190,20 @@ func parseFaultDuration(s, what, v string) (time.Duration, error) {
 		return 0, errkind.Usagef(FieldFault, "%q: the %s %v is outside 0 to %v", s, what, d, MaxFaultDelay)
 	}
 	return d, nil
+}
+
+// parseFaultCPU parses a CPU cap in percent of one CPU (20%: a fifth of
+// one CPU; 150%: one and a half).
+func parseFaultCPU(v string) (float64, error) {
+	pct, found := strings.CutSuffix(v, "%")
+	if !found {
+		return 0, fmt.Errorf("the CPU cap %q is not a percentage of one CPU (want e.g. 20%%)", v)
+	}
+	p, err := strconv.ParseFloat(pct, 64)
+	if err != nil || math.IsNaN(p) || p < 1 || p > MaxFaultCPU*100 {
+		return 0, fmt.Errorf("the CPU cap %q is not a percentage of one CPU from 1%% to %d%%", v, MaxFaultCPU*100)
+	}
+	return p / 100, nil
 }
 
 // parseFaultRate parses a bandwidth cap (2MB/s, 500kB/s), at least
@@ -198,9 +234,14 @@ func (f Fault) String() string {
 		return fmt.Sprintf("partition:%s", f.Target)
 	case FaultBandwidth:
 		return fmt.Sprintf("bandwidth:%s:%s", f.Target, units.FormatRate(f.Rate))
+	case FaultCPU:
+		return fmt.Sprintf("cpu:%s:%s", f.Target, cpuPercent(f.CPU))
 	}
 	return string(f.Kind)
 }
+
+// cpuPercent spells a CPU cap as a percentage of one CPU.
+func cpuPercent(c float64) string { return strconv.FormatFloat(c*100, 'g', 6, 64) + "%" }
 
 // Describe says in words what the fault does to broker id, for plans and
 // reports.
@@ -217,6 +258,8 @@ func (f Fault) Describe(id int32) string {
 		return fmt.Sprintf("cut broker %d off the network", id)
 	case FaultBandwidth:
 		return fmt.Sprintf("cap what broker %d sends at %s", id, units.FormatRate(f.Rate))
+	case FaultCPU:
+		return fmt.Sprintf("cap broker %d's process at %s of one CPU", id, cpuPercent(f.CPU))
 	}
 	return string(f.Kind)
 }
@@ -381,8 +424,12 @@ func (f *Fault) validate() error {
 		if f.Rate < MinFaultRate {
 			return errkind.Usagef(FieldFault, "%s: want a rate of at least %s", f, units.FormatRate(MinFaultRate))
 		}
+	case FaultCPU:
+		if !(f.CPU >= 0.01 && f.CPU <= MaxFaultCPU) {
+			return errkind.Usagef(FieldFault, "%s: want a CPU cap from 1%% to %d%% of one CPU", f, MaxFaultCPU*100)
+		}
 	default:
-		return errkind.Usagef(FieldFault, "unknown fault %q (want delay, loss, partition or bandwidth)", f.Kind)
+		return errkind.Usagef(FieldFault, "unknown fault %q (want delay, loss, partition, bandwidth or cpu)", f.Kind)
 	}
 	return nil
 }

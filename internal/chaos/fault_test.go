@@ -26,6 +26,8 @@ func TestParseFault(t *testing.T) {
 		{"bandwidth:broker-2:2MB/s", Fault{Kind: FaultBandwidth, Target: Target{Kind: TargetBroker, Broker: 2}, Rate: 2_000_000}},
 		{"bandwidth:leader-of:a:b/1:1MiB/s", Fault{Kind: FaultBandwidth, Target: Target{Kind: TargetLeaderOf, Topic: "a:b", Partition: 1}, Rate: 1 << 20}},
 		{"bandwidth:busiest:10kB/s", Fault{Kind: FaultBandwidth, Target: Target{Kind: TargetBusiest}, Rate: 10_000}},
+		{"cpu:broker-2:20%", Fault{Kind: FaultCPU, Target: Target{Kind: TargetBroker, Broker: 2}, CPU: 0.2}},
+		{"cpu:leader-of:t/0:250%", Fault{Kind: FaultCPU, Target: Target{Kind: TargetLeaderOf, Topic: "t", Partition: 0}, CPU: 2.5}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -37,6 +39,7 @@ func TestParseFault(t *testing.T) {
 			assert.Equal(t, tc.want.Jitter, got.Jitter)
 			assert.InDelta(t, tc.want.Loss, got.Loss, 1e-12)
 			assert.Equal(t, tc.want.Rate, got.Rate)
+			assert.InDelta(t, tc.want.CPU, got.CPU, 1e-12)
 			back, err := ParseFault(got.String())
 			require.NoError(t, err, "String %q parses back", got.String())
 			assert.Equal(t, got.String(), back.String())
@@ -70,6 +73,10 @@ func TestParseFaultErrors(t *testing.T) {
 		{"bandwidth:broker-2:2MB", "has no /s"},
 		{"bandwidth:broker-2:9999B/s", "below 10kB/s"},
 		{"bandwidth:none:2MB/s", "not none"},
+		{"cpu:broker-2", "want cpu:TARGET:PERCENT%"},
+		{"cpu:broker-2:0.2", "is not a percentage of one CPU"},
+		{"cpu:broker-2:0%", "from 1% to 6400%"},
+		{"cpu:none:20%", "not none"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -86,7 +93,7 @@ func TestParseFaultErrors(t *testing.T) {
 func FuzzParseFault(f *testing.F) {
 	for _, s := range []string{"delay:broker-2:100ms", "delay:broker-2:100ms:20ms", "loss:broker-2:10%", "partition:broker-2",
 		"delay:broker-2:200ms", "delay:leader-of:orders/0:30ms:5ms", "loss:busiest:0.5%", "partition:leader-of:t/1", "delay:none:1s", "loss:broker-2:1e2%",
-		"bandwidth:broker-2:2MB/s", "bandwidth:busiest:1536kB/s", "bandwidth:broker-1:10001B/s"} {
+		"bandwidth:broker-2:2MB/s", "bandwidth:busiest:1536kB/s", "bandwidth:broker-1:10001B/s", "cpu:broker-2:20%", "cpu:busiest:1e2%"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

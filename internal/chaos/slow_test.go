@@ -19,6 +19,9 @@ func TestParseSlow(t *testing.T) {
 		{"broker-2:delay=50ms", Fault{Kind: FaultDelay, Target: Target{Kind: TargetBroker, Broker: 2}, Delay: 50 * time.Millisecond}, "broker-2:delay=50ms"},
 		{"busiest:delay=1.5s", Fault{Kind: FaultDelay, Target: Target{Kind: TargetBusiest}, Delay: 1500 * time.Millisecond}, "busiest:delay=1.5s"},
 		{"leader-of:orders/3:bandwidth=1MB/s", Fault{Kind: FaultBandwidth, Target: Target{Kind: TargetLeaderOf, Topic: "orders", Partition: 3}, Rate: 1_000_000}, "leader-of:orders/3:bandwidth=1MB/s"},
+		{"broker-2:cpu=20%", Fault{Kind: FaultCPU, Target: Target{Kind: TargetBroker, Broker: 2}, CPU: 0.2}, "broker-2:cpu=20%"},
+		{"busiest:cpu=150%", Fault{Kind: FaultCPU, Target: Target{Kind: TargetBusiest}, CPU: 1.5}, "busiest:cpu=150%"},
+		{"broker-1:cpu=2.5%", Fault{Kind: FaultCPU, Target: Target{Kind: TargetBroker, Broker: 1}, CPU: 0.025}, "broker-1:cpu=2.5%"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -41,10 +44,12 @@ func TestParseSlowErrors(t *testing.T) {
 		{"", "want broker-N:bandwidth=RATE"},
 		{"broker-2", "want broker-N:bandwidth=RATE"},
 		{":bandwidth=2MB/s", "want broker-N:bandwidth=RATE"},
-		{"broker-2:bandwidth", "want bandwidth=RATE or delay=DURATION"},
-		{"broker-2:bandwidth=", "want bandwidth=RATE or delay=DURATION"},
-		{"broker-2:cpu=20%", "cpu is not supported"},
-		{"broker-2:cpu=0.2", "use bandwidth=RATE or delay=DURATION"},
+		{"broker-2:bandwidth", "want bandwidth=RATE, delay=DURATION or cpu=PERCENT% after the broker"},
+		{"broker-2:bandwidth=", "want bandwidth=RATE, delay=DURATION or cpu=PERCENT% after the broker"},
+		{"broker-2:cpu=0.2", `the CPU cap "0.2" is not a percentage of one CPU`},
+		{"broker-2:cpu=0.5%", "from 1% to 6400%"},
+		{"broker-2:cpu=7000%", "from 1% to 6400%"},
+		{"broker-2:cpu=NaN%", "from 1% to 6400%"},
 		{"broker-2:disk=1MB/s", `unknown slowness "disk"`},
 		{"broker-2:bandwidth=2MB", "has no /s"},
 		{"broker-2:bandwidth=1kB/s", "below 10kB/s"},
@@ -89,7 +94,7 @@ func TestValidateSlow(t *testing.T) {
 }
 
 // FuzzParseSlow: a --slow parses to a one-line usage error naming the field
-// "slow", or to a bandwidth cap or a delay that SlowString spells back to
+// "slow", or to a bandwidth cap, a delay or a CPU cap that SlowString spells back to
 // the same fault.
 func FuzzParseSlow(f *testing.F) {
 	for _, s := range []string{"broker-2:bandwidth=2MB/s", "broker-2:delay=50ms", "broker-2:cpu=20%", "busiest:delay=1s",
@@ -102,7 +107,7 @@ func FuzzParseSlow(f *testing.F) {
 			checkFlagError(t, err, FieldSlow)
 			return
 		}
-		if got.Kind != FaultBandwidth && got.Kind != FaultDelay {
+		if got.Kind != FaultBandwidth && got.Kind != FaultDelay && got.Kind != FaultCPU {
 			t.Fatalf("%q: kind %q", s, got.Kind)
 		}
 		back, err := ParseSlow(SlowString(got))

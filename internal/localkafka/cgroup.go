@@ -63,6 +63,12 @@ func (s *State) cgroupDir(base string, id int32) string {
 
 // capCPU puts pid into node id's cgroup, creating it with the lab's quota.
 func (s *State) capCPU(id int32, pid int) error {
+	return s.writeCPUCgroup(id, pid, quotaUS(s.CPUQuota))
+}
+
+// writeCPUCgroup creates node id's cgroup (if needed), sets its quota in
+// microseconds per period (-1: none) and puts pid into it.
+func (s *State) writeCPUCgroup(id int32, pid int, quota int64) error {
 	base, v2, err := cpuCgroupBase()
 	if err != nil {
 		return err
@@ -81,12 +87,14 @@ func (s *State) capCPU(id int32, pid int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return cpuErr("%w", err)
 	}
-	q := quotaUS(s.CPUQuota)
 	var writes [][2]string
-	if v2 {
-		writes = [][2]string{{"cpu.max", fmt.Sprintf("%d %d", q, cfsPeriodUS)}}
-	} else {
-		writes = [][2]string{{"cpu.cfs_period_us", strconv.Itoa(cfsPeriodUS)}, {"cpu.cfs_quota_us", strconv.FormatInt(q, 10)}}
+	switch {
+	case v2 && quota < 0:
+		writes = [][2]string{{"cpu.max", fmt.Sprintf("max %d", cfsPeriodUS)}}
+	case v2:
+		writes = [][2]string{{"cpu.max", fmt.Sprintf("%d %d", quota, cfsPeriodUS)}}
+	default:
+		writes = [][2]string{{"cpu.cfs_period_us", strconv.Itoa(cfsPeriodUS)}, {"cpu.cfs_quota_us", strconv.FormatInt(quota, 10)}}
 	}
 	writes = append(writes, [2]string{"cgroup.procs", strconv.Itoa(pid)})
 	for _, w := range writes {
@@ -95,6 +103,66 @@ func (s *State) capCPU(id int32, pid int) error {
 		}
 	}
 	return nil
+}
+
+// MinCPUCap is the smallest CPU cap a broker can get at run time (one
+// millisecond of CPU per 100 ms period).
+const MinCPUCap = 0.01
+
+// CapBrokerCPU caps running broker id at fraction CPUs (0.2: a fifth of
+// one CPU) until UncapBrokerCPU: its JVM moves into a cgroup of its own,
+// as `kplan lab up --broker-cpu` does for every broker from the start. It
+// needs root and a cgroup cpu controller; a lab-wide cap is replaced for
+// this broker while the run-time cap holds.
+func (s *State) CapBrokerCPU(id int32, fraction float64) error {
+	if !(fraction >= MinCPUCap) {
+		return errkind.Usagef(FieldBrokerCPU, "%g CPUs, want at least %g", fraction, MinCPUCap)
+	}
+	n, err := s.Node(id)
+	if err != nil {
+		return err
+	}
+	if !n.Alive() {
+		return errkind.Refusedf(FieldBrokerCPU, "broker-%d is not running", id)
+	}
+	return s.writeCPUCgroup(id, n.PID, quotaUS(fraction))
+}
+
+// BrokerCPUCgroup is the directory of broker id's cpu cgroup (it exists
+// once the broker was capped, from the start or at run time), for tests
+// and diagnostics that read its cpu.stat.
+func (s *State) BrokerCPUCgroup(id int32) (string, error) {
+	base, _, err := cpuCgroupBase()
+	if err != nil {
+		return "", err
+	}
+	return s.cgroupDir(base, id), nil
+}
+
+// UncapBrokerCPU lifts CapBrokerCPU's cap on broker id: back to the lab's
+// own cap (--broker-cpu) if it has one, otherwise none (the broker's JVM,
+// if it runs, stays in its cgroup without a quota, which lab down
+// removes). Safe to call when the broker was never capped.
+func (s *State) UncapBrokerCPU(id int32) error {
+	n, err := s.Node(id)
+	if err != nil {
+		return err
+	}
+	base, _, err := cpuCgroupBase()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(s.cgroupDir(base, id)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	quota := int64(-1)
+	if s.CPUQuota > 0 {
+		quota = quotaUS(s.CPUQuota)
+	}
+	if !n.Alive() {
+		return nil // a broker that stopped left its group; lab down removes it
+	}
+	return s.writeCPUCgroup(id, n.PID, quota)
 }
 
 // cpuErr is a failure to set up a CPU cap: a runtime error (the kernel
@@ -107,11 +175,11 @@ func cpuErr(format string, a ...any) error {
 // removeCgroups removes the lab's cgroups once its processes are gone, and
 // returns those it removed.
 func (s *State) removeCgroups() ([]string, error) {
-	if s.CPUQuota <= 0 {
-		return nil, nil
-	}
 	base, _, err := cpuCgroupBase()
 	if err != nil {
+		if s.CPUQuota <= 0 {
+			return nil, nil // no lab-wide cap, and no run-time cap was possible
+		}
 		return nil, err
 	}
 	var removed []string

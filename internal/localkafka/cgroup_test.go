@@ -110,3 +110,53 @@ func TestCapCPUKernelRefusalIsRuntime(t *testing.T) {
 	assert.Equal(t, FieldBrokerCPU, errkind.FieldOf(err))
 	assert.ErrorContains(t, err, "cgroup.procs")
 }
+
+// TestRunTimeCPUCap: a run-time cap writes the broker's quota, lifting it
+// writes "no quota" (or the lab's own), a broker that does not run is
+// refused, and an uncap of a broker never capped does nothing.
+func TestRunTimeCPUCap(t *testing.T) {
+	fakeRoot(t, true)
+	saved := cgroupRoots
+	defer func() { cgroupRoots = saved }()
+	for _, v2 := range []bool{false, true} {
+		root := t.TempDir()
+		cgroupRoots.v1, cgroupRoots.v2 = filepath.Join(root, "cpu"), filepath.Join(root, "unified")
+		base := cgroupRoots.v1
+		if v2 {
+			base = cgroupRoots.v2
+			require.NoError(t, os.MkdirAll(base, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(base, "cgroup.controllers"), []byte("cpu"), 0o644))
+		} else {
+			require.NoError(t, os.MkdirAll(base, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(base, "cpu.cfs_quota_us"), []byte("-1"), 0o644))
+		}
+		s := &State{Dir: "/tmp/some-lab", Nodes: []Node{{ID: 2, Broker: true, PID: 4242}}}
+		require.NoError(t, s.UncapBrokerCPU(2), "never capped")
+		_, err := os.Stat(s.cgroupDir(base, 2))
+		assert.ErrorIs(t, err, os.ErrNotExist, "an uncap creates nothing")
+
+		err = s.CapBrokerCPU(2, 0.2)
+		assert.Equal(t, errkind.Refused, errkind.KindOf(err), "pid 4242 is no lab JVM: %v", err)
+		err = s.CapBrokerCPU(2, 0.001)
+		assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+		assert.Equal(t, FieldBrokerCPU, errkind.FieldOf(err))
+		_, err = s.Node(7)
+		require.Error(t, err)
+
+		// The writes themselves, as CapBrokerCPU and UncapBrokerCPU make
+		// them for a live broker.
+		read := func(name string) string {
+			b, err := os.ReadFile(filepath.Join(s.cgroupDir(base, 2), name))
+			require.NoError(t, err)
+			return string(b)
+		}
+		require.NoError(t, s.writeCPUCgroup(2, 4242, quotaUS(0.2)))
+		require.NoError(t, s.writeCPUCgroup(2, 4242, -1))
+		if v2 {
+			assert.Equal(t, "max 100000", read("cpu.max"))
+		} else {
+			assert.Equal(t, "-1", read("cpu.cfs_quota_us"))
+		}
+		assert.Equal(t, "4242", read("cgroup.procs"))
+	}
+}

@@ -97,6 +97,8 @@ func NetworkManifest(o Options, f chaos.Fault, pod string, others []string) (*v1
 		}
 		nc.Spec.Action = v1alpha1.BandwidthAction
 		nc.Spec.Bandwidth = &v1alpha1.BandwidthSpec{Rate: meshRate(f.Rate), Limit: meshBandwidthLimit, Buffer: meshBandwidthBuffer}
+	case chaos.FaultCPU:
+		return nil, errkind.Usagef(chaos.FieldFault, "%s: a CPU cap is the lab's only (a cgroup for the broker's JVM); Chaos Mesh's NetworkChaos cannot cap CPU and its StressChaos adds load instead: use bandwidth or delay on Kubernetes", f)
 	default:
 		return nil, errkind.Usagef(chaos.FieldFault, "unknown fault %q (want delay, loss, partition or bandwidth)", f.Kind)
 	}

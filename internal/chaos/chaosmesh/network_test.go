@@ -214,6 +214,14 @@ func TestNetworkPlanRefuses(t *testing.T) {
 		assert.Equal(t, errkind.Refused, errkind.KindOf(err))
 		assert.ErrorContains(t, err, "broker 1's pod kafka/my-cluster-pool-a-1 does not exist")
 	})
+	t.Run("a CPU cap", func(t *testing.T) {
+		k := newKiller(t, strimziOpts(), newNetFake(t, nil, strimziPods(nil)...))
+		_, err := NewNetworker(k).PlanFault(ctx, broker(3), brokers3(), mustFault(t, "cpu:broker-3:20%"))
+		require.Error(t, err)
+		assert.Equal(t, errkind.Usage, errkind.KindOf(err))
+		assert.Equal(t, chaos.FieldFault, errkind.FieldOf(err))
+		assert.ErrorContains(t, err, "a CPU cap is the lab's only")
+	})
 	t.Run("pod is not the broker", func(t *testing.T) {
 		k := newKiller(t, strimziOpts(), newNetFake(t, nil, strimziPods(nil)...))
 		b := broker(3)

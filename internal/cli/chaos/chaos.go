@@ -179,13 +179,13 @@ is no predicted share under a fault: the audit's model knows layouts, not
 slow brokers.
 
 Slow broker: --slow broker-N:bandwidth=RATE (what the broker sends capped,
-e.g. broker-2:bandwidth=2MB/s) or broker-N:delay=DURATION runs the same
-thing as a fault without a kill: each partitioner is measured at rest
-(nothing slow, the before phase) and slow (the fault phase), and the
-report sets side by side, per partitioner and phase, each broker's share,
-throughput, produce and end-to-end p50/p99/p99.9, timely throughput and
-loss. cpu=FRACTION is refused: kplan does not yet slow one broker's CPU
-while it runs (kplan lab up --broker-cpu caps every broker from the start).
+e.g. broker-2:bandwidth=2MB/s), broker-N:delay=DURATION or
+broker-N:cpu=PERCENT% (its JVM held to that share of one CPU, e.g. 20%;
+the lab only, through a cgroup of its own) runs the same thing as a fault
+without a kill: each partitioner is measured at rest (nothing slow, the
+before phase) and slow (the fault phase), and the report sets side by
+side, per partitioner and phase, each broker's share, throughput, produce
+and end-to-end p50/p99/p99.9, timely throughput and loss.
 chaos/slow-broker-4.yaml is the experiment on a 4-broker lab.
 
 Recommendation: every result ends with the partitioner to use for this
@@ -273,7 +273,7 @@ func (c *flags) add(fs *pflag.FlagSet) {
 	d := chaos.Defaults()
 	fs.StringVar(&c.kill, "kill", "", "broker to kill: broker-N, leader-of:TOPIC/P, busiest, each (every broker in turn) or none (required unless --fault)")
 	fs.StringVar(&c.fault, "fault", "", "network fault to inject after the before phase, instead of or before the kill: delay:TARGET:DELAY[:JITTER], loss:TARGET:PERCENT% or partition:TARGET (lab, or chaos-mesh's NetworkChaos)")
-	fs.StringVar(&c.slow, "slow", "", "slow-broker experiment, no kill: broker-N:bandwidth=RATE (what it sends capped, e.g. 2MB/s) or broker-N:delay=DURATION, in force after the at-rest phase (lab, or chaos-mesh's NetworkChaos)")
+	fs.StringVar(&c.slow, "slow", "", "slow-broker experiment, no kill: broker-N:bandwidth=RATE (what it sends capped, e.g. 2MB/s), broker-N:delay=DURATION or broker-N:cpu=PERCENT% (lab only), in force after the at-rest phase (lab, or chaos-mesh's NetworkChaos)")
 	fs.StringVar(&c.recommendBy, "objective", string(chaos.ByThroughput), "the recommendation's objective: throughput, p99 (produce p99) or timely (timely throughput)")
 	fs.StringVar(&c.partitioners, "partitioner", strings.Join(d.Partitioners, ","), "partitioners to compare, comma-separated: roundrobin, default, random, hash, leastbackup, node, sqf, sqf-shared (one sqf shared by every producer of the run), kip794 (the Java producer's default)")
 	fs.StringVar(&c.topic, "topic", d.Topic, "topic name prefix: each partitioner writes to PREFIX-NAME")

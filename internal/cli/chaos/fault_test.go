@@ -101,7 +101,8 @@ func TestSlowBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--slow", "broker-2:bandwidth=2MB/s"}, "--slow: the embedded cluster is simulated"},
-		{[]string{"--cluster", "lab", "--slow", "broker-2:cpu=20%"}, "--slow: \"broker-2:cpu=20%\": cpu is not supported"},
+		{[]string{"--cluster", "lab", "--slow", "broker-2:cpu=20"}, "--slow: \"broker-2:cpu=20\": the CPU cap \"20\" is not a percentage of one CPU"},
+		{[]string{"--bootstrap-server", "kafka:9092", "--killer", "chaos-mesh", "--namespace", "kafka", "--slow", "broker-2:cpu=20%"}, "--slow: a CPU cap only on the lab"},
 		{[]string{"--cluster", "lab", "--slow", "broker-2:bandwidth=fast"}, "--slow: "},
 		{[]string{"--cluster", "lab", "--slow", "broker-2:delay=5ms", "--fault", "loss:broker-2:1%"}, "--slow and --fault: give one"},
 		{[]string{"--cluster", "lab", "--slow", "broker-2:delay=5ms", "--kill", "broker-3"}, "--slow and --kill: a slow-broker experiment kills nothing"},

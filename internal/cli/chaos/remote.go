@@ -70,6 +70,9 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, camp *chaos.Campaign
 	if err != nil {
 		return nil, errkind.Wrap(errkind.Usage, "", cmdutil.Spell(err, c.where))
 	}
+	if f := camp.Config.Fault; f != nil && f.Kind == chaos.FaultCPU {
+		return nil, errkind.Usagef("", "%s: a CPU cap only on the lab (a cgroup for the broker's JVM); on a --bootstrap-server cluster use bandwidth or delay", c.where(c.faultFlag()))
+	}
 	if camp.Config.Fault != nil && spec.Kind != killers.ChaosMesh {
 		return nil, errkind.Usagef("", "%s: on a --bootstrap-server cluster only with --killer chaos-mesh (its NetworkChaos), not %s", c.where(c.faultFlag()), spec.Kind)
 	}

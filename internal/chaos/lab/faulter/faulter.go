@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
@@ -20,11 +21,15 @@ import (
 // Cluster is the running lab (every chaos.Cluster method of lab.Cluster)
 // that also degrades a broker's network with `kplan lab net`'s conditions
 // on the broker's path: every packet its JVM sends is delayed, dropped at
-// random, dropped (a partition) or held to a rate (a bandwidth cap). It implements chaos.Faulter.
+// random, dropped (a partition) or held to a rate (a bandwidth cap); or
+// holds its JVM to a CPU cap (a cgroup of its own). It implements
+// chaos.Faulter.
 type Cluster struct {
 	*lab.Cluster
-	// faulted are the paths InjectFault put conditions on.
+	// faulted are the paths InjectFault put conditions on; capped the
+	// brokers it held to a CPU cap.
 	faulted []localkafka.NetPath
+	capped  []int32
 }
 
 var (
@@ -51,8 +56,11 @@ func condition(f chaos.Fault) (localkafka.Condition, error) {
 }
 
 // PlanFault implements chaos.Faulter: the iptables and tc commands that
-// would run, reading only.
+// would run (a CPU cap: the cgroup writes), reading only.
 func (l *Cluster) PlanFault(_ context.Context, id int32, f chaos.Fault) (chaos.KillPlan, error) {
+	if f.Kind == chaos.FaultCPU {
+		return l.planCPU(id, f)
+	}
 	c, err := condition(f)
 	if err != nil {
 		return chaos.KillPlan{}, err
@@ -74,6 +82,12 @@ func (l *Cluster) PlanFault(_ context.Context, id int32, f chaos.Fault) (chaos.K
 
 // InjectFault implements chaos.Faulter.
 func (l *Cluster) InjectFault(ctx context.Context, id int32, f chaos.Fault) error {
+	if f.Kind == chaos.FaultCPU {
+		if !slices.Contains(l.capped, id) {
+			l.capped = append(l.capped, id)
+		}
+		return faultErr(l.State().CapBrokerCPU(id, f.CPU))
+	}
 	c, err := condition(f)
 	if err != nil {
 		return err
@@ -97,11 +111,38 @@ func (l *Cluster) ClearFault(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	for _, id := range l.capped {
+		if err := l.State().UncapBrokerCPU(id); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("clearing the lab's faults: %w", err)
 	}
-	l.faulted = nil
+	l.faulted, l.capped = nil, nil
 	return nil
+}
+
+// planCPU is the plan of a CPU cap on broker id.
+func (l *Cluster) planCPU(id int32, f chaos.Fault) (chaos.KillPlan, error) {
+	if err := localkafka.CheckCPUPrivileges(); err != nil {
+		return chaos.KillPlan{}, faultErr(err)
+	}
+	n, err := l.State().Node(id)
+	if err != nil {
+		return chaos.KillPlan{}, faultErr(err)
+	}
+	lift := "none (the lab has no --broker-cpu)"
+	if q := l.State().CPUQuota; q > 0 {
+		lift = fmt.Sprintf("the lab's own %g CPUs", q)
+	}
+	return chaos.KillPlan{
+		Target: fmt.Sprintf("broker-%d of the lab in %s (its JVM, pid %d)", id, l.State().Dir, n.PID),
+		Steps: []string{
+			fmt.Sprintf("move broker-%d's JVM into a cpu cgroup of its own with a CFS quota of %s per period (%s)", id, strconv.FormatFloat(f.CPU, 'g', 6, 64)+" CPUs", f.Describe(id)),
+			"clear: set its quota back to " + lift + "; lab down removes the cgroup",
+		},
+	}, nil
 }
 
 // faultErr names --fault as the field of a lab's refusal.

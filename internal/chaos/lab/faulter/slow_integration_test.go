@@ -4,6 +4,11 @@ package faulter_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +20,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos/lab/faulter"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
+	"github.com/kplan-dev/kplan/internal/localkafka"
 )
 
 // slowExp is a slow-broker experiment on a lab: the --slow spec, the
@@ -110,4 +116,59 @@ func TestLabSlowBroker(t *testing.T) {
 	assert.Contains(t, []string{"default", "sqf"}, rec.Partitioner)
 	assert.NotEmpty(t, rec.RunnerUp)
 	assert.NotNil(t, rec.AtRest, "the cost at rest")
+}
+
+// TestLabSlowBrokerCPU: --slow broker-2:cpu=20% on real brokers. Broker
+// 2's JVM is held to a fifth of one CPU during the slow phase only: its
+// cgroup's CFS throttled the JVM while the producers saturated the brokers
+// (cpu.stat's nr_throttled grew), and once the run ends the quota is
+// lifted; no acknowledged record is lost. What each partitioner gains
+// against a CPU-starved broker is an acceptance figure.
+func TestLabSlowBrokerCPU(t *testing.T) {
+	lab := labtest.Shared(t)
+	if err := localkafka.CheckCPUPrivileges(); err != nil {
+		t.Fatalf("the lab's CPU caps need root and a cgroup cpu controller: %v", err)
+	}
+	dir, err := lab.State.BrokerCPUCgroup(2)
+	require.NoError(t, err)
+	throttled := func() int64 {
+		b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+		if errors.Is(err, os.ErrNotExist) {
+			return 0 // the cgroup is made at the first cap
+		}
+		require.NoError(t, err)
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "nr_throttled "); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		t.Fatalf("no nr_throttled in %s/cpu.stat", dir)
+		return 0
+	}
+	before := throttled()
+	res := slowRun(t, lab, slowExp{topic: "labslowcpu", spec: "broker-2:cpu=20%", partitioners: []string{"default", "sqf"},
+		rate: 0, warmup: 2 * time.Second, phase: 4 * time.Second})
+
+	assert.Equal(t, "broker-2:cpu=20%", res.Slow)
+	require.NotNil(t, res.Fault)
+	assert.Equal(t, int32(2), res.Fault.Broker)
+	assert.Equal(t, []string{"fault"}, res.Fault.Phases)
+	assert.Greater(t, throttled(), before, "broker 2's JVM was throttled by its CPU cap")
+	quota, err := os.ReadFile(filepath.Join(dir, "cpu.cfs_quota_us"))
+	if errors.Is(err, os.ErrNotExist) {
+		quota, err = os.ReadFile(filepath.Join(dir, "cpu.max")) // cgroup v2
+	}
+	require.NoError(t, err)
+	assert.Contains(t, []string{"-1", "max 100000"}, strings.TrimSpace(string(quota)), "the cap is lifted at the end of the run")
+	for _, p := range res.Partitioners {
+		rest, slow := p.Phases["before"], p.Phases["fault"]
+		require.NotNil(t, rest, p.Name)
+		require.NotNil(t, slow, p.Name)
+		t.Logf("%-8s at rest %.2f MB/s %v p99 %.0f ms; slow %.2f MB/s %v p99 %.0f ms; acked %d lost %d",
+			p.Name, rest.ThroughputMBps, rest.PerBroker, rest.LatencyMS.P99, slow.ThroughputMBps, slow.PerBroker, slow.LatencyMS.P99, p.Acked, p.Lost)
+		assert.Positive(t, slow.Acked, p.Name)
+		assert.Zero(t, p.Lost, "%s: acknowledged records lost", p.Name)
+	}
 }
