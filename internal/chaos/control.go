@@ -195,14 +195,23 @@ const (
 // carry the broker's log-append time) and reads each back. ok is false
 // when no probe came back.
 func (c *Control) ProbeClock(ctx context.Context) (dist.Offset, bool) {
+	return probeClock(ctx, c.now, c.probes, func(ctx context.Context, sent time.Time) error {
+		return c.produce(ctx, dist.ResultsTopic(c.run), dist.Message{Kind: dist.KindHeartbeat, Heartbeat: &dist.Heartbeat{Worker: dist.Coordinator, At: sent}})
+	})
+}
+
+// probeClock sends clockProbes probes (send publishes one stamped sent on
+// a LogAppendTime topic), waits for each to come back on probes and
+// estimates the clock's offset from them.
+func probeClock(ctx context.Context, now func() time.Time, probes <-chan dist.ClockSample, send func(context.Context, time.Time) error) (dist.Offset, bool) {
 	var samples []dist.ClockSample
 	for range clockProbes {
-		sent := c.now()
+		sent := now()
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		err := c.produce(pctx, dist.ResultsTopic(c.run), dist.Message{Kind: dist.KindHeartbeat, Heartbeat: &dist.Heartbeat{Worker: dist.Coordinator, At: sent}})
-		acked := c.now()
+		err := send(pctx, sent)
+		acked := now()
 		if err == nil {
-			if s, ok := awaitProbe(pctx, c.probes, sent); ok {
+			if s, ok := awaitProbe(pctx, probes, sent); ok {
 				s.Acked = acked
 				samples = append(samples, s)
 			}

@@ -466,25 +466,13 @@ func (wk *worker) syncClock(p *dist.Plan) {
 // publishes clockProbes heartbeats of its own on the control topic (the
 // coordinator's workers ignore them) and reads each back.
 func (wk *worker) probeClock() (dist.Offset, bool) {
-	var samples []dist.ClockSample
-	for range clockProbes {
-		sent := wk.now()
+	return probeClock(context.Background(), wk.now, wk.probes, func(ctx context.Context, sent time.Time) error {
 		b, err := dist.Encode(dist.Message{Kind: dist.KindHeartbeat, Run: wk.w.Run, Heartbeat: &dist.Heartbeat{Worker: wk.w.Index, At: sent}})
 		if err != nil {
-			break
+			return err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-		err = wk.cl.ProduceSync(ctx, &kgo.Record{Topic: dist.ControlTopic(wk.w.Run), Value: b}).FirstErr()
-		acked := wk.now()
-		if err == nil {
-			if s, ok := awaitProbe(ctx, wk.probes, sent); ok {
-				s.Acked = acked
-				samples = append(samples, s)
-			}
-		}
-		cancel()
-	}
-	return dist.EstimateOffset(samples)
+		return wk.cl.ProduceSync(ctx, &kgo.Record{Topic: dist.ControlTopic(wk.w.Run), Value: b}).FirstErr()
+	})
 }
 
 // answered reports whether every record sent in ph has an answer.

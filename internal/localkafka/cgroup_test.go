@@ -30,21 +30,9 @@ func TestCapCPUWritesQuota(t *testing.T) {
 	saved := cgroupRoots
 	defer func() { cgroupRoots = saved }()
 	for _, v2 := range []bool{false, true} {
-		root := t.TempDir()
-		cgroupRoots.v1, cgroupRoots.v2 = filepath.Join(root, "cpu"), filepath.Join(root, "unified")
-		if v2 {
-			require.NoError(t, os.MkdirAll(cgroupRoots.v2, 0o755))
-			require.NoError(t, os.WriteFile(filepath.Join(cgroupRoots.v2, "cgroup.controllers"), []byte("cpuset cpu io memory"), 0o644))
-		} else {
-			require.NoError(t, os.MkdirAll(cgroupRoots.v1, 0o755))
-			require.NoError(t, os.WriteFile(filepath.Join(cgroupRoots.v1, "cpu.cfs_quota_us"), []byte("-1"), 0o644))
-		}
+		base := fakeCgroups(t, v2)
 		s := &State{Dir: "/tmp/some-lab", CPUQuota: 0.25, Nodes: []Node{{ID: 2, Broker: true}}}
 		require.NoError(t, s.capCPU(2, 4242))
-		base := cgroupRoots.v1
-		if v2 {
-			base = cgroupRoots.v2
-		}
 		dir := s.cgroupDir(base, 2)
 		read := func(name string) string {
 			b, err := os.ReadFile(filepath.Join(dir, name))
@@ -64,6 +52,23 @@ func TestCapCPUWritesQuota(t *testing.T) {
 	assert.Equal(t, errkind.Usage, errkind.KindOf(err))
 	assert.Equal(t, FieldBrokerCPU, errkind.FieldOf(err))
 	assert.ErrorContains(t, err, "cgroup cpu controller")
+}
+
+// fakeCgroups points cgroupRoots at a fake cpu controller in a temporary
+// directory, in v1 or v2 layout, and returns the controller's root (the
+// caller restores cgroupRoots).
+func fakeCgroups(t *testing.T, v2 bool) string {
+	t.Helper()
+	root := t.TempDir()
+	cgroupRoots.v1, cgroupRoots.v2 = filepath.Join(root, "cpu"), filepath.Join(root, "unified")
+	if v2 {
+		require.NoError(t, os.MkdirAll(cgroupRoots.v2, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(cgroupRoots.v2, "cgroup.controllers"), []byte("cpuset cpu io memory"), 0o644))
+		return cgroupRoots.v2
+	}
+	require.NoError(t, os.MkdirAll(cgroupRoots.v1, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cgroupRoots.v1, "cpu.cfs_quota_us"), []byte("-1"), 0o644))
+	return cgroupRoots.v1
 }
 
 // fakeRoot makes the root check answer root for the test.
@@ -119,17 +124,7 @@ func TestRunTimeCPUCap(t *testing.T) {
 	saved := cgroupRoots
 	defer func() { cgroupRoots = saved }()
 	for _, v2 := range []bool{false, true} {
-		root := t.TempDir()
-		cgroupRoots.v1, cgroupRoots.v2 = filepath.Join(root, "cpu"), filepath.Join(root, "unified")
-		base := cgroupRoots.v1
-		if v2 {
-			base = cgroupRoots.v2
-			require.NoError(t, os.MkdirAll(base, 0o755))
-			require.NoError(t, os.WriteFile(filepath.Join(base, "cgroup.controllers"), []byte("cpu"), 0o644))
-		} else {
-			require.NoError(t, os.MkdirAll(base, 0o755))
-			require.NoError(t, os.WriteFile(filepath.Join(base, "cpu.cfs_quota_us"), []byte("-1"), 0o644))
-		}
+		base := fakeCgroups(t, v2)
 		s := &State{Dir: "/tmp/some-lab", Nodes: []Node{{ID: 2, Broker: true, PID: 4242}}}
 		require.NoError(t, s.UncapBrokerCPU(2), "never capped")
 		_, err := os.Stat(s.cgroupDir(base, 2))

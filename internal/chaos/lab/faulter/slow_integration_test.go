@@ -92,13 +92,7 @@ func TestLabSlowBroker(t *testing.T) {
 	assert.Nil(t, lab.State.NetConditions(), "the cap is cleared at the end of the run")
 	assert.Equal(t, int32(-1), res.KilledBroker, "nothing killed")
 	for _, p := range res.Partitioners {
-		rest, slow := p.Phases["before"], p.Phases["fault"]
-		require.NotNil(t, rest, p.Name)
-		require.NotNil(t, slow, p.Name)
-		t.Logf("%-8s at rest %.2f MB/s %v p99 %.0f ms; slow %.2f MB/s %v p99 %.0f ms; acked %d lost %d",
-			p.Name, rest.ThroughputMBps, rest.PerBroker, rest.LatencyMS.P99, slow.ThroughputMBps, slow.PerBroker, slow.LatencyMS.P99, p.Acked, p.Lost)
-		assert.Positive(t, slow.Acked, p.Name)
-		assert.Zero(t, p.Lost, "%s: acknowledged records lost", p.Name)
+		slow := checkSlowPhases(t, p)
 		if p.Name != "sqf" {
 			continue
 		}
@@ -163,12 +157,21 @@ func TestLabSlowBrokerCPU(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, []string{"-1", "max 100000"}, strings.TrimSpace(string(quota)), "the cap is lifted at the end of the run")
 	for _, p := range res.Partitioners {
-		rest, slow := p.Phases["before"], p.Phases["fault"]
-		require.NotNil(t, rest, p.Name)
-		require.NotNil(t, slow, p.Name)
-		t.Logf("%-8s at rest %.2f MB/s %v p99 %.0f ms; slow %.2f MB/s %v p99 %.0f ms; acked %d lost %d",
-			p.Name, rest.ThroughputMBps, rest.PerBroker, rest.LatencyMS.P99, slow.ThroughputMBps, slow.PerBroker, slow.LatencyMS.P99, p.Acked, p.Lost)
-		assert.Positive(t, slow.Acked, p.Name)
-		assert.Zero(t, p.Lost, "%s: acknowledged records lost", p.Name)
+		checkSlowPhases(t, p)
 	}
+}
+
+// checkSlowPhases logs a partitioner's at-rest and slow phases and checks
+// that the slow one acknowledged records and nothing acknowledged was
+// lost; it returns the slow phase.
+func checkSlowPhases(t *testing.T, p chaos.PartitionerResult) *chaos.PhaseResult {
+	t.Helper()
+	rest, slow := p.Phases["before"], p.Phases["fault"]
+	require.NotNil(t, rest, p.Name)
+	require.NotNil(t, slow, p.Name)
+	t.Logf("%-8s at rest %.2f MB/s %v p99 %.0f ms; slow %.2f MB/s %v p99 %.0f ms; acked %d lost %d",
+		p.Name, rest.ThroughputMBps, rest.PerBroker, rest.LatencyMS.P99, slow.ThroughputMBps, slow.PerBroker, slow.LatencyMS.P99, p.Acked, p.Lost)
+	assert.Positive(t, slow.Acked, p.Name)
+	assert.Zero(t, p.Lost, "%s: acknowledged records lost", p.Name)
+	return slow
 }
