@@ -414,10 +414,13 @@ func runReassign(ctx context.Context, opts *Options) error {
 		return err
 	}
 	var ongoing map[topology.Key]topology.Ongoing
+	var dirs *reassign.DirLayout
 	if opts.Source.From == "" {
-		if ongoing, err = readLive(ctx, opts, c); err != nil {
+		if ongoing, dirs, err = readLive(ctx, opts, c); err != nil {
 			return err
 		}
+	} else {
+		dirs = reassign.DirLayoutOf(c)
 	}
 	var loads map[topology.Key]reassign.Load
 	if opts.Balance == reassign.BalanceLoad {
@@ -427,7 +430,7 @@ func runReassign(ctx context.Context, opts *Options) error {
 	}
 	ro := reassign.Options{Loads: loads, Ongoing: ongoing, Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
 		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly, FailoverMoves: opts.FailoverMoves,
-		Balance: opts.Balance, Cordon: opts.Cordon, MaxMoveBytes: opts.MaxMoveBytes}
+		Balance: opts.Balance, Cordon: opts.Cordon, MaxMoveBytes: opts.MaxMoveBytes, Dirs: dirs}
 	if opts.SeedSet {
 		ro.Rand = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	}
@@ -447,22 +450,24 @@ func runReassign(ctx context.Context, opts *Options) error {
 }
 
 // readLive reads from a live cluster what its metadata does not carry:
-// partition sizes (into c), the reassignments in progress (returned) and
-// the cordoned brokers (added to opts.Cordon).
-func readLive(ctx context.Context, opts *Options, c *topology.Cluster) (map[topology.Key]topology.Ongoing, error) {
+// partition sizes (into c), the reassignments in progress (returned), the
+// cordoned brokers (added to opts.Cordon) and, on a JBOD cluster, each
+// broker's log dirs and each replica's (returned; nil when no broker has
+// two).
+func readLive(ctx context.Context, opts *Options, c *topology.Cluster) (map[topology.Key]topology.Ongoing, *reassign.DirLayout, error) {
 	conn, err := opts.Source.ConnOptions() // resolved by Load: not read again
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	admin := kafka.NewAdmin(conn, opts.f.Version)
 	defer admin.Close()
 	// Sizes make "bytes moved" real; without them the plan still stands.
 	// Every topic's, internal ones too: the snapshot holds them.
-	sizes, err := admin.LogDirSizes(ctx, func(string) bool { return true })
+	reps, err := admin.ReplicaDirs(ctx, func(string) bool { return true })
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: partition sizes unknown (%v); bytes moved not reported\n", err)
 	} else {
-		kafka.ApplySizes(c, sizes)
+		kafka.ApplySizes(c, kafka.LargestReplicas(reps))
 	}
 	// Partitions mid-reassignment list old and new replicas together:
 	// the planner needs their targets.
@@ -472,10 +477,31 @@ func readLive(ctx context.Context, opts *Options, c *topology.Cluster) (map[topo
 	}
 	cordons, err := admin.Cordons(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the brokers' cordons (cordoned.log.dirs): %w", err)
+		return nil, nil, fmt.Errorf("reading the brokers' cordons (cordoned.log.dirs): %w", err)
 	}
 	opts.Cordon = withCordons(opts.Cordon, kafka.CordonedBrokers(cordons), opts.Brokers, c, opts.IO.ErrOut)
-	return ongoing, nil
+	var dirs *reassign.DirLayout
+	if reps != nil {
+		dirs = liveDirs(cordons, reps)
+	}
+	return ongoing, dirs, nil
+}
+
+// liveDirs is a live cluster's dir layout: each broker's dirs (empty and
+// cordoned ones included) and each replica's dir; nil when no broker has
+// two dirs.
+func liveDirs(cordons []kafka.BrokerCordon, reps []kafka.ReplicaDir) *reassign.DirLayout {
+	l := &reassign.DirLayout{Brokers: map[int32]reassign.BrokerDirs{}, Current: map[reassign.DirReplica]string{}}
+	for _, bc := range cordons {
+		l.Brokers[bc.Broker] = reassign.BrokerDirs{Dirs: bc.Dirs, Cordoned: bc.Cordoned}
+	}
+	for _, r := range reps {
+		l.Current[reassign.DirReplica{Key: r.Key, Broker: r.Broker}] = r.Dir
+	}
+	if !l.Multi() {
+		return nil
+	}
+	return l
 }
 
 // writePlanFiles writes the plan's files (all rendered first, so a failure
