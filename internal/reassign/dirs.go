@@ -62,6 +62,22 @@ type DirLayout struct {
 	// Current is each replica's dir now; a replica missing here is in an
 	// unknown dir, and its broker gets no dir plan.
 	Current map[DirReplica]string
+	// Others are what the dirs hold beyond the planned layout's partitions
+	// (other topics, when the plan covers some): a fixed load each dir
+	// keeps, counted in its balance.
+	Others map[DirName]DirLoad
+}
+
+// DirName is a broker's log dir.
+type DirName struct {
+	Broker int32
+	Dir    string
+}
+
+// DirLoad is what a dir holds: bytes and replicas.
+type DirLoad struct {
+	Bytes    int64
+	Replicas int
 }
 
 // DirLayoutOf reads the current dirs of a layout file: each replica's
@@ -170,6 +186,9 @@ type dirBroker struct {
 	tol      float64
 	// noExact skips the exact search (tests of the greedy steps alone).
 	noExact bool
+	// fixed is what each dir holds that the pass does not place (nil:
+	// nothing).
+	fixed []int64
 }
 
 // moveCost is what placing item it in dir d costs: nothing for a new
@@ -229,6 +248,9 @@ func (db *dirBroker) least(except int) int {
 
 // solve places the new replicas and repairs dirs outside the band.
 func (db *dirBroker) solve() {
+	for d, f := range db.fixed {
+		db.load[d] += f
+	}
 	for i := range db.items {
 		if it := &db.items[i]; it.cur >= 0 {
 			it.dst = it.cur
@@ -289,6 +311,7 @@ func (db *dirBroker) exact() {
 	best := make([]int, n)
 	cur := make([]int, n)
 	load := make([]int64, nd)
+	copy(load, db.fixed)
 	nodes := 0
 	var rec func(k int, cost int64)
 	rec = func(k int, cost int64) {
@@ -608,6 +631,16 @@ func planDirs(c *topology.Cluster, pl *Plan, opts Options) *DirsBalance {
 			}
 		}
 		skipped := ""
+		// Others stay where they are, in both columns.
+		for d, name := range bd.Dirs {
+			o := l.Others[DirName{b, name}]
+			fixed := o.Bytes
+			if unit == "replicas" {
+				fixed = int64(o.Replicas)
+			}
+			before[d] += fixed
+			db.fixed = append(db.fixed, fixed)
+		}
 		// Before: what the broker holds now, in its dirs now.
 		for i := range c.Partitions {
 			p := &c.Partitions[i]

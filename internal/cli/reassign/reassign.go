@@ -482,20 +482,28 @@ func readLive(ctx context.Context, opts *Options, c *topology.Cluster) (map[topo
 	opts.Cordon = withCordons(opts.Cordon, kafka.CordonedBrokers(cordons), opts.Brokers, c, opts.IO.ErrOut)
 	var dirs *reassign.DirLayout
 	if reps != nil {
-		dirs = liveDirs(cordons, reps)
+		dirs = liveDirs(cordons, reps, c)
 	}
 	return ongoing, dirs, nil
 }
 
 // liveDirs is a live cluster's dir layout: each broker's dirs (empty and
 // cordoned ones included) and each replica's dir; nil when no broker has
-// two dirs.
-func liveDirs(cordons []kafka.BrokerCordon, reps []kafka.ReplicaDir) *reassign.DirLayout {
-	l := &reassign.DirLayout{Brokers: map[int32]reassign.BrokerDirs{}, Current: map[reassign.DirReplica]string{}}
+// two dirs. Replicas of partitions outside c (topics the plan leaves
+// alone) are the dirs' fixed load.
+func liveDirs(cordons []kafka.BrokerCordon, reps []kafka.ReplicaDir, c *topology.Cluster) *reassign.DirLayout {
+	l := &reassign.DirLayout{Brokers: map[int32]reassign.BrokerDirs{}, Current: map[reassign.DirReplica]string{}, Others: map[reassign.DirName]reassign.DirLoad{}}
 	for _, bc := range cordons {
 		l.Brokers[bc.Broker] = reassign.BrokerDirs{Dirs: bc.Dirs, Cordoned: bc.Cordoned}
 	}
 	for _, r := range reps {
+		if c.Find(r.Key) < 0 {
+			o := l.Others[reassign.DirName{Broker: r.Broker, Dir: r.Dir}]
+			o.Bytes += r.Bytes
+			o.Replicas++
+			l.Others[reassign.DirName{Broker: r.Broker, Dir: r.Dir}] = o
+			continue
+		}
 		l.Current[reassign.DirReplica{Key: r.Key, Broker: r.Broker}] = r.Dir
 	}
 	if !l.Multi() {
