@@ -138,6 +138,10 @@ type DirsBalance struct {
 	// disk, no network); IntraBytes what they move.
 	IntraMoves []IntraMove `json:"intra_moves"`
 	IntraBytes int64       `json:"intra_bytes"`
+	// IntraBound is the least any placement within the band moves between
+	// dirs (Unit "bytes"): each dir's kept bytes above the band's top
+	// must leave it, new replicas costing nothing.
+	IntraBound int64 `json:"intra_lower_bound"`
 	// Within is true when every listed broker's dirs end within the band.
 	Within bool `json:"within"`
 }
@@ -357,6 +361,30 @@ func (db *dirBroker) exact() {
 	for i, d := range best {
 		db.set(i, d)
 	}
+}
+
+// intraBound is, before solve, the bytes any placement within the band
+// moves out of dirs: each dir's kept load (fixed and kept replicas) above
+// the band's top.
+func (db *dirBroker) intraBound() int64 {
+	kept := make([]int64, len(db.load))
+	copy(kept, db.fixed)
+	var total int64
+	for _, f := range db.fixed {
+		total += f
+	}
+	for _, it := range db.items {
+		total += it.size
+		if it.cur >= 0 {
+			kept[it.cur] += it.size
+		}
+	}
+	hi := float64(total) / float64(len(kept)) * (1 + db.tol)
+	var b int64
+	for _, k := range kept {
+		b += int64(max(0, math.Ceil(float64(k)-hi)))
+	}
+	return b
 }
 
 // localLimit bounds the replicas of a broker for which improve tries
@@ -610,10 +638,15 @@ func planDirs(c *topology.Cluster, pl *Plan, opts Options) *DirsBalance {
 	}
 	slices.Sort(brokers)
 	// Which final partitions each broker holds, and which it held.
-	holds := map[int32][]int{}
+	holds, held := map[int32][]int{}, map[int32][]int{}
 	for i := range final.Partitions {
 		for _, r := range final.Partitions[i].Replicas {
 			holds[r] = append(holds[r], i)
+		}
+	}
+	for i := range c.Partitions {
+		for _, r := range c.Partitions[i].Replicas {
+			held[r] = append(held[r], i)
 		}
 	}
 	target := map[DirReplica]string{}
@@ -642,11 +675,8 @@ func planDirs(c *topology.Cluster, pl *Plan, opts Options) *DirsBalance {
 			db.fixed = append(db.fixed, fixed)
 		}
 		// Before: what the broker holds now, in its dirs now.
-		for i := range c.Partitions {
+		for _, i := range held[b] {
 			p := &c.Partitions[i]
-			if !slices.Contains(p.Replicas, b) {
-				continue
-			}
 			name, ok := l.Current[DirReplica{p.Key(), b}]
 			if !ok {
 				skipped = fmt.Sprintf("the dir of %s on broker %d is unknown", p.Key(), b)
@@ -669,6 +699,9 @@ func planDirs(c *topology.Cluster, pl *Plan, opts Options) *DirsBalance {
 		}
 		bb := BrokerDirBalance{Broker: b, Skipped: skipped, Within: true}
 		if skipped == "" {
+			if unit == "bytes" {
+				out.IntraBound += db.intraBound()
+			}
 			db.solve()
 			bb.Within = db.within()
 			for _, it := range db.items {

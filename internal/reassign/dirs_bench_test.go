@@ -62,6 +62,7 @@ func BenchmarkDirs100k(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(d.IntraMoves)), "intra-moves")
 	b.ReportMetric(float64(d.IntraBytes)/(1<<40), "intra-TiB")
+	b.ReportMetric(float64(d.IntraBound)/(1<<40), "bound-TiB")
 	b.ReportMetric(float64(d.Placed), "placed")
 	b.ReportMetric(float64(within), "brokers-within")
 }

@@ -109,8 +109,12 @@ func dirsSections(d *reassign.DirsBalance) []report.Section {
 			per.Rows = append(per.Rows, []string{strconv.Itoa(int(b.Broker)), x.Dir, unit(x.Before), unit(x.After), ratio, strings.Join(marks, "; ")})
 		}
 	}
-	per.Notes = []string{fmt.Sprintf("%d new replicas given a dir, %d intra-broker moves (%s, disk to disk on the same broker, no network); every other replica: any (Kafka's choice); every broker's dirs within the band: %s",
-		d.Placed, len(d.IntraMoves), sizeText(d.IntraBytes), yesNo(d.Within))}
+	bound := ""
+	if d.Unit == "bytes" {
+		bound = fmt.Sprintf("; lower bound %s", sizeText(d.IntraBound))
+	}
+	per.Notes = []string{fmt.Sprintf("%d new replicas given a dir, %d intra-broker moves (%s%s, disk to disk on the same broker, no network); every other replica: any (Kafka's choice); every broker's dirs within the band: %s",
+		d.Placed, len(d.IntraMoves), sizeText(d.IntraBytes), bound, yesNo(d.Within))}
 	out := []report.Section{per}
 	if len(d.IntraMoves) > 0 {
 		moves := report.Section{Title: "Intra-broker moves (log dir changes, no network)", Header: []string{"PARTITION", "BROKER", "FROM", "TO", "BYTES"}}

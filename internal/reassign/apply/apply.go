@@ -476,6 +476,9 @@ func ParsePlan(r io.Reader, name string) ([]topology.Partition, error) {
 			moves[i].LogDirs = slices.Clone(p.LogDirs)
 		}
 	}
+	if _, err := DirMoves(moves); err != nil {
+		return nil, err
+	}
 	return moves, nil
 }
 

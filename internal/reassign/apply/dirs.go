@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kplan-dev/kplan/internal/errkind"
@@ -111,6 +112,9 @@ func DirMoves(plan []topology.Partition) ([]DirMove, error) {
 			return nil, errkind.Usagef("log_dirs", "%s: %d log dirs for %d replicas", p.Key(), len(p.LogDirs), len(p.Replicas))
 		}
 		for j, d := range p.LogDirs {
+			if strings.TrimSpace(d) == "" {
+				return nil, errkind.Usagef("log_dirs", "%s: an empty dir for broker %d (want a dir or %q)", p.Key(), p.Replicas[j], AnyDir)
+			}
 			if d != AnyDir {
 				out = append(out, DirMove{Key: p.Key(), Broker: p.Replicas[j], Dir: d})
 			}

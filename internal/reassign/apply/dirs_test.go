@@ -234,6 +234,9 @@ func TestParsePlanKeepsDirs(t *testing.T) {
 	_, err = ParsePlan(stringsReader(`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["/a"]}]}`), "plan.json")
 	assert.Equal(t, "log_dirs", errkind.FieldOf(err))
 	assert.ErrorContains(t, err, "t-0: 1 log dirs for 2 replicas")
+	_, err = ParsePlan(stringsReader(`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["","/a"]}]}`), "plan.json")
+	assert.Equal(t, "log_dirs", errkind.FieldOf(err))
+	assert.ErrorContains(t, err, "t-0: an empty dir for broker 1")
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
