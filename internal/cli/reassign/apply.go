@@ -155,8 +155,17 @@ partitions are left to elect with kafka-leader-election; --no-wait elects
 nothing. Exit 1 when the controller refused a partition's election or its
 leader did not move.
 
+Log dirs (JBOD). A plan's log_dirs (one per replica, "any" for no
+preference) are honoured as kafka-reassign-partitions does: each broker is
+asked to hold its replica in the dir (AlterReplicaLogDirs) before the moves,
+and again, until it accepts, for a replica it did not hold yet; apply then
+waits until no intra-broker copy (future replica) is left. A dir the broker
+does not have, or log_dirs of another length than the replicas, is refused
+before anything changes (exit 2, naming the partition and log_dirs).
+
 --verify reports each partition as complete, in progress or different from
-the plan; when every partition is complete it removes the throttle and
+the plan (and each replica with a planned dir as in it, being copied there,
+or elsewhere); when every partition is complete it removes the throttle and
 elects the preferred leaders as above. Exit 0: complete; exit 3: still in
 progress; exit 1: a partition is neither.
 --cancel cancels the plan's reassignments still in progress (the partitions
@@ -810,6 +819,9 @@ func (o *ApplyOptions) render(res *apply.Result, left *apply.ThrottleLeft) error
 				Notes: []string{fmt.Sprintf("%d of %d replicas in their planned dir, %d being copied there (future replicas)", d.InPlace, d.Planned, d.Moving)}}
 			for _, m := range d.Wrong {
 				sec.Rows = append(sec.Rows, []string{m.Key.String(), strconv.Itoa(int(m.Broker)), m.Dir, "in another dir, not moving"})
+			}
+			if len(sec.Rows) == 0 {
+				sec.Header = nil // every replica in place: the note says it
 			}
 			doc.Sections = append(doc.Sections, sec)
 		}

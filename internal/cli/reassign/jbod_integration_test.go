@@ -190,7 +190,7 @@ func jbodTopic(t *testing.T, ctx context.Context, bootstrap string, adm *kafka.A
 			return false
 		}
 		for _, r := range reps {
-			if r.Future || r.Dir != dirs[r.Broker][pile] || r.Bytes < sizes[r.Key.Partition]/2 {
+			if r.Future || r.Dir != dirs[r.Broker][pile] || r.Bytes < sizes[r.Partition]/2 {
 				return false
 			}
 		}

@@ -188,7 +188,15 @@ every log dir is in cordoned.log.dirs (kafka-configs --alter --entity-type
 brokers --entity-name 3 --add-config cordoned.log.dirs=*) are added, and
 the summary's title names them. A count plan with cordons may leave the
 brokers around them above their targets; --failover-moves is refused with
-cordons.`,
+cordons.
+
+JBOD log dirs: when some broker has two or more log dirs (a live cluster's
+DescribeLogDirs, or a layout file's log_dirs), each new replica on such a
+broker gets its least-filled dir that is not cordoned, and where a broker's
+dirs still leave the --tolerance band replicas change dir on the broker
+(intra-broker moves: disk to disk, no network), with the fewest bytes
+moved. The plan's log_dirs name them ("any" elsewhere); the summary shows
+each broker's dirs before and after and the intra-broker moves.`,
 		Example: `  $ kplan reassign --from testdata/layouts/kafkakit-optimize-input.json
   $ kplan reassign --from layout.json --brokers 1,2,3,4,5:rack-b --out plan.json --rollback rollback.json
   $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
