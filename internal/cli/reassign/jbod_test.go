@@ -85,4 +85,16 @@ func TestReassignLogDirsFromFile(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, text, "Log dirs per broker (bytes, band ±10% of each broker's mean)")
 	assert.Contains(t, text, "Intra-broker moves (log dir changes, no network)")
+
+	// --log-dirs any: no dir pass, no log_dirs in the plan.
+	code, out, errOut = run("reassign", "--from", layout, "--balance", "bytes", "--tolerance", "0.1", "--log-dirs", "any", "--out", plan, "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, `"log_dirs"`)
+	data, err := os.ReadFile(plan)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "log_dirs")
+
+	code, _, errOut = run("reassign", "--from", layout, "--log-dirs", "some")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "kplan: --log-dirs: want balance or any, got \"some\"\n", errOut)
 }

@@ -66,6 +66,9 @@ type Options struct {
 	Loads string
 	// Cordon is --cordon: brokers that receive no new replica.
 	Cordon []int32
+	// LogDirs is --log-dirs: balance (target dirs on a JBOD cluster, the
+	// default) or any (no log_dirs: Kafka's choice everywhere).
+	LogDirs string
 	// MaxMoveBytes is --max-move-bytes (0: no budget), parsed from
 	// maxMoveBytes.
 	MaxMoveBytes int64
@@ -250,6 +253,7 @@ each broker's dirs before and after and the intra-broker moves.`,
 	fs.StringVar(&opts.Loads, "loads", "", "with --balance load: a kplan observe snapshot (--out) whose per-partition rates to balance (default: --from, when it is a snapshot)")
 	fs.StringVar(&opts.cordon, "cordon", "", "brokers (comma list or FIRST-LAST ranges) that receive no new replica; from a live cluster, its cordoned brokers (cordoned.log.dirs) are added")
 	fs.StringVar(&opts.maxMoveBytes, "max-move-bytes", "", "with --balance bytes or load: copy at most this many bytes (e.g. 500GiB), the best balance within it (default: no budget)")
+	fs.StringVar(&opts.LogDirs, "log-dirs", logDirsBalance, "on brokers with several log dirs (JBOD): balance (give replicas target dirs in log_dirs so each broker's dirs end within --tolerance, with intra-broker moves where needed) or any (no log_dirs: Kafka chooses)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
 	cmd.AddCommand(NewCmdApply(f, nil))
@@ -323,9 +327,17 @@ func (o *Options) validateFailoverMoves() error {
 	return nil
 }
 
+// The values of --log-dirs.
+const (
+	logDirsBalance = "balance"
+	logDirsAny     = "any"
+)
+
 // validateCounts checks the numeric flags and the ones that need another.
 func (o *Options) validateCounts() error {
 	switch {
+	case o.LogDirs != logDirsBalance && o.LogDirs != logDirsAny:
+		return errkind.Usagef("", "--log-dirs: want balance or any, got %q", o.LogDirs)
 	case o.Waves < 0:
 		return errkind.Usagef("", "--waves: must be positive, got %d", o.Waves)
 	case o.MaxMovesPerWave < 0:
@@ -429,6 +441,9 @@ func runReassign(ctx context.Context, opts *Options) error {
 		}
 	} else {
 		dirs = reassign.DirLayoutOf(c)
+	}
+	if opts.LogDirs == logDirsAny {
+		dirs = nil
 	}
 	var loads map[topology.Key]reassign.Load
 	if opts.Balance == reassign.BalanceLoad {
