@@ -68,7 +68,7 @@ func (a *Admin) AlterReplicaDirs(ctx context.Context, moves []DirMove) ([]error,
 			case errors.Is(r.Err, kerr.ReplicaNotAvailable), errors.Is(r.Err, kerr.NotLeaderForPartition):
 				out[i] = fmt.Errorf("%w (%w)", ErrReplicaNotYet, r.Err)
 			case errors.Is(r.Err, kerr.LogDirNotFound):
-				out[i] = errkind.Wrap(errkind.Usage, "log_dirs", r.Err)
+				out[i] = errkind.Wrap(errkind.Usage, "", r.Err) // a usage error: the plan names a dir the broker lacks
 			default:
 				out[i] = r.Err
 			}

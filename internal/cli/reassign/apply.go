@@ -583,8 +583,11 @@ func (o *ApplyOptions) spell(err error) error {
 // where spells a field of the workflow's errors: "plan" is the plan file,
 // any other field its flag.
 func (o *ApplyOptions) where(field string) string {
-	if field == "plan" {
+	switch field {
+	case "plan":
 		return "plan " + o.Plan
+	case "log_dirs":
+		return "plan " + o.Plan + ": log_dirs"
 	}
 	return "--" + field
 }

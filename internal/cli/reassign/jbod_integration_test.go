@@ -139,6 +139,13 @@ func TestJBODPlanBalancesLogDirs(t *testing.T) {
 			t.Logf("broker %d: %v", b, perDir[b])
 		}
 	}
+	// A dir broker 1 does not have: refused before anything changes.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"version":1,"partitions":[{"topic":"jbod2-a","partition":0,"replicas":[1,2],"log_dirs":["/nonexistent","any"]}]}`), 0o600))
+	code, _, errOut := run("reassign", "apply", bad, "--bootstrap-server", lab.Bootstrap, "--yes")
+	assert.Equal(t, 2, code, errOut)
+	assert.Contains(t, errOut, "log_dirs: jbod2-a-0: broker 1 has no log dir /nonexistent")
+
 	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: lab.Bootstrap}, "test")
 	require.NoError(t, err)
 	defer cl.Close()

@@ -97,4 +97,12 @@ func TestReassignLogDirsFromFile(t *testing.T) {
 	code, _, errOut = run("reassign", "--from", layout, "--log-dirs", "some")
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "kplan: --log-dirs: want balance or any, got \"some\"\n", errOut)
+
+	// A plan's bad log_dirs: one line naming the plan, the field and the
+	// partition, before any connection.
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["","/a"]}]}`), 0o600))
+	code, _, errOut = run("reassign", "apply", bad, "--bootstrap-server", "127.0.0.1:1")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "kplan: plan "+bad+": log_dirs: t-0: an empty dir for broker 1 (want a dir or \"any\")\n", errOut)
 }

@@ -86,9 +86,10 @@ type DirError struct {
 	Kind errkind.Kind
 }
 
-func (e *DirError) Error() string {
-	return fmt.Sprintf("log_dirs: %s: %v", e.Move, e.Err)
-}
+func (e *DirError) Error() string { return "log_dirs: " + e.ErrorMessage() }
+
+// ErrorMessage is the error without its field (errkind.Spellable).
+func (e *DirError) ErrorMessage() string { return fmt.Sprintf("%s: %v", e.Move, e.Err) }
 
 // Unwrap returns the broker's error.
 func (e *DirError) Unwrap() error { return e.Err }
