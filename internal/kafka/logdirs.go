@@ -18,6 +18,9 @@ type ReplicaDir struct {
 	Dir    string
 	// Bytes is the size of its log segments on the broker's disk.
 	Bytes int64
+	// Future is a copy in progress into Dir that replaces the replica in
+	// another dir of the broker once caught up (LogDirReplicas only).
+	Future bool
 }
 
 // ReplicaDirs describes the log dirs of every broker and returns each

@@ -53,6 +53,9 @@ type Options struct {
 	// Security is localkafka.Config.Security: "" (plaintext), "sasl_ssl",
 	// "ssl" or "sasl_plaintext".
 	Security string
+	// LogDirs is localkafka.Config.LogDirs: log dirs per broker (JBOD;
+	// 0: one).
+	LogDirs int
 }
 
 // entry is one lab of the pool, started once.
@@ -80,7 +83,7 @@ func Shared(t testing.TB) *Lab {
 	t.Helper()
 	mu.Lock()
 	for _, o := range order {
-		if o.Brokers == Brokers && o.Security == "" {
+		if o.Brokers == Brokers && o.Security == "" && o.LogDirs <= 1 {
 			mu.Unlock()
 			return Start(t, o)
 		}
@@ -142,7 +145,7 @@ func start(o Options) (*Lab, string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cfg := localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: labDir, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker, Racks: o.Racks, Security: o.Security}
+	cfg := localkafka.Config{Brokers: o.Brokers, JarsDir: jars, Dir: labDir, BasePort: base, FastFailover: true, Loopback: o.LoopbackPerBroker, Racks: o.Racks, Security: o.Security, LogDirs: o.LogDirs}
 	clientConfig := ""
 	if localkafka.Secured(o.Security) {
 		clientConfig = localkafka.ClientConfigPath(labDir)

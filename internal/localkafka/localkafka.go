@@ -55,6 +55,7 @@ const (
 	FieldKafkaJars       = "kafka-jars"
 	FieldLoopback        = "loopback-per-broker"
 	FieldRacks           = "racks"
+	FieldLogDirs         = "log-dirs"
 )
 
 // Config describes a lab to start.
@@ -90,6 +91,11 @@ type Config struct {
 	// secured lab gets a CA and node certificates, SCRAM users and a
 	// client.properties (State.Security).
 	Security string
+	// LogDirs is how many log dirs (JBOD) each broker has: data-0,
+	// data-1, ... in its node directory; 0 or 1 means one, data (the
+	// default: only tests of log_dirs need more). A controller-only node
+	// keeps one.
+	LogDirs int
 	// Progress, when set, hears each phase of Up as it begins (the CLI
 	// prints them, and tests interrupt Up at a chosen phase by them).
 	Progress func(Phase)
@@ -132,6 +138,9 @@ func (c Config) Validate() error {
 	}
 	if c.Racks < 0 || c.Racks > MaxRacks {
 		return errkind.Usagef(FieldRacks, "want 1 to %d racks (0: %d), got %d", MaxRacks, DefaultRacks, c.Racks)
+	}
+	if c.LogDirs < 0 || c.LogDirs > MaxLogDirs {
+		return errkind.Usagef(FieldLogDirs, "want 1 to %d log dirs per broker (0: 1), got %d", MaxLogDirs, c.LogDirs)
 	}
 	if c.BandwidthBps < 0 {
 		return errkind.Usagef(FieldBrokerBandwidth, "want a positive rate, got %d bytes/s", c.BandwidthBps)
@@ -469,7 +478,7 @@ func properties(cfg Config, nodes []Node, n Node) string {
 		"listeners=" + strings.Join(listeners, ","),
 		"controller.listener.names=CONTROLLER",
 		"listener.security.protocol.map=" + protocolMap(cfg.Security),
-		"log.dirs=" + filepath.Join(n.Dir, "data"),
+		"log.dirs=" + strings.Join(logDirs(cfg, n), ","),
 		"num.partitions=1",
 		fmt.Sprintf("offsets.topic.replication.factor=%d", rf),
 		fmt.Sprintf("transaction.state.log.replication.factor=%d", rf),
@@ -491,6 +500,21 @@ func properties(cfg Config, nodes []Node, n Node) string {
 		lines = append(lines, "broker.heartbeat.interval.ms=500", "broker.session.timeout.ms=3000")
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// MaxLogDirs is the most log dirs per broker Config.LogDirs takes.
+const MaxLogDirs = 8
+
+// logDirs are node n's log dirs: Config.LogDirs of them on a broker.
+func logDirs(cfg Config, n Node) []string {
+	if !n.Broker || cfg.LogDirs <= 1 {
+		return []string{filepath.Join(n.Dir, "data")}
+	}
+	out := make([]string, cfg.LogDirs)
+	for i := range out {
+		out[i] = filepath.Join(n.Dir, fmt.Sprintf("data-%d", i))
+	}
+	return out
 }
 
 // controllerAddr is the address of n's controller listener.

@@ -55,6 +55,16 @@ func TestPlanRacks(t *testing.T) {
 	}
 }
 
+func TestLogDirsPerBroker(t *testing.T) {
+	nodes := plan(Config{Brokers: 6, Dir: "/lab", BasePort: 19092})
+	one := properties(Config{Brokers: 6}, nodes, nodes[0])
+	assert.Contains(t, one, "log.dirs=/lab/node-1/data\n", "the default: one dir")
+	two := properties(Config{Brokers: 6, LogDirs: 2}, nodes, nodes[0])
+	assert.Contains(t, two, "log.dirs=/lab/node-1/data-0,/lab/node-1/data-1\n")
+	ctl := properties(Config{Brokers: 6, LogDirs: 2}, nodes, nodes[7])
+	assert.Contains(t, ctl, "log.dirs="+nodes[7].Dir+"/data\n", "a controller keeps one")
+}
+
 func TestPlanDedicatedControllersAboveFive(t *testing.T) {
 	nodes := plan(Config{Brokers: 6, Dir: "/lab", BasePort: 19092})
 	require.Len(t, nodes, 9)
@@ -248,6 +258,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no brokers", func(c *Config) { c.Brokers = 0 }, FieldBrokers, "want 1 to 64, got 0"},
 		{"too many brokers", func(c *Config) { c.Brokers = 65 }, FieldBrokers, "got 65"},
 		{"negative racks", func(c *Config) { c.Racks = -1 }, FieldRacks, "want 1 to 26 racks"},
+		{"too many log dirs", func(c *Config) { c.LogDirs = 9 }, FieldLogDirs, "want 1 to 8 log dirs"},
 		{"too many racks", func(c *Config) { c.Racks = 27 }, FieldRacks, "got 27"},
 		{"low port", func(c *Config) { c.BasePort = 80 }, FieldBasePort, "want 1024 to 65475 for 3 brokers, got 80"},
 		{"high port", func(c *Config) { c.BasePort = 65500 }, FieldBasePort, "got 65500"},

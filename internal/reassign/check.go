@@ -36,6 +36,9 @@ func Check(c *topology.Cluster, p *Plan, o Options) error {
 		case o.ReplicationFactor > 0 && len(ch.New.Replicas) != o.ReplicationFactor:
 			return fmt.Errorf("%s: replication factor %d, not the %d asked for", k, len(ch.New.Replicas), o.ReplicationFactor)
 		}
+		if err := checkDirs(ch, o.Dirs); err != nil {
+			return err
+		}
 		for j, r := range ch.New.Replicas {
 			if !target[r] {
 				return fmt.Errorf("%s: broker %d is not a target broker", k, r)
@@ -43,6 +46,39 @@ func Check(c *topology.Cluster, p *Plan, o Options) error {
 			if slices.Contains(ch.New.Replicas[:j], r) {
 				return fmt.Errorf("%s: broker %d twice", k, r)
 			}
+		}
+	}
+	return nil
+}
+
+// checkDirs checks a change's log_dirs: one per replica, each "any" or a
+// dir of its broker that is not cordoned (a replica staying in a cordoned
+// dir has "any").
+func checkDirs(ch Change, l *DirLayout) error {
+	k := ch.New.Key()
+	if len(ch.New.LogDirs) == 0 {
+		return nil
+	}
+	if len(ch.New.LogDirs) != len(ch.New.Replicas) {
+		return fmt.Errorf("%s: %d log dirs for %d replicas", k, len(ch.New.LogDirs), len(ch.New.Replicas))
+	}
+	if l == nil {
+		return nil
+	}
+	for j, d := range ch.New.LogDirs {
+		if d == AnyDir {
+			continue
+		}
+		r := ch.New.Replicas[j]
+		bd, ok := l.Brokers[r]
+		if !ok {
+			continue // dirs known only through replicas: planDirs named one of them
+		}
+		if !slices.Contains(bd.Dirs, d) {
+			return fmt.Errorf("%s: broker %d has no log dir %s", k, r, d)
+		}
+		if slices.Contains(bd.Cordoned, d) {
+			return fmt.Errorf("%s: cordoned log dir %s of broker %d receives a replica", k, d, r)
 		}
 	}
 	return nil

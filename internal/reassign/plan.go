@@ -84,7 +84,9 @@ type Summary struct {
 	// Bytes is the disk balance of a --balance bytes plan.
 	Bytes *BytesBalance `json:"bytes,omitempty"`
 	// Load is the network balance of a --balance load plan.
-	Load  *LoadBalance `json:"load,omitempty"`
+	Load *LoadBalance `json:"load,omitempty"`
+	// Dirs is the log-dir balance of a JBOD cluster (Options.Dirs).
+	Dirs  *DirsBalance `json:"log_dirs,omitempty"`
 	Notes []string     `json:"notes"`
 }
 

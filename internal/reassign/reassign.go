@@ -115,6 +115,10 @@ type Options struct {
 	// Loads are the partitions' observed traffic (BalanceLoad, which needs
 	// them); a partition missing from it counts as idle.
 	Loads map[topology.Key]Load
+	// Dirs are the log dirs of a JBOD cluster: when some broker has two,
+	// the plan gives replicas target dirs (log_dirs) so that each broker's
+	// dirs end within Tolerance (dirs.go). Nil: every replica "any".
+	Dirs *DirLayout
 }
 
 // TargetError is a target the cluster cannot meet, or an input the planner
@@ -201,6 +205,16 @@ func (p *Plan) Rollback() []topology.Partition {
 // Compute plans the reassignment of c (normalized: sorted partitions) to
 // the target in opts. Faults in the target or the input are *TargetError.
 func Compute(c *topology.Cluster, opts Options) (*Plan, error) {
+	pl, err := compute(c, opts)
+	if err != nil || !opts.Dirs.Multi() {
+		return pl, err
+	}
+	pl.Summary.Dirs = planDirs(c, pl, opts)
+	return pl, nil
+}
+
+// compute is Compute without the dir pass.
+func compute(c *topology.Cluster, opts Options) (*Plan, error) {
 	if opts.Tolerance < 0 || opts.Tolerance >= 1 || opts.Tolerance != opts.Tolerance {
 		return nil, targetErr("tolerance", "must be at least 0 and below 1, got %g", opts.Tolerance)
 	}

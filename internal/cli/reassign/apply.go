@@ -155,8 +155,17 @@ partitions are left to elect with kafka-leader-election; --no-wait elects
 nothing. Exit 1 when the controller refused a partition's election or its
 leader did not move.
 
+Log dirs (JBOD). A plan's log_dirs (one per replica, "any" for no
+preference) are honoured as kafka-reassign-partitions does: each broker is
+asked to hold its replica in the dir (AlterReplicaLogDirs) before the moves,
+and again, until it accepts, for a replica it did not hold yet; apply then
+waits until no intra-broker copy (future replica) is left. A dir the broker
+does not have, or log_dirs of another length than the replicas, is refused
+before anything changes (exit 2, naming the partition and log_dirs).
+
 --verify reports each partition as complete, in progress or different from
-the plan; when every partition is complete it removes the throttle and
+the plan (and each replica with a planned dir as in it, being copied there,
+or elsewhere); when every partition is complete it removes the throttle and
 elects the preferred leaders as above. Exit 0: complete; exit 3: still in
 progress; exit 1: a partition is neither.
 --cancel cancels the plan's reassignments still in progress (the partitions
@@ -309,6 +318,9 @@ type output struct {
 	// Election is the preferred leader election after a complete plan
 	// (null for cancel and an incomplete plan).
 	Election *apply.Election `json:"election"`
+	// LogDirs is where the replicas the plan's log_dirs place stand
+	// (absent when the plan names no dir).
+	LogDirs *apply.DirProgress `json:"log_dirs,omitempty"`
 	// Canary is what the canary of a guarded apply measured, and
 	// AdaptiveThrottle what the adaptive throttle saw and did
 	// (--latency-objective only).
@@ -420,7 +432,7 @@ func (o *ApplyOptions) connect() (apply.Admin, func(), error) {
 		ka.Close()
 		return nil, nil, errkind.Wrap(errkind.Usage, "", err)
 	}
-	return ka, ka.Close, nil
+	return jbodAdmin{ka}, ka.Close, nil
 }
 
 // applyOptions are the options of the apply workflow, without Abort.
@@ -571,8 +583,11 @@ func (o *ApplyOptions) spell(err error) error {
 // where spells a field of the workflow's errors: "plan" is the plan file,
 // any other field its flag.
 func (o *ApplyOptions) where(field string) string {
-	if field == "plan" {
+	switch field {
+	case "plan":
 		return "plan " + o.Plan
+	case "log_dirs":
+		return "plan " + o.Plan + ": log_dirs"
 	}
 	return "--" + field
 }
@@ -582,6 +597,7 @@ func (o *ApplyOptions) where(field string) string {
 // when a partition finished and every 10 s otherwise.
 func (o *ApplyOptions) progress() func(apply.Event) {
 	lastDone, said := -1, time.Duration(0)
+	lastDirs, saidDirs := -1, time.Duration(0)
 	return func(e apply.Event) {
 		if o.Progress == progressJSON {
 			ev := jsonEvent(e)
@@ -611,6 +627,14 @@ func (o *ApplyOptions) progress() func(apply.Event) {
 			lastDone, said = e.Result.Complete, e.Elapsed
 			fmt.Fprintf(w, "kplan reassign apply: %d of %d partitions complete, %d in progress (%s)%s\n",
 				e.Result.Complete, len(e.Result.Partitions), e.Result.InProgress, e.Elapsed.Round(time.Second), bytesNote(e.Bytes))
+		case apply.EventDirs:
+			d := e.Result.Dirs
+			if d.InPlace == lastDirs && e.Elapsed-saidDirs < 10*time.Second {
+				return
+			}
+			lastDirs, saidDirs = d.InPlace, e.Elapsed
+			fmt.Fprintf(w, "kplan reassign apply: log dirs: %d of %d replicas in their planned dir, %d intra-broker copies in progress (%s)\n",
+				d.InPlace, d.Planned, d.Moving, e.Elapsed.Round(time.Second))
 		case apply.EventThrottle:
 			for _, c := range e.Changes {
 				fmt.Fprintln(w, throttleChange(c))
@@ -715,17 +739,33 @@ func (o *ApplyOptions) message(res *apply.Result) string {
 		}
 		return fmt.Sprintf("%d partition moves started; run with --verify to follow them%s; no preferred leader election without waiting (--verify elects once the plan is complete)", res.Moves, note)
 	case apply.StillInProgress:
-		return fmt.Sprintf("in progress: %d of %d partitions complete", res.Complete, len(res.Partitions))
+		return fmt.Sprintf("in progress: %d of %d partitions complete", res.Complete, len(res.Partitions)) + dirsMessage(res.Dirs)
 	case apply.Diverged:
+		if res.Differs == 0 && res.Dirs != nil {
+			return fmt.Sprintf("%d replicas are not in their planned log dir and are not moving there", len(res.Dirs.Wrong))
+		}
 		return fmt.Sprintf("%d partitions differ from the plan and are not being reassigned", res.Differs)
 	case apply.Cancelled:
 		return fmt.Sprintf("cancelled %d reassignments in progress; throttle removed", res.Moves)
 	}
-	msg := fmt.Sprintf("complete: %d partitions have their target replicas", res.Complete)
+	msg := fmt.Sprintf("complete: %d partitions have their target replicas", res.Complete) + dirsMessage(res.Dirs)
 	if res.Mode == apply.ModeVerify {
 		msg += "; throttle removed"
 	}
 	return msg + electionMessage(res.Election)
+}
+
+// dirsMessage says where the plan's log_dirs stand, as a part of the
+// message ("" when the plan names no dir).
+func dirsMessage(d *apply.DirProgress) string {
+	if d == nil {
+		return ""
+	}
+	msg := fmt.Sprintf(", %d of %d replicas in their planned log dir", d.InPlace, d.Planned)
+	if d.Moving > 0 {
+		msg += fmt.Sprintf(" (%d being copied there)", d.Moving)
+	}
+	return msg
 }
 
 // electionMessage says how the preferred election after a complete plan
@@ -752,7 +792,7 @@ func (o *ApplyOptions) render(res *apply.Result, left *apply.ThrottleLeft) error
 		Schema: apply.Schema, Mode: res.Mode, Bootstrap: o.BootstrapServers, Throttle: o.Throttle, Outcome: res.Outcome,
 		Partitions: res.Partitions, Complete: res.Complete, InProgress: res.InProgress, Differs: res.Differs, Message: o.message(res),
 		Steps: res.Steps, Submitted: res.Submitted, Waves: res.Waves, ThrottleLeft: left,
-		Canary: o.canaryResult, AdaptiveThrottle: o.adaptive.Report(),
+		Canary: o.canaryResult, AdaptiveThrottle: o.adaptive.Report(), LogDirs: res.Dirs,
 	}
 	if res.Election != nil {
 		e := *res.Election
@@ -776,6 +816,17 @@ func (o *ApplyOptions) render(res *apply.Result, left *apply.ThrottleLeft) error
 				Header: []string{"TOPIC", "PARTITION", "CURRENT", "TARGET", "STATUS"},
 				Rows:   rows,
 			}},
+		}
+		if d := out.LogDirs; d != nil {
+			sec := report.Section{Title: "Log dirs (the plan's log_dirs)", Header: []string{"PARTITION", "BROKER", "PLANNED DIR", "STATUS"},
+				Notes: []string{fmt.Sprintf("%d of %d replicas in their planned dir, %d being copied there (future replicas)", d.InPlace, d.Planned, d.Moving)}}
+			for _, m := range d.Wrong {
+				sec.Rows = append(sec.Rows, []string{m.Key.String(), strconv.Itoa(int(m.Broker)), m.Dir, "in another dir, not moving"})
+			}
+			if len(sec.Rows) == 0 {
+				sec.Header = nil // every replica in place: the note says it
+			}
+			doc.Sections = append(doc.Sections, sec)
 		}
 		doc.Sections = append(doc.Sections, canarySections(out.Canary, out.AdaptiveThrottle)...)
 		if e := out.Election; e != nil && !e.OK() {
@@ -898,4 +949,38 @@ func bytesNote(b *apply.ByteProgress) string {
 		s += ", ETA " + (time.Duration(b.ETASeconds * float64(time.Second))).Round(time.Second).String()
 	}
 	return s
+}
+
+// jbodAdmin is internal/kafka's Admin with the log-dir moves of a plan's
+// log_dirs (apply.DirAdmin), in the apply workflow's types.
+type jbodAdmin struct{ *kafka.Admin }
+
+var _ apply.DirAdmin = jbodAdmin{}
+
+// ReplicaLogDirs implements apply.DirAdmin.
+func (a jbodAdmin) ReplicaLogDirs(ctx context.Context, topicFilter func(string) bool) (map[int32][]string, []apply.DirReplica, error) {
+	dirs, reps, err := a.LogDirReplicas(ctx, topicFilter)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]apply.DirReplica, len(reps))
+	for i, r := range reps {
+		out[i] = apply.DirReplica{Key: r.Key, Broker: r.Broker, Dir: r.Dir, Future: r.Future, Bytes: r.Bytes}
+	}
+	return dirs, out, nil
+}
+
+// AlterReplicaDirs implements apply.DirAdmin.
+func (a jbodAdmin) AlterReplicaDirs(ctx context.Context, moves []apply.DirMove) ([]error, error) {
+	km := make([]kafka.DirMove, len(moves))
+	for i, m := range moves {
+		km[i] = kafka.DirMove{Key: m.Key, Broker: m.Broker, Dir: m.Dir}
+	}
+	errs, err := a.Admin.AlterReplicaDirs(ctx, km)
+	for i, e := range errs {
+		if errors.Is(e, kafka.ErrReplicaNotYet) {
+			errs[i] = fmt.Errorf("%w: %w", apply.ErrReplicaNotYet, e)
+		}
+	}
+	return errs, err
 }

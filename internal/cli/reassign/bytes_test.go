@@ -95,6 +95,9 @@ func TestBytesGolden(t *testing.T) {
 		{"sized-6-bytes-budget-20GiB.txt", []string{"--from", sized, "--balance", "bytes", "--max-move-bytes", "20GiB"}},
 		{"tiered-4-bytes.txt", []string{"--from", tiered, "--balance", "bytes"}},
 		{"tiered-4-bytes.json", []string{"--from", tiered, "--balance", "bytes", "-o", "json"}},
+		// JBOD: each broker's dirs before and after, the intra-broker moves.
+		{"jbod-3-bytes.txt", []string{"--from", layouts + "jbod-3.json", "--balance", "bytes", "--tolerance", "0.1"}},
+		{"jbod-3-bytes.json", []string{"--from", layouts + "jbod-3.json", "--balance", "bytes", "--tolerance", "0.1", "-o", "json"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			code, out, errOut := run(append([]string{"reassign"}, tc.args...)...)

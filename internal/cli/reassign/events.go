@@ -40,8 +40,8 @@ func parseProgress(s string, format report.Format) (string, error) {
 // progressEvent is one JSON progress event.
 type progressEvent struct {
 	Schema string `json:"schema"`
-	// Event is plan, accepted, progress, throttle, elected, canary-started
-	// or canary-stopped.
+	// Event is plan, accepted, progress, log-dirs, throttle, elected,
+	// canary-started or canary-stopped.
 	Event          string  `json:"event"`
 	ElapsedSeconds float64 `json:"elapsed_s"`
 	Partitions     int     `json:"partitions"`
@@ -63,6 +63,8 @@ type progressEvent struct {
 	Plan     []apply.PartitionStatus `json:"plan,omitempty"`
 	Throttle int64                   `json:"throttle_bytes_per_s,omitempty"`
 	ToElect  int                     `json:"to_elect,omitempty"`
+	// LogDirs is where the plan's log_dirs stand (log-dirs).
+	LogDirs *apply.DirProgress `json:"log_dirs,omitempty"`
 	// Election is the preferred election's answer (elected).
 	Election *apply.Election `json:"election,omitempty"`
 	// Canary is the canary's topic and brokers (canary-started) or its
@@ -72,7 +74,7 @@ type progressEvent struct {
 
 var eventNames = map[apply.EventKind]string{
 	apply.EventPlan: "plan", apply.EventAccepted: "accepted", apply.EventProgress: "progress",
-	apply.EventThrottle: "throttle", apply.EventElected: "elected",
+	apply.EventThrottle: "throttle", apply.EventElected: "elected", apply.EventDirs: "log-dirs",
 }
 
 // jsonEvent is e as a JSON progress event.
@@ -83,6 +85,8 @@ func jsonEvent(e apply.Event) progressEvent {
 		switch e.Kind {
 		case apply.EventElected:
 			ev.Election = r.Election
+		case apply.EventDirs:
+			ev.LogDirs = r.Dirs
 		case apply.EventPlan:
 			ev.Plan, ev.ToElect = []apply.PartitionStatus{}, r.ToElect
 			for _, p := range r.Partitions {

@@ -66,6 +66,9 @@ type Options struct {
 	Loads string
 	// Cordon is --cordon: brokers that receive no new replica.
 	Cordon []int32
+	// LogDirs is --log-dirs: balance (target dirs on a JBOD cluster, the
+	// default) or any (no log_dirs: Kafka's choice everywhere).
+	LogDirs string
 	// MaxMoveBytes is --max-move-bytes (0: no budget), parsed from
 	// maxMoveBytes.
 	MaxMoveBytes int64
@@ -188,7 +191,15 @@ every log dir is in cordoned.log.dirs (kafka-configs --alter --entity-type
 brokers --entity-name 3 --add-config cordoned.log.dirs=*) are added, and
 the summary's title names them. A count plan with cordons may leave the
 brokers around them above their targets; --failover-moves is refused with
-cordons.`,
+cordons.
+
+JBOD log dirs: when some broker has two or more log dirs (a live cluster's
+DescribeLogDirs, or a layout file's log_dirs), each new replica on such a
+broker gets its least-filled dir that is not cordoned, and where a broker's
+dirs still leave the --tolerance band replicas change dir on the broker
+(intra-broker moves: disk to disk, no network), with the fewest bytes
+moved. The plan's log_dirs name them ("any" elsewhere); the summary shows
+each broker's dirs before and after and the intra-broker moves.`,
 		Example: `  $ kplan reassign --from testdata/layouts/kafkakit-optimize-input.json
   $ kplan reassign --from layout.json --brokers 1,2,3,4,5:rack-b --out plan.json --rollback rollback.json
   $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
@@ -242,6 +253,7 @@ cordons.`,
 	fs.StringVar(&opts.Loads, "loads", "", "with --balance load: a kplan observe snapshot (--out) whose per-partition rates to balance (default: --from, when it is a snapshot)")
 	fs.StringVar(&opts.cordon, "cordon", "", "brokers (comma list or FIRST-LAST ranges) that receive no new replica; from a live cluster, its cordoned brokers (cordoned.log.dirs) are added")
 	fs.StringVar(&opts.maxMoveBytes, "max-move-bytes", "", "with --balance bytes or load: copy at most this many bytes (e.g. 500GiB), the best balance within it (default: no budget)")
+	fs.StringVar(&opts.LogDirs, "log-dirs", logDirsBalance, "on brokers with several log dirs (JBOD): balance (give replicas target dirs in log_dirs so each broker's dirs end within --tolerance, with intra-broker moves where needed) or any (no log_dirs: Kafka chooses)")
 	fs.Uint64Var(&opts.Seed, "seed", 0, "break ties between equally loaded brokers at random with this seed (default: by broker id)")
 	cmdutil.AddOutputFlag(cmd, &out)
 	cmd.AddCommand(NewCmdApply(f, nil))
@@ -315,9 +327,17 @@ func (o *Options) validateFailoverMoves() error {
 	return nil
 }
 
+// The values of --log-dirs.
+const (
+	logDirsBalance = "balance"
+	logDirsAny     = "any"
+)
+
 // validateCounts checks the numeric flags and the ones that need another.
 func (o *Options) validateCounts() error {
 	switch {
+	case o.LogDirs != logDirsBalance && o.LogDirs != logDirsAny:
+		return errkind.Usagef("", "--log-dirs: want balance or any, got %q", o.LogDirs)
 	case o.Waves < 0:
 		return errkind.Usagef("", "--waves: must be positive, got %d", o.Waves)
 	case o.MaxMovesPerWave < 0:
@@ -414,10 +434,16 @@ func runReassign(ctx context.Context, opts *Options) error {
 		return err
 	}
 	var ongoing map[topology.Key]topology.Ongoing
+	var dirs *reassign.DirLayout
 	if opts.Source.From == "" {
-		if ongoing, err = readLive(ctx, opts, c); err != nil {
+		if ongoing, dirs, err = readLive(ctx, opts, c); err != nil {
 			return err
 		}
+	} else {
+		dirs = reassign.DirLayoutOf(c)
+	}
+	if opts.LogDirs == logDirsAny {
+		dirs = nil
 	}
 	var loads map[topology.Key]reassign.Load
 	if opts.Balance == reassign.BalanceLoad {
@@ -427,7 +453,7 @@ func runReassign(ctx context.Context, opts *Options) error {
 	}
 	ro := reassign.Options{Loads: loads, Ongoing: ongoing, Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
 		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly, FailoverMoves: opts.FailoverMoves,
-		Balance: opts.Balance, Cordon: opts.Cordon, MaxMoveBytes: opts.MaxMoveBytes}
+		Balance: opts.Balance, Cordon: opts.Cordon, MaxMoveBytes: opts.MaxMoveBytes, Dirs: dirs}
 	if opts.SeedSet {
 		ro.Rand = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	}
@@ -447,22 +473,24 @@ func runReassign(ctx context.Context, opts *Options) error {
 }
 
 // readLive reads from a live cluster what its metadata does not carry:
-// partition sizes (into c), the reassignments in progress (returned) and
-// the cordoned brokers (added to opts.Cordon).
-func readLive(ctx context.Context, opts *Options, c *topology.Cluster) (map[topology.Key]topology.Ongoing, error) {
+// partition sizes (into c), the reassignments in progress (returned), the
+// cordoned brokers (added to opts.Cordon) and, on a JBOD cluster, each
+// broker's log dirs and each replica's (returned; nil when no broker has
+// two).
+func readLive(ctx context.Context, opts *Options, c *topology.Cluster) (map[topology.Key]topology.Ongoing, *reassign.DirLayout, error) {
 	conn, err := opts.Source.ConnOptions() // resolved by Load: not read again
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	admin := kafka.NewAdmin(conn, opts.f.Version)
 	defer admin.Close()
 	// Sizes make "bytes moved" real; without them the plan still stands.
 	// Every topic's, internal ones too: the snapshot holds them.
-	sizes, err := admin.LogDirSizes(ctx, func(string) bool { return true })
+	reps, err := admin.ReplicaDirs(ctx, func(string) bool { return true })
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "kplan reassign: partition sizes unknown (%v); bytes moved not reported\n", err)
 	} else {
-		kafka.ApplySizes(c, sizes)
+		kafka.ApplySizes(c, kafka.LargestReplicas(reps))
 	}
 	// Partitions mid-reassignment list old and new replicas together:
 	// the planner needs their targets.
@@ -472,10 +500,39 @@ func readLive(ctx context.Context, opts *Options, c *topology.Cluster) (map[topo
 	}
 	cordons, err := admin.Cordons(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the brokers' cordons (cordoned.log.dirs): %w", err)
+		return nil, nil, fmt.Errorf("reading the brokers' cordons (cordoned.log.dirs): %w", err)
 	}
 	opts.Cordon = withCordons(opts.Cordon, kafka.CordonedBrokers(cordons), opts.Brokers, c, opts.IO.ErrOut)
-	return ongoing, nil
+	var dirs *reassign.DirLayout
+	if reps != nil {
+		dirs = liveDirs(cordons, reps, c)
+	}
+	return ongoing, dirs, nil
+}
+
+// liveDirs is a live cluster's dir layout: each broker's dirs (empty and
+// cordoned ones included) and each replica's dir; nil when no broker has
+// two dirs. Replicas of partitions outside c (topics the plan leaves
+// alone) are the dirs' fixed load.
+func liveDirs(cordons []kafka.BrokerCordon, reps []kafka.ReplicaDir, c *topology.Cluster) *reassign.DirLayout {
+	l := &reassign.DirLayout{Brokers: map[int32]reassign.BrokerDirs{}, Current: map[reassign.DirReplica]string{}, Others: map[reassign.DirName]reassign.DirLoad{}}
+	for _, bc := range cordons {
+		l.Brokers[bc.Broker] = reassign.BrokerDirs{Dirs: bc.Dirs, Cordoned: bc.Cordoned}
+	}
+	for _, r := range reps {
+		if c.Find(r.Key) < 0 {
+			o := l.Others[reassign.DirName{Broker: r.Broker, Dir: r.Dir}]
+			o.Bytes += r.Bytes
+			o.Replicas++
+			l.Others[reassign.DirName{Broker: r.Broker, Dir: r.Dir}] = o
+			continue
+		}
+		l.Current[reassign.DirReplica{Key: r.Key, Broker: r.Broker}] = r.Dir
+	}
+	if !l.Multi() {
+		return nil
+	}
+	return l
 }
 
 // writePlanFiles writes the plan's files (all rendered first, so a failure

@@ -60,6 +60,9 @@ func doc(r result) report.Document {
 	if s.Load != nil {
 		d.Sections = append(d.Sections, loadSections(s.Load)...)
 	}
+	if s.Dirs != nil {
+		d.Sections = append(d.Sections, dirsSections(s.Dirs)...)
+	}
 	d.Sections = append(d.Sections, balanceSection(s))
 	if fo := failoverSection(s.Failover); fo != nil {
 		d.Sections = append(d.Sections, *fo)

@@ -3,6 +3,7 @@ package reassign
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/kplan-dev/kplan/internal/reassign"
 	"github.com/kplan-dev/kplan/internal/report"
@@ -73,4 +74,58 @@ func bytesSections(b *reassign.BytesBalance) []report.Section {
 		pb.Rows = append(pb.Rows, []string{strconv.Itoa(int(x.Broker)), sizeText(x.Before), sizeText(x.After), fmt.Sprintf("%.3f", ratio), mark})
 	}
 	return []report.Section{disk, trade, pb}
+}
+
+// dirsSections are the log dirs of a JBOD cluster: each broker's dirs
+// before and after the plan, and the replicas that change dir on their
+// broker.
+func dirsSections(d *reassign.DirsBalance) []report.Section {
+	unit := sizeText
+	if d.Unit == "replicas" {
+		unit = func(n int64) string { return strconv.FormatInt(n, 10) }
+	}
+	per := report.Section{Title: fmt.Sprintf("Log dirs per broker (%s, band ±%g%% of each broker's mean)", d.Unit, d.Tolerance*100),
+		Header: []string{"BROKER", "DIR", "BEFORE", "AFTER", "AFTER/MEAN", ""}}
+	for _, b := range d.Brokers {
+		var total int64
+		for _, x := range b.Dirs {
+			total += x.After
+		}
+		mean := float64(total) / float64(len(b.Dirs))
+		for _, x := range b.Dirs {
+			ratio := "-"
+			if mean > 0 {
+				ratio = fmt.Sprintf("%.3f", float64(x.After)/mean)
+			}
+			var marks []string
+			if x.Cordoned {
+				marks = append(marks, "cordoned")
+			}
+			if b.Skipped != "" {
+				marks = append(marks, "not planned: "+b.Skipped)
+			} else if !b.Within {
+				marks = append(marks, "outside the band")
+			}
+			per.Rows = append(per.Rows, []string{strconv.Itoa(int(b.Broker)), x.Dir, unit(x.Before), unit(x.After), ratio, strings.Join(marks, "; ")})
+		}
+	}
+	bound := ""
+	if d.Unit == "bytes" {
+		bound = fmt.Sprintf("; lower bound %s", sizeText(d.IntraBound))
+	}
+	per.Notes = []string{fmt.Sprintf("%d new replicas given a dir, %d intra-broker moves (%s%s, disk to disk on the same broker, no network); every other replica: any (Kafka's choice); every broker's dirs within the band: %s",
+		d.Placed, len(d.IntraMoves), sizeText(d.IntraBytes), bound, yesNo(d.Within))}
+	out := []report.Section{per}
+	if len(d.IntraMoves) > 0 {
+		moves := report.Section{Title: "Intra-broker moves (log dir changes, no network)", Header: []string{"PARTITION", "BROKER", "FROM", "TO", "BYTES"}}
+		for i, m := range d.IntraMoves {
+			if i == reassign.MaxListed {
+				moves.Notes = []string{fmt.Sprintf("%d more in -o json", len(d.IntraMoves)-i)}
+				break
+			}
+			moves.Rows = append(moves.Rows, []string{fmt.Sprintf("%s-%d", m.Topic, m.Partition), strconv.Itoa(int(m.Broker)), m.From, m.To, sizeText(m.Bytes)})
+		}
+		out = append(out, moves)
+	}
+	return out
 }

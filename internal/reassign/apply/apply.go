@@ -144,6 +144,9 @@ type Result struct {
 	// (execute and verify; nil for cancel and when the plan is not
 	// complete).
 	Election *Election
+	// Dirs is where the replicas the plan's log_dirs place stand (nil:
+	// the plan names no dir).
+	Dirs *DirProgress
 }
 
 // Skip says why no preferred election ran after the plan.
@@ -235,6 +238,9 @@ const (
 	// EventThrottle: the adaptive throttle changed the rate of brokers
 	// (Event.Changes).
 	EventThrottle
+	// EventDirs: one poll while replicas move into their planned log dirs
+	// (Result.Dirs).
+	EventDirs
 )
 
 // Event is a step of a run, reported through Options.Progress.
@@ -465,6 +471,13 @@ func ParsePlan(r io.Reader, name string) ([]topology.Partition, error) {
 	moves := make([]topology.Partition, len(c.Partitions))
 	for i, p := range c.Partitions {
 		moves[i] = topology.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: slices.Clone(p.Replicas), Leader: topology.NoLeader}
+		// log_dirs that name a dir (all "any" is no preference at all).
+		if slices.ContainsFunc(p.LogDirs, func(d string) bool { return d != AnyDir }) {
+			moves[i].LogDirs = slices.Clone(p.LogDirs)
+		}
+	}
+	if _, err := DirMoves(moves); err != nil {
+		return nil, err
 	}
 	return moves, nil
 }
@@ -728,11 +741,30 @@ func Verify(ctx context.Context, adm Admin, plan []topology.Partition, o Options
 		return nil, err
 	}
 	res := st.res
+	dmoves, err := DirMoves(plan)
+	if err != nil {
+		return nil, err
+	}
+	da, err := dirAdmin(adm, dmoves)
+	if err != nil {
+		return nil, err
+	}
+	if da != nil {
+		if res.Dirs, err = dirProgress(ctx, da, dmoves); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case res.InProgress > 0:
 		res.Outcome = StillInProgress
 		return res, nil
 	case res.Complete < len(plan):
+		res.Outcome = Diverged
+		return res, nil
+	case res.Dirs != nil && res.Dirs.Moving > 0:
+		res.Outcome = StillInProgress
+		return res, nil
+	case !res.Dirs.Done():
 		res.Outcome = Diverged
 		return res, nil
 	}

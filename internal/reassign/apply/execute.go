@@ -133,6 +133,20 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 	if !o.NoElect && !o.NoWait {
 		res.ToElect = toElect(plan, st.current)
 	}
+	dmoves, err := DirMoves(plan)
+	if err != nil {
+		return nil, err
+	}
+	da, err := dirAdmin(adm, dmoves)
+	if err != nil {
+		return nil, err
+	}
+	if da != nil {
+		// Also checks every dir is one of its broker's.
+		if res.Dirs, err = dirProgress(ctx, da, dmoves); err != nil {
+			return nil, err
+		}
+	}
 	o.emit(Event{Kind: EventPlan, Result: res})
 	if o.Source != nil {
 		if d := o.Source.check(st.cluster, plan, func(k topology.Key) bool { return ours[k] }); d != nil {
@@ -162,12 +176,15 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 	done, inflight := state.Counts()
 	res.Submitted = done + inflight
 	previous := throttleSet{Brokers: state.ThrottleBrokers, Topics: state.ThrottleTopics}
-	if len(left) == 0 && !previous.set() && o.Resume == nil {
+	if len(left) == 0 && !previous.set() && o.Resume == nil && res.Dirs.Done() {
 		res.Outcome = NothingToDo
 		return res, nil
 	}
 	if len(left) > 0 && !o.Yes && !o.Lab {
 		return nil, errkind.Refusedf("yes", "needed to execute %d partition moves on a cluster that is not the local kplan lab; nothing was changed", len(left))
+	}
+	if !res.Dirs.Done() && !o.Yes && !o.Lab {
+		return nil, errkind.Refusedf("yes", "needed to move %d replicas between log dirs on a cluster that is not the local kplan lab; nothing was changed", res.Dirs.Planned-res.Dirs.InPlace)
 	}
 	res.Moves = len(left)
 	if !slices.ContainsFunc(open, func(s Step) bool { return s.Dest() >= 0 }) {
@@ -244,6 +261,19 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 		o.emit(Event{Kind: EventAccepted, Result: res, Moves: len(batch), Wave: res.Waves})
 		return nil
 	}
+	// The replicas' dirs first, as the brokers remember a dir for a
+	// replica they will create; those they do not hold yet are asked
+	// again once moved (finishDirs).
+	var againDirs []DirMove
+	if da != nil && !res.Dirs.Done() {
+		if againDirs, err = alterDirs(ctx, da, res.Dirs.Wrong); err != nil {
+			return nil, err
+		}
+	}
+	if len(left) == 0 && da != nil && !previous.set() {
+		// Only dirs change: no reassignment to submit.
+		return finishOnlyDirs(ctx, adm, da, dmoves, againDirs, plan, res, o)
+	}
 	if err := submit(); err != nil {
 		switch {
 		case res.Waves > 0:
@@ -272,6 +302,29 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 		if err := save(); err != nil {
 			return nil, err
 		}
+	}
+	if da != nil {
+		if err := finishDirs(ctx, da, dmoves, againDirs, res, o); err != nil {
+			return nil, err
+		}
+	}
+	res.Outcome = Done
+	if err := elect(ctx, adm, plan, res, o); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// finishOnlyDirs ends an Execute whose plan moves replicas between log
+// dirs only (its replica lists are in place).
+func finishOnlyDirs(ctx context.Context, adm Admin, da DirAdmin, moves, again []DirMove, plan []topology.Partition, res *Result, o Options) (*Result, error) {
+	if o.NoWait {
+		res.Outcome = Started
+		res.Election = &Election{Skipped: SkipNoWait}
+		return res, nil
+	}
+	if err := finishDirs(ctx, da, moves, again, res, o); err != nil {
+		return nil, err
 	}
 	res.Outcome = Done
 	if err := elect(ctx, adm, plan, res, o); err != nil {

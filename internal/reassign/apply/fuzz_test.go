@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,8 @@ func FuzzParsePlan(f *testing.F) {
 	for _, s := range []string{
 		`{"version":1,"partitions":[{"topic":"t","partition":1,"replicas":[3,1]},{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}`,
 		`{"version":1,"partitions":[]}`,
+		`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["/d/0","any"]}]}`,
+		`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["/d/0"]}]}`,
 		`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,1]}]}`,
 		"Topic: t\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\n",
 		"\ufeff{",
@@ -58,6 +61,13 @@ func FuzzParsePlan(f *testing.F) {
 			if m.Topic == "" || m.Partition < 0 || len(m.Replicas) == 0 {
 				t.Fatalf("invalid move accepted: %+v", m)
 			}
+			// log_dirs, when kept, are one per replica and name a dir.
+			if m.LogDirs != nil && (len(m.LogDirs) != len(m.Replicas) || !slices.ContainsFunc(m.LogDirs, func(d string) bool { return d != AnyDir })) {
+				t.Fatalf("%+v: log_dirs kept that name no dir or not one per replica", m)
+			}
+		}
+		if _, err := DirMoves(moves); err != nil {
+			t.Fatalf("the dir moves of an accepted plan: %v", err)
 		}
 	})
 }
