@@ -1,0 +1,204 @@
+//go:build integration
+
+package chaos_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
+	"github.com/kplan-dev/kplan/internal/cmdutil"
+	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/k8stest"
+	"github.com/kplan-dev/kplan/internal/kafka"
+)
+
+// workersImage is the image the Job names; k8stest's JobAgent runs this
+// test binary as kplan in its place.
+const workersImage = "kplan.dev/kplan:test"
+
+// grantWorkersRole binds the Role docs/chaos.md gives for the workers to
+// k8stest's operator user (no other rights): the runs prove it is enough.
+func grantWorkersRole(t *testing.T, env *k8stest.Env) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "chaos.md"))
+	require.NoError(t, err)
+	_, after, ok := strings.Cut(string(doc), "\n#### RBAC for workers\n")
+	require.True(t, ok, "docs/chaos.md has an RBAC for workers section")
+	_, after, ok = strings.Cut(after, "```yaml\n")
+	require.True(t, ok, "the section has a YAML block")
+	block, _, _ := strings.Cut(after, "```")
+	var role rbacv1.Role
+	require.NoError(t, yaml.UnmarshalStrict([]byte(block), &role))
+	require.Equal(t, "Role", role.Kind)
+	role.Namespace = env.Namespace
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &role); !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-operator", Namespace: env.Namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: k8stest.OperatorUser}},
+	}
+	if err := env.Client.Create(ctx, binding); !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+}
+
+// kplanObjects lists the Jobs, Pods and Secrets labelled managed by kplan
+// in the namespace, as kind/name.
+func kplanObjects(ctx context.Context, t *testing.T, env *k8stest.Env) []string {
+	t.Helper()
+	mine := []client.ListOption{client.InNamespace(env.Namespace), client.MatchingLabels{chaosmesh.ManagedByLabel: chaosmesh.ManagedByValue}}
+	var out []string
+	var jobs batchv1.JobList
+	require.NoError(t, env.Client.List(ctx, &jobs, mine...))
+	for _, j := range jobs.Items {
+		out = append(out, "job/"+j.Name)
+	}
+	var pods corev1.PodList
+	require.NoError(t, env.Client.List(ctx, &pods, mine...))
+	for _, p := range pods.Items {
+		out = append(out, "pod/"+p.Name)
+	}
+	var secrets corev1.SecretList
+	require.NoError(t, env.Client.List(ctx, &secrets, mine...))
+	for _, s := range secrets.Items {
+		out = append(out, "secret/"+s.Name)
+	}
+	return out
+}
+
+// TestChaosWorkersKubernetes is issue 25's Kubernetes acceptance: against
+// the real kube-apiserver, with the Role docs/chaos.md gives, the workers'
+// Secret and Indexed Job pass a server-side dry run (and RBAC refuses them
+// to a user without it, exit 4), then `kplan chaos --cluster lab --workers
+// 3 --workers-on kubernetes --kill broker-3` creates them, k8stest's
+// JobAgent (the Job controller and kubelet) runs the three pods as local
+// `kplan worker` processes (this test binary, the Secret's files in a
+// directory standing for the mount), the merged result has a
+// single-process run's invariants, and afterwards no Job, Pod or Secret
+// of kplan's remains. Then `kplan chaos cleanup` removes a run's leftovers.
+func TestChaosWorkersKubernetes(t *testing.T) {
+	lab := labForRemote(t)
+	t.Cleanup(func() { restartDead(t, lab) })
+	env := k8stest.Shared(t)
+	grantWorkersRole(t, env)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	agent := env.RunJobs(t, k8stest.JobsOptions{Binary: self, Env: []string{asKplan + "=1"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	require.Empty(t, kplanObjects(ctx, t, env))
+
+	// A client properties file, so that the Secret and its mount are
+	// exercised on the plaintext lab too.
+	props := filepath.Join(t.TempDir(), "client.properties")
+	require.NoError(t, os.WriteFile(props, []byte("security.protocol=PLAINTEXT\nlinger.ms=5\n"), 0o600))
+	conn, err := kafka.ConnOptions{CommandConfig: props}.Resolve()
+	require.NoError(t, err)
+	files, ok, err := conn.Portable(chaosmesh.WorkerMountPath)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	// The server-side dry run: accepted with the docs' Role, nothing made;
+	// refused (RBAC, exit 4) to a user without it.
+	wo := chaosmesh.WorkersOptions{Kubeconfig: env.OperatorKubeconfig, Namespace: env.Namespace, Image: workersImage, Run: "dryrun",
+		Workers: 3, Bootstrap: lab.Bootstrap, Files: files, CommandConfig: kafka.PortableConfig}
+	w, err := chaosmesh.NewWorkers(wo)
+	require.NoError(t, err)
+	require.NoError(t, w.DryRun(ctx), "the API server accepts the Secret and the Indexed Job")
+	assert.Empty(t, kplanObjects(ctx, t, env), "a dry run creates nothing")
+	wo.Kubeconfig = env.RestrictedKubeconfig
+	w, err = chaosmesh.NewWorkers(wo)
+	require.NoError(t, err)
+	err = w.DryRun(ctx)
+	require.Error(t, err)
+	assert.Equal(t, cmdutil.ExitRefused, cmdutil.ExitCode(err), err)
+	assert.Equal(t, errkind.Refused, errkind.KindOf(err))
+	assert.Contains(t, err.Error(), "RBAC forbids kplan to create secrets in namespace kafka (grant the Role in docs/chaos.md#rbac-for-workers)")
+
+	// The run.
+	run := fmt.Sprintf("itk%d", os.Getpid())
+	args := []string{"chaos", "--cluster", "lab", "--lab-dir", lab.State.Dir, "--command-config", props,
+		"--topic", "ktest", "--workers", "3", "--run", run, "--workers-on", "kubernetes",
+		"--namespace", env.Namespace, "--kubeconfig", env.OperatorKubeconfig, "--image", workersImage,
+		"--kill", "broker-3", "--rate", "50kB/s", "--warmup", "1s", "--phase-duration", "3s", "-o", "json"}
+	code, out, errOut := runKplan(ctx, args...)
+	t.Logf("kplan %s\nstderr:\n%s", strings.Join(args, " "), errOut)
+	require.Equal(t, cmdutil.ExitOK, code, "stderr:\n%s\nworkers:\n%s", errOut, agent.Logs())
+	job := "kplan-worker-" + run
+	assert.Contains(t, errOut, "chaos: workers on Kubernetes, namespace kafka")
+	assert.Contains(t, errOut, "kplan worker --run "+run+" --bootstrap-server "+lab.Bootstrap+" --command-config /etc/kplan/client.properties")
+	assert.Contains(t, errOut, "chaos: created secret/"+job+", job/"+job)
+	assert.Contains(t, errOut, "chaos: deleted job/"+job+", secret/"+job)
+
+	var res chaos.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	var names []string
+	for _, p := range res.Partitioners {
+		names = append(names, p.Name)
+		assert.Zero(t, p.Lost, p.Name)
+		assert.Zero(t, p.Duplicates, p.Name)
+		before, after := p.Phases["before"], p.Phases["after"]
+		require.NotNil(t, before, p.Name)
+		require.NotNil(t, after, p.Name)
+		assert.Equal(t, []int32{1, 2, 3}, before.Leaders, p.Name)
+		assert.Equal(t, []int32{1, 2}, after.Leaders, p.Name)
+		assert.Positive(t, before.Acked, p.Name)
+		assert.Equal(t, before.Acked, before.LatencyMS.Count, "%s: the workers' merged histograms", p.Name)
+	}
+	assert.Equal(t, chaos.DefaultPartitioners, names)
+	require.NotNil(t, res.Workers)
+	assert.Equal(t, run, res.Workers.Run)
+	require.Len(t, res.Workers.Workers, 3)
+	for _, wr := range res.Workers.Workers {
+		assert.Empty(t, wr.Missed, "worker %d", wr.Index)
+		assert.Positive(t, wr.Acked, "worker %d", wr.Index)
+		assert.Equal(t, wr.Acked, wr.Read, "worker %d: each acknowledged record read back once", wr.Index)
+	}
+	assert.Equal(t, 3, agent.Started(), "one pod per index")
+	exits := agent.Exits()
+	assert.Len(t, exits, 3, "workers:\n%s", agent.Logs())
+	for pod, c := range exits {
+		assert.Zero(t, c, "pod %s's worker exited 0 when the run ended", pod)
+	}
+	logs := agent.Logs()
+	for i := range 3 {
+		assert.Contains(t, logs, fmt.Sprintf("worker %d of 3, run %s:", i, run), "each index ran once, from $JOB_COMPLETION_INDEX")
+	}
+	require.Eventually(t, func() bool { return len(kplanObjects(ctx, t, env)) == 0 }, 30*time.Second, 100*time.Millisecond,
+		"no Job, Pod or Secret of kplan's remains")
+	assert.Zero(t, agent.Running())
+
+	// Leftovers of a killed kplan: kplan chaos cleanup deletes them (its
+	// pods go with the Job, and their processes).
+	wo.Kubeconfig, wo.Run, wo.Workers = env.Kubeconfig, "leftover", 1
+	w, err = chaosmesh.NewWorkers(wo)
+	require.NoError(t, err)
+	require.NoError(t, w.Create(ctx))
+	require.Eventually(t, func() bool { return agent.Running() == 1 }, 30*time.Second, 100*time.Millisecond)
+	code, out, errOut = runKplan(ctx, "chaos", "cleanup", "--namespace", env.Namespace, "--kubeconfig", env.Kubeconfig)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	assert.Equal(t, "deleted job/kplan-worker-leftover\ndeleted secret/kplan-worker-leftover\n", out)
+	require.Eventually(t, func() bool { return len(kplanObjects(ctx, t, env)) == 0 && agent.Running() == 0 }, 30*time.Second, 100*time.Millisecond,
+		"the leftovers and their pod's process are gone")
+}
