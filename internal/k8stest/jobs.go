@@ -249,7 +249,7 @@ func (a *JobAgent) startPod(ctx context.Context, job *batchv1.Job, idx int) erro
 	if err != nil {
 		return err
 	}
-	defer f.Close() //nolint:errcheck // the child holds its own descriptor
+	defer f.Close()                          //nolint:errcheck // the child holds its own descriptor
 	cmd := exec.Command(a.o.Binary, args...) //nolint:gosec // the test's own binary
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = f, f
