@@ -237,7 +237,10 @@ func (a *JobAgent) startPod(ctx context.Context, job *batchv1.Job, idx int) erro
 	if err := a.env.Client.Create(ctx, pod); err != nil {
 		return fmt.Errorf("creating its pod: %w", err)
 	}
-	dir := filepath.Join(a.o.Dir, pod.Name)
+	dir := filepath.Join(a.o.Dir, pod.Name) // the container's working directory
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
 	mounts, err := a.volumes(ctx, pod, dir)
 	if err != nil {
 		return a.setFailed(ctx, pod, err)

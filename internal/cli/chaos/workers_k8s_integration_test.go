@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +65,26 @@ func grantWorkersRole(t *testing.T, env *k8stest.Env) {
 	}
 }
 
+// warmIdempotence waits until the lab grants idempotent producers their
+// id: a freshly started lab answers InitProducerId with
+// COORDINATOR_LOAD_IN_PROGRESS for a few seconds, and the run's first
+// publish (its plan) fails then.
+func warmIdempotence(ctx context.Context, t *testing.T, bootstrap string) {
+	t.Helper()
+	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: bootstrap}, "test")
+	require.NoError(t, err)
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	const topic = "kwarm"
+	_, _ = adm.CreateTopic(ctx, 1, 1, nil, topic)
+	defer func() { _, _ = adm.DeleteTopics(context.WithoutCancel(ctx), topic) }()
+	require.Eventually(t, func() bool {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Value: []byte("warm")}).FirstErr() == nil
+	}, time.Minute, 500*time.Millisecond, "the lab grants producer ids")
+}
+
 // kplanObjects lists the Jobs, Pods and Secrets labelled managed by kplan
 // in the namespace, as kind/name.
 func kplanObjects(ctx context.Context, t *testing.T, env *k8stest.Env) []string {
@@ -108,6 +130,7 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	require.Empty(t, kplanObjects(ctx, t, env))
+	warmIdempotence(ctx, t, lab.Bootstrap)
 
 	// A client properties file, so that the Secret and its mount are
 	// exercised on the plaintext lab too.
@@ -136,13 +159,33 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	assert.Equal(t, errkind.Refused, errkind.KindOf(err))
 	assert.Contains(t, err.Error(), "RBAC forbids kplan to create secrets in namespace kafka (grant the Role in docs/chaos.md#rbac-for-workers)")
 
+	// Through the CLI on a --bootstrap-server cluster: without --yes the
+	// plan (the workers' included) and exit 4; --dry-run the manifests the
+	// API server accepted. Neither creates anything.
+	remote := []string{"chaos", "--bootstrap-server", lab.Bootstrap, "--command-config", props, "--kill", "none",
+		"--topic", "kdry", "--workers", "3", "--run", "dry", "--workers-on", "kubernetes",
+		"--namespace", env.Namespace, "--kubeconfig", env.OperatorKubeconfig, "--image", workersImage}
+	code, out, errOut := runKplan(ctx, remote...)
+	assert.Equal(t, cmdutil.ExitRefused, code, errOut)
+	assert.Contains(t, errOut, "job/kplan-worker-dry  Indexed, 3 pods of "+workersImage)
+	assert.Contains(t, errOut, "--yes: not given")
+	code, out, errOut = runKplan(ctx, append(remote, "--dry-run")...)
+	require.Equal(t, cmdutil.ExitOK, code, errOut)
+	t.Logf("kplan %s --dry-run\nstdout:\n%s\nstderr:\n%s", strings.Join(remote, " "), out, errOut)
+	assert.Contains(t, out, "completionMode: Indexed")
+	assert.Contains(t, out, "client.properties: <")
+	assert.NotContains(t, out, "security.protocol", "the Secret's values are not printed")
+	assert.Contains(t, errOut, "the API server accepts the workers' Job and Secret (server-side dry run; nothing created)")
+	assert.Empty(t, kplanObjects(ctx, t, env))
+	assert.Zero(t, agent.Started())
+
 	// The run.
 	run := fmt.Sprintf("itk%d", os.Getpid())
 	args := []string{"chaos", "--cluster", "lab", "--lab-dir", lab.State.Dir, "--command-config", props,
 		"--topic", "ktest", "--workers", "3", "--run", run, "--workers-on", "kubernetes",
 		"--namespace", env.Namespace, "--kubeconfig", env.OperatorKubeconfig, "--image", workersImage,
 		"--kill", "broker-3", "--rate", "50kB/s", "--warmup", "1s", "--phase-duration", "3s", "-o", "json"}
-	code, out, errOut := runKplan(ctx, args...)
+	code, out, errOut = runKplan(ctx, args...)
 	t.Logf("kplan %s\nstderr:\n%s", strings.Join(args, " "), errOut)
 	require.Equal(t, cmdutil.ExitOK, code, "stderr:\n%s\nworkers:\n%s", errOut, agent.Logs())
 	job := "kplan-worker-" + run
@@ -201,4 +244,45 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	assert.Equal(t, "deleted job/kplan-worker-leftover\ndeleted secret/kplan-worker-leftover\n", out)
 	require.Eventually(t, func() bool { return len(kplanObjects(ctx, t, env)) == 0 && agent.Running() == 0 }, 30*time.Second, 100*time.Millisecond,
 		"the leftovers and their pod's process are gone")
+}
+
+// TestChaosWorkersKubernetesInterrupt: Ctrl-C (the context cancelled)
+// once the workers run: kplan deletes the Job and the Secret on its way
+// out, the pods go and their workers stop.
+func TestChaosWorkersKubernetesInterrupt(t *testing.T) {
+	lab := labForRemote(t)
+	t.Cleanup(func() { restartDead(t, lab) })
+	env := k8stest.Shared(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	agent := env.RunJobs(t, k8stest.JobsOptions{Binary: self, Env: []string{asKplan + "=1"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	warmIdempotence(ctx, t, lab.Bootstrap)
+	runCtx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	go func() {
+		for agent.Running() < 3 && runCtx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(2 * time.Second) // into the warm-up
+		interrupt()
+	}()
+	run := fmt.Sprintf("iti%d", os.Getpid())
+	code, _, errOut := runKplan(runCtx, "chaos", "--cluster", "lab", "--lab-dir", lab.State.Dir, "--topic", "kint",
+		"--workers", "3", "--run", run, "--workers-on", "kubernetes", "--namespace", env.Namespace, "--kubeconfig", env.Kubeconfig,
+		"--image", workersImage, "--kill", "broker-3", "--rate", "50kB/s", "--warmup", "5s", "--phase-duration", "5s")
+	assert.NotEqual(t, cmdutil.ExitOK, code, errOut)
+	assert.Equal(t, 3, agent.Started(), errOut)
+	job := "kplan-worker-" + run
+	assert.Contains(t, errOut, "chaos: deleted job/"+job, errOut)
+	var left []string
+	for _, o := range kplanObjects(ctx, t, env) {
+		if !strings.HasPrefix(o, "pod/") { // the pods may still be going
+			left = append(left, o)
+		}
+	}
+	assert.Empty(t, left, "the Job and the Secret are deleted before kplan returns")
+	require.Eventually(t, func() bool { return len(kplanObjects(ctx, t, env)) == 0 && agent.Running() == 0 }, 30*time.Second, 100*time.Millisecond,
+		"the pods and their workers are gone")
 }
