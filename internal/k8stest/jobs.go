@@ -18,10 +18,12 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kplan-dev/kplan/internal/localkafka"
 )
@@ -532,4 +534,60 @@ func (a *JobAgent) stop(t testing.TB) {
 			a.forceDelete(ctx, &pods.Items[i])
 		}
 	}
+}
+
+// GrantRole creates the Role that roleYAML holds (a Role document, as the
+// docs give it) in the Env's namespace and binds it to user (e.g.
+// OperatorUser, who has no other rights): a test then proves the Role is
+// enough. It is idempotent.
+func (e *Env) GrantRole(t testing.TB, roleYAML []byte, user string) {
+	t.Helper()
+	var role rbacv1.Role
+	if err := yaml.UnmarshalStrict(roleYAML, &role); err != nil {
+		t.Fatalf("k8stest: the Role: %v", err)
+	}
+	if role.Kind != "Role" || role.Name == "" {
+		t.Fatalf("k8stest: want a named Role, got kind %q name %q", role.Kind, role.Name)
+	}
+	role.Namespace = e.Namespace
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-" + user, Namespace: e.Namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	for _, o := range []client.Object{&role, binding} {
+		if err := e.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("k8stest: creating %s: %v", o.GetName(), err)
+		}
+	}
+}
+
+// KplanObjects lists the Jobs, Pods and Secrets labelled managed by kplan
+// in the Env's namespace, as kind/name.
+func (e *Env) KplanObjects(t testing.TB) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mine := []client.ListOption{client.InNamespace(e.Namespace), client.MatchingLabels{managedByLabel: managedByValue}}
+	var out []string
+	var jobs batchv1.JobList
+	var pods corev1.PodList
+	var secrets corev1.SecretList
+	for _, l := range []client.ObjectList{&jobs, &pods, &secrets} {
+		if err := e.Client.List(ctx, l, mine...); err != nil {
+			t.Fatalf("k8stest: listing kplan's objects: %v", err)
+		}
+	}
+	for _, j := range jobs.Items {
+		out = append(out, "job/"+j.Name)
+	}
+	for _, p := range pods.Items {
+		out = append(out, "pod/"+p.Name)
+	}
+	for _, s := range secrets.Items {
+		out = append(out, "secret/"+s.Name)
+	}
+	return out
 }

@@ -14,18 +14,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
+	"github.com/kplan-dev/kplan/internal/chaos/dist"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/k8stest"
@@ -36,9 +28,8 @@ import (
 // test binary as kplan in its place.
 const workersImage = "kplan.dev/kplan:test"
 
-// grantWorkersRole binds the Role docs/chaos.md gives for the workers to
-// k8stest's operator user (no other rights): the runs prove it is enough.
-func grantWorkersRole(t *testing.T, env *k8stest.Env) {
+// workersRole is the Role docs/chaos.md gives for the workers.
+func workersRole(t *testing.T) []byte {
 	t.Helper()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "chaos.md"))
 	require.NoError(t, err)
@@ -47,66 +38,29 @@ func grantWorkersRole(t *testing.T, env *k8stest.Env) {
 	_, after, ok = strings.Cut(after, "```yaml\n")
 	require.True(t, ok, "the section has a YAML block")
 	block, _, _ := strings.Cut(after, "```")
-	var role rbacv1.Role
-	require.NoError(t, yaml.UnmarshalStrict([]byte(block), &role))
-	require.Equal(t, "Role", role.Kind)
-	role.Namespace = env.Namespace
-	ctx := context.Background()
-	if err := env.Client.Create(ctx, &role); !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name + "-operator", Namespace: env.Namespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: k8stest.OperatorUser}},
-	}
-	if err := env.Client.Create(ctx, binding); !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
+	return []byte(block)
 }
 
-// warmIdempotence waits until the lab grants idempotent producers their
-// id: a freshly started lab answers InitProducerId with
-// COORDINATOR_LOAD_IN_PROGRESS for a few seconds, and the run's first
-// publish (its plan) fails then.
+// warmIdempotence waits until the lab grants the run's control client
+// its producer id: a freshly started lab answers InitProducerId with
+// COORDINATOR_LOAD_IN_PROGRESS for a few seconds, and the coordinator's
+// first publish (the plan) fails then ("unable to initialize a producer
+// ID"). It goes through the run's own Control, on a run of its own.
 func warmIdempotence(ctx context.Context, t *testing.T, bootstrap string) {
 	t.Helper()
-	cl, err := kafka.NewClient(kafka.ConnOptions{BootstrapServers: bootstrap}, "test")
-	require.NoError(t, err)
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	const topic = "kwarm"
-	_, _ = adm.CreateTopic(ctx, 1, 1, nil, topic)
-	defer func() { _, _ = adm.DeleteTopics(context.WithoutCancel(ctx), topic) }()
+	conn := kafka.ConnOptions{BootstrapServers: bootstrap}
+	i := 0
 	require.Eventually(t, func() bool {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		i++
+		ctl, err := chaos.NewControl(ctx, conn, "test", fmt.Sprintf("warm%d-%d", os.Getpid(), i), nil)
+		if err != nil {
+			return false
+		}
+		defer func() { _ = ctl.Close(context.WithoutCancel(ctx)) }()
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Value: []byte("warm")}).FirstErr() == nil
+		return ctl.Publish(pctx, dist.Message{Kind: dist.KindHeartbeat, Heartbeat: &dist.Heartbeat{Worker: dist.Coordinator, At: time.Now()}}) == nil
 	}, time.Minute, 500*time.Millisecond, "the lab grants producer ids")
-}
-
-// kplanObjects lists the Jobs, Pods and Secrets labelled managed by kplan
-// in the namespace, as kind/name.
-func kplanObjects(ctx context.Context, t *testing.T, env *k8stest.Env) []string {
-	t.Helper()
-	mine := []client.ListOption{client.InNamespace(env.Namespace), client.MatchingLabels{chaosmesh.ManagedByLabel: chaosmesh.ManagedByValue}}
-	var out []string
-	var jobs batchv1.JobList
-	require.NoError(t, env.Client.List(ctx, &jobs, mine...))
-	for _, j := range jobs.Items {
-		out = append(out, "job/"+j.Name)
-	}
-	var pods corev1.PodList
-	require.NoError(t, env.Client.List(ctx, &pods, mine...))
-	for _, p := range pods.Items {
-		out = append(out, "pod/"+p.Name)
-	}
-	var secrets corev1.SecretList
-	require.NoError(t, env.Client.List(ctx, &secrets, mine...))
-	for _, s := range secrets.Items {
-		out = append(out, "secret/"+s.Name)
-	}
-	return out
 }
 
 // TestChaosWorkersKubernetes is issue 25's Kubernetes acceptance: against
@@ -123,13 +77,13 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	lab := labForRemote(t)
 	t.Cleanup(func() { restartDead(t, lab) })
 	env := k8stest.Shared(t)
-	grantWorkersRole(t, env)
+	env.GrantRole(t, workersRole(t), k8stest.OperatorUser)
 	self, err := os.Executable()
 	require.NoError(t, err)
 	agent := env.RunJobs(t, k8stest.JobsOptions{Binary: self, Env: []string{asKplan + "=1"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	require.Empty(t, kplanObjects(ctx, t, env))
+	require.Empty(t, env.KplanObjects(t))
 	warmIdempotence(ctx, t, lab.Bootstrap)
 
 	// A client properties file, so that the Secret and its mount are
@@ -149,7 +103,7 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	w, err := chaosmesh.NewWorkers(wo)
 	require.NoError(t, err)
 	require.NoError(t, w.DryRun(ctx), "the API server accepts the Secret and the Indexed Job")
-	assert.Empty(t, kplanObjects(ctx, t, env), "a dry run creates nothing")
+	assert.Empty(t, env.KplanObjects(t), "a dry run creates nothing")
 	wo.Kubeconfig = env.RestrictedKubeconfig
 	w, err = chaosmesh.NewWorkers(wo)
 	require.NoError(t, err)
@@ -165,18 +119,18 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	remote := []string{"chaos", "--bootstrap-server", lab.Bootstrap, "--command-config", props, "--kill", "none",
 		"--topic", "kdry", "--workers", "3", "--run", "dry", "--workers-on", "kubernetes",
 		"--namespace", env.Namespace, "--kubeconfig", env.OperatorKubeconfig, "--image", workersImage}
-	code, out, errOut := runKplan(ctx, remote...)
+	code, _, errOut := runKplan(ctx, remote...)
 	assert.Equal(t, cmdutil.ExitRefused, code, errOut)
 	assert.Contains(t, errOut, "job/kplan-worker-dry  Indexed, 3 pods of "+workersImage)
 	assert.Contains(t, errOut, "--yes: not given")
-	code, out, errOut = runKplan(ctx, append(remote, "--dry-run")...)
+	code, out, errOut := runKplan(ctx, append(remote, "--dry-run")...)
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	t.Logf("kplan %s --dry-run\nstdout:\n%s\nstderr:\n%s", strings.Join(remote, " "), out, errOut)
 	assert.Contains(t, out, "completionMode: Indexed")
 	assert.Contains(t, out, "client.properties: <")
 	assert.NotContains(t, out, "security.protocol", "the Secret's values are not printed")
 	assert.Contains(t, errOut, "the API server accepts the workers' Job and Secret (server-side dry run; nothing created)")
-	assert.Empty(t, kplanObjects(ctx, t, env))
+	assert.Empty(t, env.KplanObjects(t))
 	assert.Zero(t, agent.Started())
 
 	// The run.
@@ -213,10 +167,24 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	require.NotNil(t, res.Workers)
 	assert.Equal(t, run, res.Workers.Run)
 	require.Len(t, res.Workers.Workers, 3)
+	notes := strings.Join(res.Notes, "\n")
 	for _, wr := range res.Workers.Workers {
-		assert.Empty(t, wr.Missed, "worker %d", wr.Index)
 		assert.Positive(t, wr.Acked, "worker %d", wr.Index)
-		assert.Equal(t, wr.Acked, wr.Read, "worker %d: each acknowledged record read back once", wr.Index)
+		if len(wr.Missed) == 0 {
+			assert.Equal(t, wr.Acked, wr.Read, "worker %d: each acknowledged record read back once", wr.Index)
+			continue
+		}
+		// A worker that learnt of a phase's start past the guard (the
+		// after phase is announced right after the failover, which the
+		// control topic may have gone through too) is named with the
+		// phase and why, its figures of that phase left out; its records
+		// are still read back, once (0 duplicates above).
+		t.Logf("worker %d missed %v", wr.Index, wr.Missed)
+		assert.GreaterOrEqual(t, wr.Read, wr.Acked, "worker %d", wr.Index)
+		for _, m := range wr.Missed {
+			assert.NotEmpty(t, m.Reason, "worker %d", wr.Index)
+			assert.Contains(t, notes, fmt.Sprintf("worker %d missed phase %s", wr.Index, m.Phase))
+		}
 	}
 	assert.Equal(t, 3, agent.Started(), "one pod per index")
 	exits := agent.Exits()
@@ -228,7 +196,7 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	for i := range 3 {
 		assert.Contains(t, logs, fmt.Sprintf("worker %d of 3, run %s:", i, run), "each index ran once, from $JOB_COMPLETION_INDEX")
 	}
-	require.Eventually(t, func() bool { return len(kplanObjects(ctx, t, env)) == 0 }, 30*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { return len(env.KplanObjects(t)) == 0 }, 30*time.Second, 100*time.Millisecond,
 		"no Job, Pod or Secret of kplan's remains")
 	assert.Zero(t, agent.Running())
 
@@ -242,7 +210,7 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	code, out, errOut = runKplan(ctx, "chaos", "cleanup", "--namespace", env.Namespace, "--kubeconfig", env.Kubeconfig)
 	require.Equal(t, cmdutil.ExitOK, code, errOut)
 	assert.Equal(t, "deleted job/kplan-worker-leftover\ndeleted secret/kplan-worker-leftover\n", out)
-	require.Eventually(t, func() bool { return len(kplanObjects(ctx, t, env)) == 0 && agent.Running() == 0 }, 30*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { return len(env.KplanObjects(t)) == 0 && agent.Running() == 0 }, 30*time.Second, 100*time.Millisecond,
 		"the leftovers and their pod's process are gone")
 }
 
@@ -277,12 +245,12 @@ func TestChaosWorkersKubernetesInterrupt(t *testing.T) {
 	job := "kplan-worker-" + run
 	assert.Contains(t, errOut, "chaos: deleted job/"+job, errOut)
 	var left []string
-	for _, o := range kplanObjects(ctx, t, env) {
+	for _, o := range env.KplanObjects(t) {
 		if !strings.HasPrefix(o, "pod/") { // the pods may still be going
 			left = append(left, o)
 		}
 	}
 	assert.Empty(t, left, "the Job and the Secret are deleted before kplan returns")
-	require.Eventually(t, func() bool { return len(kplanObjects(ctx, t, env)) == 0 && agent.Running() == 0 }, 30*time.Second, 100*time.Millisecond,
+	require.Eventually(t, func() bool { return len(env.KplanObjects(t)) == 0 && agent.Running() == 0 }, 30*time.Second, 100*time.Millisecond,
 		"the pods and their workers are gone")
 }
