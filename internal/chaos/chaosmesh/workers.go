@@ -94,24 +94,11 @@ type WorkersOptions struct {
 // Validate checks the options without reaching Kubernetes; errors are
 // errkind.Usage naming the field.
 func (o WorkersOptions) Validate() error {
-	if err := (Options{Namespace: o.Namespace}).Validate(); err != nil {
+	if err := o.CheckFlags(); err != nil {
 		return err
 	}
-	switch {
-	case strings.TrimSpace(o.Image) == "":
-		return errkind.Usagef(FieldImage, "kplan's image is required to run the workers on Kubernetes (see docs/chaos.md: building the image)")
-	case strings.ContainsAny(o.Image, " \t\n"):
-		return errkind.Usagef(FieldImage, "%q is not an image reference", o.Image)
-	case o.Workers < 1:
-		return errkind.Usagef(FieldWorkers, "want at least one worker, got %d", o.Workers)
-	case strings.TrimSpace(o.Bootstrap) == "":
+	if strings.TrimSpace(o.Bootstrap) == "" {
 		return errkind.Usagef("bootstrap-server", "the workers need the cluster's bootstrap servers")
-	}
-	if errs := validation.IsDNS1123Label(o.JobName()); len(errs) > 0 {
-		return errkind.Usagef(FieldRun, "%q cannot name the workers' Job %s (lowercase letters, digits and '-' only): %s", o.Run, o.JobName(), errs[0])
-	}
-	if errs := validation.IsValidLabelValue(o.Run); len(errs) > 0 || o.Run == "" {
-		return errkind.Usagef(FieldRun, "%q cannot be a label value", o.Run)
 	}
 	if o.CommandConfig != "" {
 		if _, ok := o.Files[o.CommandConfig]; !ok {
@@ -122,6 +109,30 @@ func (o WorkersOptions) Validate() error {
 		if errs := validation.IsConfigMapKey(name); len(errs) > 0 {
 			return fmt.Errorf("%q cannot be a key of the workers' Secret: %s", name, errs[0])
 		}
+	}
+	return nil
+}
+
+// CheckFlags is Validate of what the operator gives (namespace, image,
+// workers, run), before the cluster's addresses and client files are
+// known.
+func (o WorkersOptions) CheckFlags() error {
+	if err := (Options{Namespace: o.Namespace}).Validate(); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(o.Image) == "":
+		return errkind.Usagef(FieldImage, "kplan's image is required to run the workers on Kubernetes (see docs/chaos.md: building the image)")
+	case strings.ContainsAny(o.Image, " \t\n"):
+		return errkind.Usagef(FieldImage, "%q is not an image reference", o.Image)
+	case o.Workers < 1:
+		return errkind.Usagef(FieldWorkers, "want at least one worker, got %d", o.Workers)
+	}
+	if errs := validation.IsDNS1123Label(o.JobName()); len(errs) > 0 {
+		return errkind.Usagef(FieldRun, "%q cannot name the workers' Job %s (lowercase letters, digits and '-' only): %s", o.Run, o.JobName(), errs[0])
+	}
+	if errs := validation.IsValidLabelValue(o.Run); len(errs) > 0 || o.Run == "" {
+		return errkind.Usagef(FieldRun, "%q cannot be a label value", o.Run)
 	}
 	return nil
 }

@@ -56,11 +56,10 @@ func (c *flags) kubeWorkerOptions(given func(string) bool, cfg *chaos.Config, no
 		cfg.RunID = chaos.NewRunID(now, rng)
 	}
 	o := &chaosmesh.WorkersOptions{Kubeconfig: mesh.Kubeconfig, Context: mesh.Context, Namespace: mesh.Namespace,
-		Image: c.image, Run: cfg.RunID, Workers: cfg.Workers, Bootstrap: "placeholder:9092"}
-	if err := o.Validate(); err != nil {
+		Image: c.image, Run: cfg.RunID, Workers: cfg.Workers}
+	if err := o.CheckFlags(); err != nil {
 		return nil, cmdutil.Spell(err, c.where)
 	}
-	o.Bootstrap = ""
 	return o, nil
 }
 
