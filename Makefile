@@ -64,7 +64,11 @@ unit:
 ## Chaos Mesh's controller). Measured alone (2026-11-26, user+sys CPU over
 ## wall): internal/chaos/chaosmesh 71 s in 148 s, internal/cli/chaos 109 s
 ## in 131 s. Lane 2 holds the Chaos Mesh packages, the secured labs' and the
-## CLI ones on the shared 3-broker lab, about as long as lane 1 in all.
+## CLI ones on the shared 3-broker lab, about as long as lane 1 in all;
+## internal/cli/chaos also runs the Kubernetes control plane for
+## TestChaosWorkersKubernetes (--workers-on kubernetes, k8stest's JobAgent
+## running the workers' pods), and fails, never skips, when etcd,
+## kube-apiserver or Chaos Mesh's files are missing (`make k8s`).
 ## Their labs come from labtest's pool on ports from INTEGRATION_LANE2_PORT
 ## up ($$KPLAN_LABTEST_BASE_PORT; each binary also locks its port range),
 ## away from the fixed and pid-derived ports of the labs that lane 1's tests

@@ -191,6 +191,9 @@ func TestBadInputEverywhere(t *testing.T) {
 		{[]string{"chaos", "--kill", "busiest", "--bootstrap-server", "127.0.0.1:1", "--killer", "exec", "--kill-cmd", "true", "--command-config", unreadable, "--report", o("report")}, 2, "--command-config"},
 
 		{[]string{"chaos", "--kill", "none", "--report", filepath.Join(aFile, "report")}, 2, "--report"},
+		{[]string{"chaos", "--kill", "none", "--cluster", "lab", "--workers", "2", "--workers-on", "kubernetes", "--namespace", "kafka"}, 2, "--image"},
+		{[]string{"chaos", "--kill", "none", "--cluster", "lab", "--workers", "2", "--workers-on", "kubernetes", "--image", "kplan:dev"}, 2, "--namespace"},
+		{[]string{"chaos", "--kill", "none", "--cluster", "lab", "--lab-dir", missing, "--workers", "2", "--workers-on", "kubernetes", "--image", "kplan:dev", "--namespace", "kafka"}, 2, "--cluster lab"},
 
 		// chaos cleanup
 		{[]string{"chaos", "cleanup"}, 2, "--namespace"},

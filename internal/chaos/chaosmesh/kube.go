@@ -10,6 +10,7 @@ import (
 
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
 	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,11 +35,14 @@ var quietOnce sync.Once
 func quiet() { quietOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) }) }
 
 // Scheme returns a scheme with the types the killer reads and writes:
-// core/v1 and Chaos Mesh's v1alpha1.
+// core/v1, batch/v1 (the workers' Job) and Chaos Mesh's v1alpha1.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := corev1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("register core/v1: %w", err)
+	}
+	if err := batchv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("register batch/v1: %w", err)
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("register chaos-mesh.org/v1alpha1: %w", err)

@@ -8,6 +8,10 @@
 // broker must name the pod (its name, its FQDN under a headless service, or
 // its IP). It reads the kill time from the status Chaos Mesh writes.
 //
+// It also places a distributed run's workers on Kubernetes (Workers,
+// workers.go): an Indexed Job of `kplan worker` pods and the Secret of
+// their client properties, created before the run and deleted after it.
+//
 // This is the only product package that imports Kubernetes clients.
 package chaosmesh
 

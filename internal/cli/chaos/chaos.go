@@ -10,6 +10,7 @@ import (
 	"fmt"
 	goio "io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
 	"github.com/kplan-dev/kplan/internal/chaos/embedded"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/chaos/lab/faulter"
@@ -65,6 +67,11 @@ type Options struct {
 	// Remote, when set, is a cluster reached by --bootstrap-server with a
 	// killer; Cluster is then "remote".
 	Remote *RemoteOptions
+	// KubeWorkers, when set, places a distributed run's workers on
+	// Kubernetes (--workers-on kubernetes): an Indexed Job created before
+	// the run and deleted after it. Its cluster addresses and client
+	// settings are filled in when the run starts.
+	KubeWorkers *chaosmesh.WorkersOptions
 	// Workload, when set, says how the workload's rates and keys apply
 	// (--layout, --topics). With --layout Config.Workload is already built;
 	// with --topics (Config.Existing) it is built at run time from the
@@ -93,9 +100,11 @@ type flags struct {
 	// a distributed run.
 	workers          int
 	runID, workersOn string
-	output           cmdutil.OutputFlag
-	origin           map[string]string
-	remote           remoteFlags
+	// image is --image: kplan's image for --workers-on kubernetes.
+	image  string
+	output cmdutil.OutputFlag
+	origin map[string]string
+	remote remoteFlags
 }
 
 // fileKeys are the flags an experiment file may set: all but --workload
@@ -318,7 +327,8 @@ func (c *flags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.verbose, "verbose", false, "also print notes only worth reading closely (the checking consumer's re-reads)")
 	fs.IntVar(&c.workers, "workers", 0, "produce from N kplan worker processes coordinated through the cluster (the run's topics kplan-run-ID-*) instead of from this process")
 	fs.StringVar(&c.runID, "run", "", "with --workers: the run's id, which the workers join (default: a new one, printed)")
-	fs.StringVar(&c.workersOn, "workers-on", "none", "with --workers: where the workers run; none prints the kplan worker command of each, to start yourself")
+	fs.StringVar(&c.workersOn, "workers-on", workersOnNone, "with --workers: where the workers run: none prints the kplan worker command of each, to start yourself; kubernetes creates an Indexed Job of them (with --namespace, --image) and deletes it at the end")
+	fs.StringVar(&c.image, "image", "", "with --workers-on kubernetes: kplan's container image the workers' pods run (its entrypoint kplan)")
 	c.remote.add(fs)
 }
 
@@ -371,6 +381,14 @@ func (c *flags) options(cmd *cobra.Command, f *cmdutil.Factory) (*Options, error
 	camp := opts.campaign()
 	if err := camp.Validate(); err != nil {
 		return nil, cmdutil.Spell(err, c.where)
+	}
+	now := time.Now
+	if f.Now != nil {
+		now = f.Now
+	}
+	rng := rand.New(rand.NewPCG(uint64(now().UnixNano()), uint64(os.Getpid()))) //nolint:gosec // a run id, not a secret
+	if opts.KubeWorkers, err = c.kubeWorkerOptions(given, cfg, now(), rng); err != nil {
+		return nil, err
 	}
 	if opts.Remote, err = c.remote.options(cmd, c, camp); err != nil {
 		return nil, err
@@ -517,7 +535,7 @@ func (c *flags) bind(cfg *chaos.Config) error {
 // workerOptions reads --workers, --run and --workers-on.
 func (c *flags) workerOptions(cmd *cobra.Command, cfg *chaos.Config) error {
 	if c.workers == 0 {
-		for _, name := range []string{"run", "workers-on"} {
+		for _, name := range []string{"run", "workers-on", "image"} {
 			if _, inFile := c.origin[name]; cmd.Flags().Changed(name) || inFile {
 				return errkind.Usagef("", "%s: only with --workers", c.where(name))
 			}
@@ -527,8 +545,8 @@ func (c *flags) workerOptions(cmd *cobra.Command, cfg *chaos.Config) error {
 	switch {
 	case c.workers < 0:
 		return errkind.Usagef("", "%s: want a positive number of workers, got %d", c.where("workers"), c.workers)
-	case c.workersOn != "none":
-		return errkind.Usagef("", "%s: %q, want none (start the printed kplan worker commands yourself)", c.where("workers-on"), c.workersOn)
+	case c.workersOn != workersOnNone && c.workersOn != workersOnKubernetes:
+		return errkind.Usagef("", "%s: %q, want none (start the printed kplan worker commands yourself) or kubernetes (an Indexed Job)", c.where("workers-on"), c.workersOn)
 	case c.repeat > 1:
 		return errkind.Usagef("", "%s: one run at a time with --workers (not with --repeat)", c.where("repeat"))
 	case cfg.Target.Kind == chaos.TargetEach:
@@ -804,8 +822,19 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 	io := opts.IO
 	camp := opts.campaign()
 	cfg := &camp.Config
+	var kube *chaosmesh.Workers
+	if opts.KubeWorkers != nil {
+		var err error
+		if kube, err = newKubeWorkers(opts); err != nil {
+			return err
+		}
+		writeKubePlan(io.ErrOut, kube)
+	}
 	if opts.Remote != nil {
 		rcl, done, err := prepareRemote(ctx, opts, camp)
+		if err == nil && done && kube != nil {
+			err = dryRunKube(ctx, opts, kube)
+		}
 		if err != nil || done {
 			return err
 		}
@@ -834,7 +863,22 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		fmt.Fprintln(io.ErrOut, "\nchaos: interrupted; stopping the producers and cleaning up (interrupt again to cut the cleanup short)")
 	})
 	progress(opts, camp)
-	if cfg.Workers > 0 {
+	switch {
+	case kube != nil:
+		// On success, error and Ctrl-C: the Job (its pods with it) and
+		// the Secret go.
+		defer func() {
+			if err := stopKube(ctx, opts, kube, cfg.Abort); err != nil && retErr == nil {
+				retErr = err
+			}
+		}()
+		if err := startKube(ctx, opts, kube); err != nil {
+			return err
+		}
+		cfg.OnRun = func(run string, _ []string) {
+			fmt.Fprintf(io.ErrOut, "chaos: run %s: waiting for %d workers (job/%s)\n", run, cfg.Workers, kube.Job().Name)
+		}
+	case cfg.Workers > 0:
 		cfg.OnRun = func(run string, seeds []string) {
 			printWorkerCommands(io.ErrOut, run, cfg.Workers, seeds, cfg.Conn.CommandConfig)
 		}

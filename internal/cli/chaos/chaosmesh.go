@@ -26,11 +26,14 @@ func newCmdCleanup(f *cmdutil.Factory, runF func(context.Context, *CleanupOption
 	opts := &CleanupOptions{IO: f.IOStreams}
 	cmd := &cobra.Command{
 		Use:   "cleanup --namespace N",
-		Short: "Delete the Chaos Mesh objects kplan chaos left behind",
-		Long: `Delete every chaos object (PodChaos and NetworkChaos) labelled
-app.kubernetes.io/managed-by=kplan in --namespace: what a kplan chaos --killer chaos-mesh run leaves when it is
-killed before its own cleanup (kill -9, a lost connection). It prints the
-objects it deleted.`,
+		Short: "Delete the Kubernetes objects kplan chaos left behind",
+		Long: `Delete every chaos object (PodChaos and NetworkChaos), and every workers'
+Job (with its pods) and Secret, labelled app.kubernetes.io/managed-by=kplan
+in --namespace: what a kplan chaos --killer chaos-mesh or --workers-on
+kubernetes run leaves when it is killed before its own cleanup (kill -9, a
+lost connection). It prints the objects it deleted. Jobs and Secrets are
+skipped when the account may not list them (it could not have created
+them either).`,
 		Example: `  $ kplan chaos cleanup --namespace kafka
   $ kplan chaos cleanup --namespace kafka --kubeconfig ~/.kube/prod --context prod-eu`,
 		Args: cobra.NoArgs,
@@ -52,11 +55,19 @@ objects it deleted.`,
 }
 
 func runCleanup(ctx context.Context, opts *CleanupOptions) error {
-	deleted, err := chaosmesh.Cleanup(ctx, opts.Mesh)
-	if err == nil {
-		var net []string
-		net, err = chaosmesh.CleanupNetwork(ctx, opts.Mesh)
-		deleted = append(deleted, net...)
+	// The workers first: they need no Chaos Mesh, whose missing CRDs fail
+	// the chaos objects' cleanup.
+	var deleted []string
+	var err error
+	for _, clean := range []func(context.Context, chaosmesh.Options) ([]string, error){
+		chaosmesh.CleanupWorkers, chaosmesh.Cleanup, chaosmesh.CleanupNetwork,
+	} {
+		var d []string
+		d, err = clean(ctx, opts.Mesh)
+		deleted = append(deleted, d...)
+		if err != nil {
+			break
+		}
 	}
 	for _, d := range deleted {
 		fmt.Fprintf(opts.IO.Out, "deleted %s\n", d)

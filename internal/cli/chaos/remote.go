@@ -52,11 +52,16 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, camp *chaos.Campaign
 		_, inFile := c.origin[name]
 		return cmd.Flags().Changed(name) || inFile
 	}
+	// --workers-on kubernetes takes the killer's Kubernetes flags for its
+	// Job: they are not the killer's alone then.
+	killerGiven := func(name string) bool {
+		return given(name) && (c.workersOn != workersOnKubernetes || !kubeFlags[name])
+	}
 	if !given("bootstrap-server") {
 		own := append(clitarget.KillerFlagNames(), "yes", "dry-run", "keep-topics")
 		slices.Sort(own[1:]) // --killer first: the flag the others go with
 		for _, n := range own {
-			if given(n) {
+			if killerGiven(n) {
 				return nil, errkind.Usagef("", "%s: needs --bootstrap-server (a cluster kplan does not run itself)", c.where(n))
 			}
 		}
@@ -66,7 +71,7 @@ func (r *remoteFlags) options(cmd *cobra.Command, c *flags, camp *chaos.Campaign
 		return nil, errkind.Usagef("", "%s: no address given", c.where("bootstrap-server"))
 	}
 	r.killer.Spec.RequiredWith, r.killer.Spec.RestoreNeeded = camp.KillerNeeded(), camp.RestoreNeeded()
-	spec, err := r.killer.Options(given, c.where)
+	spec, err := r.killer.Options(killerGiven, c.where)
 	if err != nil {
 		return nil, errkind.Wrap(errkind.Usage, "", cmdutil.Spell(err, c.where))
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
+	"github.com/kplan-dev/kplan/internal/k8stest"
 	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/labtest"
 	"github.com/kplan-dev/kplan/internal/localkafka"
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asKplan) == "1" {
 		os.Exit(app.Main())
 	}
-	os.Exit(labtest.Main(m))
+	os.Exit(k8stest.Stop(labtest.Main(m)))
 }
 
 // kplanCmd is a shell command that runs kplan: this test binary as kplan.
