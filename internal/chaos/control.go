@@ -57,7 +57,11 @@ func NewControl(ctx context.Context, conn kafka.ConnOptions, version, run string
 	if err := dist.CheckRunID(run); err != nil {
 		return nil, err
 	}
-	cl, err := kafka.NewClient(conn, version, kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(resultsMaxBytes))
+	// Not idempotent: a repeated control message is harmless (workers take
+	// a plan and each phase once), and a just-started cluster answers
+	// InitProducerId with COORDINATOR_LOAD_IN_PROGRESS for a few seconds,
+	// which failed the plan's publish once on a fresh lab.
+	cl, err := kafka.NewClient(conn, version, kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(resultsMaxBytes), kgo.DisableIdempotentWrite())
 	if err != nil {
 		return nil, fmt.Errorf("control client: %w", err)
 	}

@@ -52,7 +52,7 @@ func warmIdempotence(ctx context.Context, t *testing.T, bootstrap string) {
 	i := 0
 	require.Eventually(t, func() bool {
 		i++
-		ctl, err := chaos.NewControl(ctx, conn, "test", fmt.Sprintf("warm%d-%d", os.Getpid(), i), nil)
+		ctl, err := chaos.NewControl(ctx, conn, "test", fmt.Sprintf("warm%d-%d", os.Getpid(), i), nil, nil)
 		if err != nil {
 			return false
 		}
@@ -167,24 +167,12 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	require.NotNil(t, res.Workers)
 	assert.Equal(t, run, res.Workers.Run)
 	require.Len(t, res.Workers.Workers, 3)
-	notes := strings.Join(res.Notes, "\n")
 	for _, wr := range res.Workers.Workers {
+		// The run's topics live on brokers the run does not kill, so the
+		// failover holds up no phase announcement: no worker misses one.
+		assert.Empty(t, wr.Missed, "worker %d; notes: %q", wr.Index, res.Notes)
 		assert.Positive(t, wr.Acked, "worker %d", wr.Index)
-		if len(wr.Missed) == 0 {
-			assert.Equal(t, wr.Acked, wr.Read, "worker %d: each acknowledged record read back once", wr.Index)
-			continue
-		}
-		// A worker that learnt of a phase's start past the guard (the
-		// after phase is announced right after the failover, which the
-		// control topic may have gone through too) is named with the
-		// phase and why, its figures of that phase left out; its records
-		// are still read back, once (0 duplicates above).
-		t.Logf("worker %d missed %v", wr.Index, wr.Missed)
-		assert.GreaterOrEqual(t, wr.Read, wr.Acked, "worker %d", wr.Index)
-		for _, m := range wr.Missed {
-			assert.NotEmpty(t, m.Reason, "worker %d", wr.Index)
-			assert.Contains(t, notes, fmt.Sprintf("worker %d missed phase %s", wr.Index, m.Phase))
-		}
+		assert.Equal(t, wr.Acked, wr.Read, "worker %d: each acknowledged record read back once", wr.Index)
 	}
 	assert.Equal(t, 3, agent.Started(), "one pod per index")
 	// Every worker's process ended: on its own once the run ended (exit
