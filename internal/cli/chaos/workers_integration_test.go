@@ -83,23 +83,7 @@ func TestChaosWorkersLab(t *testing.T) {
 	}
 	assert.Contains(t, coordErr, "kplan worker --run "+run+" --index 2 --bootstrap-server ")
 
-	var names []string
-	for _, p := range res.Partitioners {
-		names = append(names, p.Name)
-		assert.Zero(t, p.Lost, p.Name)
-		assert.Zero(t, p.Duplicates, p.Name)
-		before, after := p.Phases["before"], p.Phases["after"]
-		require.NotNil(t, before, p.Name)
-		require.NotNil(t, after, p.Name)
-		assert.Equal(t, []int32{1, 2, 3}, before.Leaders, p.Name)
-		assert.Equal(t, []int32{1, 2}, after.Leaders, p.Name)
-		assert.Positive(t, before.Acked, p.Name)
-		assert.Equal(t, before.Acked, before.LatencyMS.Count, "%s: the workers' merged histograms", p.Name)
-	}
-	assert.Equal(t, chaos.DefaultPartitioners, names)
-	require.NotNil(t, res.Workers)
-	assert.Equal(t, run, res.Workers.Run)
-	require.Len(t, res.Workers.Workers, 3)
+	checkMergedKill(t, res, run)
 	for _, w := range res.Workers.Workers[:2] {
 		assert.Empty(t, w.Missed, "worker %d", w.Index)
 		assert.Positive(t, w.Acked, "worker %d", w.Index)
@@ -188,4 +172,30 @@ func runCoordinator(ctx context.Context, t *testing.T, self string, args ...stri
 	var res chaos.Result
 	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
 	return &res, errOut.String()
+}
+
+// checkMergedKill checks what a 3-worker `kplan chaos --kill broker-3` on
+// the 3-broker lab (layout 1,2;2,3;3,1) must give, as a single-process
+// run: every default partitioner, the leaders before and after the kill,
+// nothing lost or duplicated, the workers' merged histograms, and the
+// workers section of run with 3 workers.
+func checkMergedKill(t *testing.T, res *chaos.Result, run string) {
+	t.Helper()
+	var names []string
+	for _, p := range res.Partitioners {
+		names = append(names, p.Name)
+		assert.Zero(t, p.Lost, p.Name)
+		assert.Zero(t, p.Duplicates, p.Name)
+		before, after := p.Phases["before"], p.Phases["after"]
+		require.NotNil(t, before, p.Name)
+		require.NotNil(t, after, p.Name)
+		assert.Equal(t, []int32{1, 2, 3}, before.Leaders, p.Name)
+		assert.Equal(t, []int32{1, 2}, after.Leaders, p.Name)
+		assert.Positive(t, before.Acked, p.Name)
+		assert.Equal(t, before.Acked, before.LatencyMS.Count, "%s: the workers' merged histograms", p.Name)
+	}
+	assert.Equal(t, chaos.DefaultPartitioners, names)
+	require.NotNil(t, res.Workers)
+	assert.Equal(t, run, res.Workers.Run)
+	require.Len(t, res.Workers.Workers, 3)
 }

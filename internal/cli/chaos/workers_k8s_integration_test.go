@@ -150,23 +150,7 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 
 	var res chaos.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
-	var names []string
-	for _, p := range res.Partitioners {
-		names = append(names, p.Name)
-		assert.Zero(t, p.Lost, p.Name)
-		assert.Zero(t, p.Duplicates, p.Name)
-		before, after := p.Phases["before"], p.Phases["after"]
-		require.NotNil(t, before, p.Name)
-		require.NotNil(t, after, p.Name)
-		assert.Equal(t, []int32{1, 2, 3}, before.Leaders, p.Name)
-		assert.Equal(t, []int32{1, 2}, after.Leaders, p.Name)
-		assert.Positive(t, before.Acked, p.Name)
-		assert.Equal(t, before.Acked, before.LatencyMS.Count, "%s: the workers' merged histograms", p.Name)
-	}
-	assert.Equal(t, chaos.DefaultPartitioners, names)
-	require.NotNil(t, res.Workers)
-	assert.Equal(t, run, res.Workers.Run)
-	require.Len(t, res.Workers.Workers, 3)
+	checkMergedKill(t, &res, run)
 	for _, wr := range res.Workers.Workers {
 		// The run's topics live on brokers the run does not kill, so the
 		// failover holds up no phase announcement: no worker misses one.

@@ -741,18 +741,8 @@ func Verify(ctx context.Context, adm Admin, plan []topology.Partition, o Options
 		return nil, err
 	}
 	res := st.res
-	dmoves, err := DirMoves(plan)
-	if err != nil {
+	if _, _, err := readDirs(ctx, adm, plan, res); err != nil {
 		return nil, err
-	}
-	da, err := dirAdmin(adm, dmoves)
-	if err != nil {
-		return nil, err
-	}
-	if da != nil {
-		if res.Dirs, err = dirProgress(ctx, da, dmoves); err != nil {
-			return nil, err
-		}
 	}
 	switch {
 	case res.InProgress > 0:

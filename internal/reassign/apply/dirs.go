@@ -124,6 +124,27 @@ func DirMoves(plan []topology.Partition) ([]DirMove, error) {
 	return out, nil
 }
 
+// readDirs reads the plan's dir moves and, when there are any, where each
+// replica's dir stands (res.Dirs; it also checks every dir is one of its
+// broker's), and returns the moves and the Admin that moves dirs (nil
+// without moves).
+func readDirs(ctx context.Context, adm Admin, plan []topology.Partition, res *Result) ([]DirMove, DirAdmin, error) {
+	moves, err := DirMoves(plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	da, err := dirAdmin(adm, moves)
+	if err != nil {
+		return nil, nil, err
+	}
+	if da != nil {
+		if res.Dirs, err = dirProgress(ctx, da, moves); err != nil {
+			return nil, nil, err
+		}
+	}
+	return moves, da, nil
+}
+
 // dirAdmin returns adm as a DirAdmin when moves need one.
 func dirAdmin(adm Admin, moves []DirMove) (DirAdmin, error) {
 	if len(moves) == 0 {

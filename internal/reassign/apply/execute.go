@@ -133,19 +133,9 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 	if !o.NoElect && !o.NoWait {
 		res.ToElect = toElect(plan, st.current)
 	}
-	dmoves, err := DirMoves(plan)
+	dmoves, da, err := readDirs(ctx, adm, plan, res)
 	if err != nil {
 		return nil, err
-	}
-	da, err := dirAdmin(adm, dmoves)
-	if err != nil {
-		return nil, err
-	}
-	if da != nil {
-		// Also checks every dir is one of its broker's.
-		if res.Dirs, err = dirProgress(ctx, da, dmoves); err != nil {
-			return nil, err
-		}
 	}
 	o.emit(Event{Kind: EventPlan, Result: res})
 	if o.Source != nil {
