@@ -74,9 +74,17 @@ func skewedTopics(t *testing.T, ctx context.Context, bootstrap, prefix string) (
 		prefix + "-a": {{1, 2}, {1, 2}, {1, 3}, {1, 3}, {1, 2}, {1, 3}},
 		prefix + "-b": {{1, 2}, {2, 1}, {1, 3}},
 	}
+	topics := make([]string, 0, len(original))
 	for topic, assign := range original {
 		require.NoError(t, kafka.CreateTopic(ctx, cl, topic, assign, nil))
+		topics = append(topics, topic)
 	}
+	// Every broker's metadata has both topics before kplan plans: a
+	// broker that had not learnt of one yet (KRaft brokers apply the
+	// metadata log each at its pace) once gave kplan a snapshot without
+	// it, and a plan that balanced the other topic alone (CI, under
+	// load).
+	require.NoError(t, kafka.WaitLeaders(ctx, cl, 30*time.Second, topics...))
 	only := func(s string) bool { return strings.HasPrefix(s, prefix+"-") }
 	layoutIs := func(want func(p topology.Partition) bool) func() bool {
 		return func() bool {
