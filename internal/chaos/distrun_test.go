@@ -125,9 +125,10 @@ func TestDistributedRun(t *testing.T) {
 // TestDistributedRunSkewedClocks: one worker's clock 3 s ahead of the
 // coordinator's, the other's 3 s behind. Each measures its skew through the
 // brokers' timestamps and corrects it: neither misses a phase (the one
-// behind would learn of each start 3 s late, past the 1 s guard), and the
-// end-to-end latencies stay those of an embedded cluster instead of
-// swinging by 3 s either way.
+// behind would learn of each start 3 s late, past the 1 s guard) and each
+// skew is measured within its uncertainty. The end-to-end latencies and
+// the uncertainty's size are acceptance figures
+// (TestAcceptDistributedSkewedClocks).
 func TestDistributedRunSkewedClocks(t *testing.T) {
 	res, outs, _ := runDistributed(t, 2, nil, nil, 3*time.Second, -3*time.Second)
 	for i, o := range outs {
@@ -140,16 +141,12 @@ func TestDistributedRunSkewedClocks(t *testing.T) {
 		assert.Empty(t, w.Missed, "worker %d", i)
 		require.NotNil(t, w.Clock, "worker %d", i)
 		assert.True(t, w.Clock.Corrected, "worker %d", i)
-		assert.Less(t, w.Clock.UncertaintyMS, 50.0, "worker %d", i)
 		assert.InDelta(t, want, w.Clock.SkewMS, w.Clock.UncertaintyMS+1, "worker %d", i)
 	}
 	for _, p := range res.Partitioners {
 		before := p.Phases["before"]
 		require.NotNil(t, before, p.Name)
 		assert.Positive(t, before.E2ELatencyMS.Count, p.Name)
-		// p95: half the records are the worker's 3 s behind, 3 s too late
-		// on an uncorrected clock.
-		assert.Less(t, before.E2ELatencyMS.P95, 1000.0, "%s: end-to-end latency on the corrected clocks", p.Name)
 		assert.Zero(t, p.Lost, p.Name)
 	}
 }
