@@ -569,3 +569,24 @@ func tail(path string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// DocYAML returns the first YAML block under heading (a whole line, e.g.
+// "## RBAC") of the Markdown file at path: the manifests the docs tell
+// operators to apply, which the tests apply as written.
+func DocYAML(t testing.TB, path, heading string) []byte {
+	t.Helper()
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("k8stest: %v", err)
+	}
+	_, after, ok := strings.Cut(string(doc), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("k8stest: %s has no %q section", path, heading)
+	}
+	_, after, ok = strings.Cut(after, "```yaml\n")
+	if !ok {
+		t.Fatalf("k8stest: %s's %q section has no YAML block", path, heading)
+	}
+	block, _, _ := strings.Cut(after, "```")
+	return []byte(block)
+}

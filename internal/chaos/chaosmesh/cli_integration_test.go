@@ -5,7 +5,6 @@ package chaosmesh_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,14 +59,8 @@ func newCLIEnv(t *testing.T) cliEnv {
 // uses: the runs prove that Role is enough.
 func grantDocsRole(t *testing.T, env *k8stest.Env) {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "chaos-mesh.md"))
-	require.NoError(t, err)
-	_, after, ok := strings.Cut(string(doc), "\n## RBAC\n")
-	require.True(t, ok, "docs/chaos-mesh.md has an RBAC section")
-	_, after, ok = strings.Cut(after, "```yaml\n")
-	require.True(t, ok, "the RBAC section has a YAML block")
-	block, _, _ := strings.Cut(after, "```")
-	roleYAML, _, _ := strings.Cut(block, "\n---\n")
+	block := k8stest.DocYAML(t, filepath.Join("..", "..", "..", "docs", "chaos-mesh.md"), "## RBAC")
+	roleYAML, _, _ := strings.Cut(string(block), "\n---\n")
 	var role rbacv1.Role
 	require.NoError(t, yaml.UnmarshalStrict([]byte(roleYAML), &role))
 	require.Equal(t, "Role", role.Kind)

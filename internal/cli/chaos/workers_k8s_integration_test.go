@@ -31,14 +31,7 @@ const workersImage = "kplan.dev/kplan:test"
 // workersRole is the Role docs/chaos.md gives for the workers.
 func workersRole(t *testing.T) []byte {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "chaos.md"))
-	require.NoError(t, err)
-	_, after, ok := strings.Cut(string(doc), "\n#### RBAC for workers\n")
-	require.True(t, ok, "docs/chaos.md has an RBAC for workers section")
-	_, after, ok = strings.Cut(after, "```yaml\n")
-	require.True(t, ok, "the section has a YAML block")
-	block, _, _ := strings.Cut(after, "```")
-	return []byte(block)
+	return k8stest.DocYAML(t, filepath.Join("..", "..", "..", "docs", "chaos.md"), "#### RBAC for workers")
 }
 
 // warmIdempotence waits until the lab grants the run's control client
