@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 )
@@ -49,4 +51,47 @@ func ReadSnapshot(data []byte, name string) (*Result, error) {
 		}
 	}
 	return s.Observe, nil
+}
+
+// MayBeSnapshot reports whether data, valid JSON, may hold the key
+// observe_schema that makes it a snapshot; false is certain. It scans the
+// bytes instead of decoding them: a 2M-partition layout decodes in half a
+// second, and a layout is what most files are. encoding/json matches keys
+// without regard to case, through escapes, and folds some non-ASCII
+// letters onto ASCII ones (the Kelvin sign onto k), so any escape or
+// non-ASCII byte answers true, and so does observe_schema in any case.
+func MayBeSnapshot(data []byte) bool {
+	if bytes.IndexByte(data, '\\') >= 0 || !isASCII(data) {
+		return true
+	}
+	const under = len("observe") // the key's '_'
+	for rest, at := data, 0; ; {
+		i := bytes.IndexByte(rest, '_')
+		if i < 0 {
+			return false
+		}
+		at += i
+		if at >= under && at-under+len(KeySchema) <= len(data) && bytes.EqualFold(data[at-under:at-under+len(KeySchema)], []byte(KeySchema)) {
+			return true
+		}
+		at++
+		rest = data[at:]
+	}
+}
+
+// isASCII reports whether every byte of b is below 0x80, eight at a time.
+func isASCII(b []byte) bool {
+	const high = 0x8080808080808080
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&high != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

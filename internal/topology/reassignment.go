@@ -42,7 +42,8 @@ func writeInts(b *bytes.Buffer, v []int32) {
 		if j > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(strconv.FormatInt(int64(r), 10))
+		var tmp [12]byte
+		b.Write(strconv.AppendInt(tmp[:0], int64(r), 10))
 	}
 	b.WriteByte(']')
 }
@@ -86,7 +87,10 @@ func writePartitions(w io.Writer, parts []Partition, brokers []Broker, live, sta
 		}
 		b.WriteString("\n  {\"topic\":")
 		writeJSONString(&b, p.Topic)
-		fmt.Fprintf(&b, ",\"partition\":%d,\"replicas\":", p.Partition)
+		var num [12]byte
+		b.WriteString(",\"partition\":")
+		b.Write(strconv.AppendInt(num[:0], int64(p.Partition), 10))
+		b.WriteString(",\"replicas\":")
 		writeInts(&b, p.Replicas)
 		if len(p.LogDirs) > 0 {
 			b.WriteString(",\"log_dirs\":[")
@@ -129,6 +133,22 @@ func writePartitions(w io.Writer, parts []Partition, brokers []Broker, live, sta
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {
-	q, _ := json.Marshal(s) // a string always marshals
-	b.Write(q)
+	var tmp [64]byte
+	b.Write(AppendJSONString(tmp[:0], s))
+}
+
+// AppendJSONString appends s to b as a JSON string, byte for byte as
+// encoding/json writes it (HTML characters escaped). Topic names, whose
+// characters Kafka limits to [a-zA-Z0-9._-], take a fast path with no
+// allocation; other strings go through encoding/json.
+func AppendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

@@ -761,6 +761,9 @@ func addObserved(r *audit.Report, c *topology.Cluster, opts *Options) error {
 	if err != nil {
 		return errkind.Usagef("", "%s: %w", flag, err)
 	}
+	if opts.Observed == "" && !observe.MayBeSnapshot(data) {
+		return nil // a layout, which --from already read: no loads in it
+	}
 	obs, err := observe.ReadSnapshot(data, path)
 	if err != nil {
 		return errkind.Usagef("", "%s: %w", flag, err)

@@ -109,11 +109,6 @@ func idList(ids []int32) string {
 // targets name (a broker c does not list, or lists as missing, is
 // recorded without a rack). A plan partition c does not hold is left out.
 func NewSource(c *topology.Cluster, plan []topology.Partition) *Source {
-	// The plan's partitions by key, to pick them out of c in one pass.
-	inPlan := make(map[topology.Key]int, len(plan))
-	for i, m := range plan {
-		inPlan[m.Key()] = i
-	}
 	racks := map[int32]string{}
 	for _, b := range c.Brokers {
 		if !b.Missing {
@@ -133,13 +128,12 @@ func NewSource(c *topology.Cluster, plan []topology.Partition) *Source {
 		}
 		return ids[at:len(ids):len(ids)]
 	}
-	for _, p := range c.Partitions {
-		i, ok := inPlan[p.Key()]
-		if !ok {
+	for i, p := range matchPlan(c.Partitions, plan) {
+		if p < 0 {
 			continue
 		}
-		m := plan[i]
-		s.Partitions = append(s.Partitions, SourcePartition{Topic: m.Topic, Partition: m.Partition, Replicas: hold(p.Replicas), Target: hold(m.Replicas)})
+		m, q := plan[i], c.Partitions[p]
+		s.Partitions = append(s.Partitions, SourcePartition{Topic: m.Topic, Partition: m.Partition, Replicas: hold(q.Replicas), Target: hold(m.Replicas)})
 	}
 	byKey := func(a, b SourcePartition) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
@@ -150,12 +144,49 @@ func NewSource(c *topology.Cluster, plan []topology.Partition) *Source {
 	if !slices.IsSortedFunc(s.Partitions, byKey) {
 		slices.SortFunc(s.Partitions, byKey)
 	}
+	s.Brokers = make([]topology.Broker, 0, len(named))
 	for id := range named {
 		s.Brokers = append(s.Brokers, topology.Broker{ID: id, Rack: racks[id]})
 	}
 	slices.SortFunc(s.Brokers, func(a, b topology.Broker) int { return int(a.ID) - int(b.ID) })
 	s.Digest = s.digestOf()
 	return s
+}
+
+// matchPlan returns, for each plan partition, its index in parts, or -1
+// when parts lacks it. Both sorted by topic and partition (a layout as
+// kplan loads it, a plan as kplan writes it): one merge pass; otherwise a
+// map of the plan's keys.
+func matchPlan(parts, plan []topology.Partition) []int {
+	at := make([]int, len(plan))
+	for i := range at {
+		at[i] = -1
+	}
+	if slices.IsSortedFunc(parts, topology.ComparePartitions) && slices.IsSortedFunc(plan, topology.ComparePartitions) {
+		j := 0
+		for i := range plan {
+			for j < len(parts) && topology.ComparePartitions(parts[j], plan[i]) < 0 {
+				j++
+			}
+			if j < len(parts) && parts[j].Topic == plan[i].Topic && parts[j].Partition == plan[i].Partition {
+				at[i] = j
+				if i > 0 && at[i-1] == j {
+					at[i-1] = -1 // a key twice in the plan: the last one, as the map keeps it
+				}
+			}
+		}
+		return at
+	}
+	inPlan := make(map[topology.Key]int, len(plan))
+	for i, m := range plan {
+		inPlan[m.Key()] = i
+	}
+	for j, p := range parts {
+		if i, ok := inPlan[p.Key()]; ok {
+			at[i] = j
+		}
+	}
+	return at
 }
 
 // digestOf is the SHA-256 of s's brokers and partitions, canonical.
@@ -196,12 +227,51 @@ func WriteSourceFile(planPath string, c *topology.Cluster, plan []topology.Parti
 	if planPath == "" {
 		return "", nil
 	}
-	data, err := json.MarshalIndent(NewSource(c, plan), "", "  ")
-	if err != nil {
-		return "", err
-	}
 	path := SourcePath(planPath)
-	return path, writeAtomic(path, append(data, '\n'))
+	return path, writeAtomic(path, NewSource(c, plan).appendJSON(nil))
+}
+
+// appendJSON appends s as the sidecar's JSON to b: the fields of Source's
+// tags, one broker and one partition a line. It is what encoding/json
+// decodes back to s (LoadSource), written without reflection: a plan of
+// a million partitions has a sidecar of tens of megabytes.
+func (s *Source) appendJSON(b []byte) []byte {
+	b = slices.Grow(b, 128+24*len(s.Brokers)+80*len(s.Partitions))
+	b = append(b, "{\"schema\":"...)
+	b = topology.AppendJSONString(b, s.Schema)
+	b = append(b, ",\"digest\":"...)
+	b = topology.AppendJSONString(b, s.Digest)
+	b = append(b, ",\"plan_sha256\":"...)
+	b = topology.AppendJSONString(b, s.Plan)
+	b = append(b, ",\n\"brokers\":["...)
+	for i, br := range s.Brokers {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n  {\"id\":"...)
+		b = strconv.AppendInt(b, int64(br.ID), 10)
+		if br.Rack != "" {
+			b = append(b, ",\"rack\":"...)
+			b = topology.AppendJSONString(b, br.Rack)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, "],\n\"partitions\":["...)
+	for i, p := range s.Partitions {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n  {\"topic\":"...)
+		b = topology.AppendJSONString(b, p.Topic)
+		b = append(b, ",\"partition\":"...)
+		b = strconv.AppendInt(b, int64(p.Partition), 10)
+		b = append(b, ",\"replicas\":["...)
+		b = appendIDs(b, p.Replicas)
+		b = append(b, "],\"target\":["...)
+		b = appendIDs(b, p.Target)
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}\n"...)
 }
 
 // LoadSource reads a sidecar and checks it against the plan: a file that
