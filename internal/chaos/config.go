@@ -171,6 +171,10 @@ type Config struct {
 	// no rate cap the buffer stays full, and the cap shapes how large the
 	// batches can grow.
 	MaxBufferedRecords int
+	// Linger is the producers' linger (kgo.ProducerLinger); 0 keeps
+	// franz-go's default. kplan measure's distributed Tp sets it to its
+	// --linger, so one process and N workers produce alike.
+	Linger time.Duration
 	// Stick is how many records node and sqf send in a row to each
 	// partition they choose (1: a choice per record, as in the thesis).
 	Stick int

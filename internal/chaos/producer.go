@@ -96,6 +96,27 @@ type phaseStats struct {
 	prod, e2e                       *stats.Latency
 	prodSamples, e2eSamples         reservoir
 	lost                            int64
+	// buckets are the phase's acknowledged bytes per BucketWidth since
+	// the epoch, by acknowledgement time, from bucket first on: what a
+	// worker reports for the coordinator to add up window by window
+	// (dist.PhaseReport.Buckets).
+	first   int
+	buckets []int64
+}
+
+// addBucket counts size acknowledged bytes in bucket b.
+func (s *phaseStats) addBucket(b int, size int64) {
+	if len(s.buckets) == 0 {
+		s.first = b
+	}
+	if b < s.first {
+		s.buckets = append(make([]int64, s.first-b, s.first-b+len(s.buckets)), s.buckets...)
+		s.first = b
+	}
+	for len(s.buckets) <= b-s.first {
+		s.buckets = append(s.buckets, 0)
+	}
+	s.buckets[b-s.first] += size
 }
 
 func newPhaseStats(objective time.Duration, rng *rand.Rand) *phaseStats {
@@ -239,6 +260,7 @@ func (p *producer) promise(r *kgo.Record, err error) {
 		p.buckets = append(p.buckets, 0)
 	}
 	p.buckets[b] += size
+	s.addBucket(b, size)
 	p.mu.Unlock()
 	if k := p.killAt.Load(); k > 0 && int64(at) > k && p.firstMovedAck.Load() == 0 {
 		if m := p.moved.Load(); m != nil && (*m)[r.Partition] {

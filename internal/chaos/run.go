@@ -628,6 +628,9 @@ func (r *runner) newProducers(runID uint64) error {
 			kgo.MaxBufferedRecords(cfg.MaxBufferedRecords),
 		)
 		kopts = append(kopts, cfg.Acks.ProducerOpts()...)
+		if cfg.Linger > 0 {
+			kopts = append(kopts, kgo.ProducerLinger(cfg.Linger))
+		}
 		if cfg.Acks == loadgen.AcksAll && cfg.noIdempotence {
 			kopts = append(kopts, kgo.DisableIdempotentWrite())
 		}

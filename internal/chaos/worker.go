@@ -299,6 +299,7 @@ func (wk *worker) join(p *dist.Plan) error {
 		RecordSize: p.RecordSize, Objective: time.Duration(p.ObjectiveNS), Acks: acks,
 		MetadataMinAge: time.Duration(p.MetadataMinAgeNS), MetadataMaxAge: time.Duration(p.MetadataMaxAgeNS),
 		MaxBufferedRecords: p.MaxBufferedRecords, SQFSlack: p.SQFSlack, Stick: p.Stick, KIP794Timeout: time.Duration(p.KIP794TimeoutNS),
+		Linger: time.Duration(p.LingerNS),
 		// Each worker's partitioners draw their own random numbers.
 		Seed:            p.Seed ^ (uint64(wk.w.Index)+1)*0x9e3779b97f4a7c15, //nolint:gosec // Index is in [0, 256)
 		FailoverTimeout: 30 * time.Second,
@@ -563,6 +564,9 @@ func phaseReport(p *producer, ph Phase) dist.PhaseReport {
 		PerBroker: map[string]dist.BrokerCount{}, PerPartition: map[string]int64{},
 		Violating: s.prod.Violating(), Clamped: s.prod.Clamped(),
 		Batches: p.batches[ph].Load(), BatchRecords: p.batchRecords[ph].Load(),
+	}
+	if len(s.buckets) > 0 {
+		rep.BucketNS, rep.FirstBucket, rep.Buckets = int64(BucketWidth), s.first, slices.Clone(s.buckets)
 	}
 	for id, bc := range s.perBroker {
 		rep.PerBroker[strconv.Itoa(int(id))] = dist.BrokerCount{Records: bc.records, Bytes: bc.bytes}

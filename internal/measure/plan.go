@@ -41,6 +41,10 @@ type Settings struct {
 	ReplicationInterval   time.Duration `json:"replication_interval_ns"`
 	// ElectionRounds is how many times leadership moved.
 	ElectionRounds int `json:"election_rounds"`
+	// Workers, when set, is how many kplan worker processes produced Tp
+	// (one producer each, summed window by window), in run WorkersRun.
+	Workers    int    `json:"workers,omitempty"`
+	WorkersRun string `json:"workers_run,omitempty"`
 }
 
 // Requirements are the plan's keys that are not measured: from flags or
@@ -113,6 +117,10 @@ func (p *Plan) produceHow() string {
 	idem := ""
 	if s.Acks == "all" {
 		idem = " (idempotent)"
+	}
+	if s.Workers > 0 {
+		return fmt.Sprintf("one partition, %d producers (one on each of %d kplan workers, run %s) as fast as they can for %s, acks=%s%s, %d-byte records (incompressible), uncompressed, linger %s, %s buffered each; mean of the %s windows after the first (warm-up) of the bytes every worker acknowledged, added up window by window by acknowledgement time on each worker's clock (corrected against the brokers' when skewed); %d records, %d bytes in all",
+			s.Workers, s.Workers, s.WorkersRun, s.Duration, s.Acks, idem, s.RecordSize, s.Linger, s.bufferText(), s.Window, p.Produce.Records, p.Produce.Bytes)
 	}
 	return fmt.Sprintf("one partition, one producer as fast as it can for %s, acks=%s%s, %d-byte records (incompressible), uncompressed, linger %s, %s buffered; mean of the %s windows after the first (warm-up), by acknowledgement time, stopped at the end (records still buffered aborted, not counted); %d records, %d bytes in all",
 		s.Duration, s.Acks, idem, s.RecordSize, s.Linger, s.bufferText(), s.Window, p.Produce.Records, p.Produce.Bytes)

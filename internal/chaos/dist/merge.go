@@ -297,3 +297,37 @@ func countLost(acked []Range, reads []uint8) int64 {
 	}
 	return lost
 }
+
+// MergeBuckets adds up the acknowledged bytes over time of reports (their
+// Buckets), index by index since the epoch: sums[i] is bucket first+i.
+// Reports without buckets add nothing; reports of another bucket width
+// than the first's are an error naming the worker.
+func MergeBuckets(reps []PhaseReport) (width time.Duration, first int, sums []int64, err error) {
+	last := -1
+	for _, r := range reps {
+		if len(r.Buckets) == 0 {
+			continue
+		}
+		if r.BucketNS <= 0 || r.FirstBucket < 0 {
+			return 0, 0, nil, errkind.Usagef("results.bucket_ns", "worker %d: buckets of %dns from %d", r.Worker, r.BucketNS, r.FirstBucket)
+		}
+		if width == 0 {
+			width, first = time.Duration(r.BucketNS), r.FirstBucket
+		}
+		if time.Duration(r.BucketNS) != width {
+			return 0, 0, nil, errkind.Usagef("results.bucket_ns", "worker %d: buckets of %v, others %v", r.Worker, time.Duration(r.BucketNS), width)
+		}
+		first = min(first, r.FirstBucket)
+		last = max(last, r.FirstBucket+len(r.Buckets)-1)
+	}
+	if width == 0 {
+		return 0, 0, nil, nil
+	}
+	sums = make([]int64, last-first+1)
+	for _, r := range reps {
+		for i, b := range r.Buckets {
+			sums[r.FirstBucket-first+i] += b
+		}
+	}
+	return width, first, sums, nil
+}

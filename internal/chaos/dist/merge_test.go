@@ -340,3 +340,30 @@ func TestRanges(t *testing.T) {
 	assert.Nil(t, Ranges(nil))
 	assert.Equal(t, []Range{{0, 3}, {5, 6}, {9, 11}}, Ranges([]uint64{10, 2, 0, 1, 5, 9, 1}))
 }
+
+// TestMergeBuckets: the workers' acknowledged bytes over time add up index
+// by index since the epoch, whatever bucket each starts at; reports
+// without buckets add nothing; another width is refused.
+func TestMergeBuckets(t *testing.T) {
+	w := int64(100 * time.Millisecond)
+	width, first, sums, err := MergeBuckets([]PhaseReport{
+		{Worker: 0, BucketNS: w, FirstBucket: 12, Buckets: []int64{5, 6, 7}},
+		{Worker: 1, BucketNS: w, FirstBucket: 10, Buckets: []int64{1, 0, 2}},
+		{Worker: 2},
+		{Worker: 3, BucketNS: w, FirstBucket: 15, Buckets: []int64{9}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(w), width)
+	assert.Equal(t, 10, first)
+	assert.Equal(t, []int64{1, 0, 2 + 5, 6, 7, 9}, sums)
+
+	width, _, sums, err = MergeBuckets([]PhaseReport{{Worker: 2}})
+	require.NoError(t, err)
+	assert.Zero(t, width)
+	assert.Empty(t, sums)
+
+	_, _, _, err = MergeBuckets([]PhaseReport{{Worker: 0, BucketNS: w, Buckets: []int64{1}}, {Worker: 4, BucketNS: 2 * w, Buckets: []int64{1}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "worker 4")
+	assertField(t, err, "results.bucket_ns")
+}

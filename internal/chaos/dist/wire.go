@@ -88,6 +88,8 @@ type Plan struct {
 	MetadataMinAgeNS   int64 `json:"metadata_min_age_ns"`
 	MetadataMaxAgeNS   int64 `json:"metadata_max_age_ns"`
 	MaxBufferedRecords int   `json:"max_buffered_records"`
+	// LingerNS is the producers' linger (0: franz-go's default).
+	LingerNS int64 `json:"linger_ns,omitempty"`
 	// SQFSlack is the sqf partitioner's slack in records; Stick node's and
 	// sqf's run length in records.
 	SQFSlack int64 `json:"sqf_slack"`
@@ -204,6 +206,14 @@ type PhaseReport struct {
 	// in them during the phase.
 	Batches      int64 `json:"batches"`
 	BatchRecords int64 `json:"batch_records"`
+	// Buckets are the phase's acknowledged bytes per BucketNS since the
+	// plan's epoch, by acknowledgement time on the worker's (corrected)
+	// clock, from bucket FirstBucket on: summed index by index over the
+	// workers (MergeBuckets), they are the run's throughput over time.
+	// Optional within v1: empty from a worker that did not send them.
+	BucketNS    int64   `json:"bucket_ns,omitempty"`
+	FirstBucket int     `json:"first_bucket,omitempty"`
+	Buckets     []int64 `json:"acked_bytes_buckets,omitempty"`
 	// ClockKnown says the worker measured its clock against the
 	// coordinator's: the coordinator's time is the worker's plus
 	// ClockSkewNS, within ClockUncertaintyNS; ClockCorrected that the
@@ -216,10 +226,13 @@ type PhaseReport struct {
 
 // ControlTopic is the topic of a run's plan, phase starts, heartbeats and
 // end (one partition: one order); ResultsTopic that of its reports.
-func ControlTopic(run string) string { return "kplan-run-" + run + "-control" }
+func ControlTopic(run string) string { return TopicPrefix + run + "-control" }
 
 // ResultsTopic is the topic of a run's reports (see ControlTopic).
-func ResultsTopic(run string) string { return "kplan-run-" + run + "-results" }
+func ResultsTopic(run string) string { return TopicPrefix + run + "-results" }
+
+// TopicPrefix starts the name of every topic of a distributed run.
+const TopicPrefix = "kplan-run-"
 
 // MaxRunIDLen bounds a run id: its topics' names stay well within Kafka's
 // 249 characters.
@@ -344,6 +357,8 @@ func (p *Plan) Validate() error {
 		return errkind.Usagef(f("metadata_min_age_ns"), "negative metadata age")
 	case p.MaxBufferedRecords < 1:
 		return errkind.Usagef(f("max_buffered_records"), "%d, want at least 1", p.MaxBufferedRecords)
+	case p.LingerNS < 0:
+		return errkind.Usagef(f("linger_ns"), "%d is negative", p.LingerNS)
 	case p.SQFSlack < 0:
 		return errkind.Usagef(f("sqf_slack"), "%d is negative", p.SQFSlack)
 	case p.KIP794TimeoutNS < 0:
@@ -411,6 +426,21 @@ func (r *PhaseReport) validate() error {
 	}
 	if err := checkClock(f("clock_uncertainty_ns"), r.ClockUncertaintyNS); err != nil {
 		return err
+	}
+	if len(r.Buckets) > 0 {
+		var sum int64
+		for _, b := range r.Buckets {
+			if b < 0 {
+				return errkind.Usagef(f("acked_bytes_buckets"), "negative count")
+			}
+			sum += b
+		}
+		switch {
+		case r.BucketNS <= 0 || r.FirstBucket < 0:
+			return errkind.Usagef(f("bucket_ns"), "buckets of %dns from %d: want a positive width and a first bucket >= 0", r.BucketNS, r.FirstBucket)
+		case sum != r.AckedBytes:
+			return errkind.Usagef(f("acked_bytes_buckets"), "%d bytes, but %d acked bytes", sum, r.AckedBytes)
+		}
 	}
 	var total, bytes int64
 	for k, bc := range r.PerBroker {

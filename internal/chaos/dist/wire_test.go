@@ -80,6 +80,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"broker key", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","sent":1,"acked":1,"acked_bytes":1,"per_broker":{"b1":{"records":1,"bytes":1}}}}`, "result.per_broker"},
 		{"ranges", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","sent":1,"acked":1,"acked_bytes":1,"per_broker":{"1":{"records":1,"bytes":1}},"acked_seqs":[{"from":3,"to":3}]}}`, "result.acked_seqs[0]"},
 		{"range count", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","sent":1,"acked":1,"acked_bytes":1,"per_broker":{"1":{"records":1,"bytes":1}},"acked_seqs":[{"from":0,"to":2}]}}`, "result.acked_seqs"},
+		{"bucket sum", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","sent":1,"acked":1,"acked_bytes":1,"per_broker":{"1":{"records":1,"bytes":1}},"bucket_ns":100000000,"acked_bytes_buckets":[2]}}`, "result.acked_bytes_buckets"},
+		{"bucket width", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","sent":1,"acked":1,"acked_bytes":1,"per_broker":{"1":{"records":1,"bytes":1}},"acked_bytes_buckets":[1]}}`, "result.bucket_ns"},
+		{"negative bucket", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","sent":1,"acked":1,"acked_bytes":1,"per_broker":{"1":{"records":1,"bytes":1}},"bucket_ns":1,"acked_bytes_buckets":[2,-1]}}`, "result.acked_bytes_buckets"},
 		{"latency", `{"schema":"kplan.chaos-dist/v1","kind":"result","run":"r","result":{"worker":0,"stream":0,"phase":"before","sent":1,"acked":1,"acked_bytes":1,"per_broker":{"1":{"records":1,"bytes":1}},"acked_seqs":[{"from":0,"to":1}]}}`, "result.latency"},
 	}
 	for _, tc := range tests {

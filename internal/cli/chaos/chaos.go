@@ -30,6 +30,7 @@ import (
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	"github.com/kplan-dev/kplan/internal/chaos/lab/faulter"
 	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
+	"github.com/kplan-dev/kplan/internal/cli/worker"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -880,7 +881,7 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		}
 	case cfg.Workers > 0:
 		cfg.OnRun = func(run string, seeds []string) {
-			printWorkerCommands(io.ErrOut, run, cfg.Workers, seeds, cfg.Conn.CommandConfig)
+			worker.PrintCommands(io.ErrOut, "chaos", run, cfg.Workers, seeds, cfg.Conn.CommandConfig)
 		}
 	}
 	out, runErr := camp.Run(ctx)
@@ -894,29 +895,6 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		return err
 	}
 	return mapErr(runErr, opts)
-}
-
-// printWorkerCommands prints the kplan worker command of each worker of a
-// distributed run (--workers-on none): the operator starts them, before or
-// after this line, on any machine that reaches the cluster.
-func printWorkerCommands(w goio.Writer, run string, n int, seeds []string, commandConfig string) {
-	fmt.Fprintf(w, "chaos: run %s: waiting for %d workers; start each with:\n", run, n)
-	cc := ""
-	if commandConfig != "" {
-		cc = " --command-config " + shellQuote(commandConfig)
-	}
-	for i := range n {
-		fmt.Fprintf(w, "  kplan worker --run %s --index %d --bootstrap-server %s%s\n", run, i, shellQuote(strings.Join(seeds, ",")), cc)
-	}
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but
-// letters, digits and -_.,:/@=.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/@=") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // progress sets the campaign's progress hooks: a progress line on a

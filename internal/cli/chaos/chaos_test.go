@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -92,15 +91,6 @@ func TestWorkersOptions(t *testing.T) {
 	o, err = parse(t, "--kill", "broker-3")
 	require.NoError(t, err)
 	assert.Zero(t, o.Config.Workers)
-}
-
-func TestPrintWorkerCommands(t *testing.T) {
-	var b bytes.Buffer
-	printWorkerCommands(&b, "r42", 2, []string{"k1:9092", "k2:9092"}, "/etc/kafka/my client.properties")
-	assert.Equal(t, `chaos: run r42: waiting for 2 workers; start each with:
-  kplan worker --run r42 --index 0 --bootstrap-server k1:9092,k2:9092 --command-config '/etc/kafka/my client.properties'
-  kplan worker --run r42 --index 1 --bootstrap-server k1:9092,k2:9092 --command-config '/etc/kafka/my client.properties'
-`, b.String())
 }
 
 func TestBadInput(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
+	"github.com/kplan-dev/kplan/internal/cli/worker"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/kafka"
@@ -119,7 +120,7 @@ func writeKubePlan(w goio.Writer, kw *chaosmesh.Workers) {
 	job := kw.Job()
 	args := make([]string, 0, len(o.Args()))
 	for _, a := range o.Args() {
-		args = append(args, shellQuote(a))
+		args = append(args, worker.ShellQuote(a))
 	}
 	fmt.Fprintf(w, "  job/%s  Indexed, %d pods of %s, each running (its index from $JOB_COMPLETION_INDEX):\n", job.Name, o.Workers, o.Image)
 	fmt.Fprintf(w, "    kplan %s\n", strings.Join(args, " "))

@@ -17,8 +17,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/dist"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
+	"github.com/kplan-dev/kplan/internal/cli/worker"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -107,12 +110,23 @@ on error and Ctrl-C, unless --keep. On a cluster that is not the local kplan
 lab, kplan prints what it will create and write and needs --yes.
 
 u here is a cheap estimate that stops no broker; kplan measure
-unavailability fits u from broker kills and is the better number.`,
+unavailability fits u from broker kills and is the better number.
+
+--workers N measures Tp with N kplan worker processes instead of one
+producer here: one client's own CPU and network can be what limits a
+single producer, not the partition. kplan prints the kplan worker command
+of each (start them on machines that reach the cluster, before or after
+this line; --run fixes the run's id), creates the run's control and
+results topics (kplan-run-ID-*), starts the phase when every worker has
+joined, adds up the bytes the workers' producers had acknowledged window
+by window, and deletes the run's topics at the end. A worker that misses
+the phase fails the measurement: a partial Tp is not written.`,
 		Example: `  $ kplan measure --cluster lab --out plans/lab-measured.yaml
   $ kplan size --plan plans/lab-measured.yaml --throughput 50MB/s
   $ kplan measure --bootstrap-server 127.0.0.1:19092 --duration 5s -o json
   $ kplan measure --cluster lab --acks 1 --record-size 512 --election-partitions 0 --election-time 25ms
-  $ kplan measure --bootstrap-server kafka-1:9093 --command-config client.properties --max-handles 30000 --out plans/prod.yaml --yes`,
+  $ kplan measure --bootstrap-server kafka-1:9093 --command-config client.properties --max-handles 30000 --out plans/prod.yaml --yes
+  $ kplan measure --cluster lab --workers 2 --run tp2 --out plans/lab-2workers.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := r.options(cmd, f, opts); err != nil {
@@ -142,6 +156,8 @@ func (r *rawFlags) add(fs *pflag.FlagSet, opts *Options) {
 	fs.DurationVar(&opts.Duration, "duration", 10*time.Second, "how long Tp's producer and Tc's consumer run each")
 	fs.DurationVar(&opts.Window, "window", time.Second, "window of Tp's and Tc's rate samples")
 	fs.DurationVar(&opts.Linger, "linger", 10*time.Millisecond, "Tp's producer linger (franz-go's default)")
+	fs.IntVar(&opts.Workers, "workers", 0, "measure Tp with N kplan worker processes (one producer each, started with the printed kplan worker commands, on any machines that reach the cluster) instead of one producer in this process: the partition's rate when one client cannot saturate it")
+	fs.StringVar(&opts.RunID, "run", "", "with --workers: the run's id, which the workers join (default: a new one, printed)")
 	fs.IntVar(&opts.ReplicationSamples, "replication-samples", 200, "l_r: pairs of records (one at acks=all, one at acks=1)")
 	fs.DurationVar(&opts.ReplicationInterval, "replication-interval", 10*time.Millisecond, "l_r: pause between pairs")
 	fs.IntVar(&opts.ReplicationRecordSize, "replication-record-size", 100, "l_r: record size in bytes")
@@ -186,6 +202,9 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory, opts *Options
 		return errkind.Usagef("", "--acks: want all, 1 or 0, got %q", r.acks)
 	}
 	if err := checkValues(cmd, opts); err != nil {
+		return err
+	}
+	if err := checkWorkers(cmd, opts); err != nil {
 		return err
 	}
 	if err := r.requirements(opts); err != nil {
@@ -233,6 +252,30 @@ func checkValues(cmd *cobra.Command, opts *Options) error {
 	}
 	if cmd.Flags().Changed("max-brokers") && opts.Requirements.MaxBrokers == 0 {
 		return errkind.Usagef("", "--max-brokers: want a positive number, got 0")
+	}
+	return nil
+}
+
+// checkWorkers checks --workers and --run.
+func checkWorkers(cmd *cobra.Command, opts *Options) error {
+	if opts.Workers == 0 {
+		if cmd.Flags().Changed("run") {
+			return errkind.Usagef("", "--run: only with --workers")
+		}
+		return nil
+	}
+	switch {
+	case opts.Workers < 0 || opts.Workers > dist.MaxProducers:
+		return errkind.Usagef("", "--workers: want 1 to %d, got %d", dist.MaxProducers, opts.Workers)
+	case opts.Acks == loadgen.AcksNone:
+		return errkind.Usagef("", "--acks: 0 with --workers: workers count what the brokers acknowledged (give all or 1)")
+	case opts.Window < chaos.BucketWidth || opts.Window%chaos.BucketWidth != 0:
+		return errkind.Usagef("", "--window: %s with --workers: want a multiple of %s (the workers report bytes per %s)", opts.Window, chaos.BucketWidth, chaos.BucketWidth)
+	}
+	if opts.RunID != "" {
+		if err := dist.CheckRunID(opts.RunID); err != nil {
+			return errkind.Usagef("", "--run: %w", err)
+		}
 	}
 	return nil
 }
@@ -404,6 +447,16 @@ func inputs(opts *Options, t target, m *loadgen.Measurer, info loadgen.ClusterIn
 	in := opts.Inputs // a copy: the options stay as parsed
 	in.Measurer, in.Info, in.Topics, in.ReplicationFactor = m, info, experiment.NewInputTopics(opts.Now()), rf
 	in.Date, in.Command, in.Host, in.Cores, in.Progress = opts.Now(), strings.Join(opts.Args, " "), host, runtime.NumCPU(), progress
+	if in.Workers > 0 {
+		in.Conn, in.Version = t.conn, opts.Version
+		in.OnRun = func(run string) {
+			var seeds []string
+			if t.conn.BootstrapServers != "" {
+				seeds = strings.Split(t.conn.BootstrapServers, ",")
+			}
+			worker.PrintCommands(opts.IO.ErrOut, "measure", run, in.Workers, seeds, opts.Conn.CommandConfig)
+		}
+	}
 	return &in, nil
 }
 

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/cli/size"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -90,6 +92,12 @@ func TestNewCmdMeasureRefuses(t *testing.T) {
 		{[]string{"--bootstrap-server", "k:1", "--out", dir}, "--out: " + dir + " is a directory"},
 		{[]string{"--bootstrap-server", "k:1", "-o", "csv"}, "--output"},
 		{[]string{"--bootstrap-server", "k:1", "--timeout", "0s"}, "--timeout"},
+		{[]string{"--bootstrap-server", "k:1", "--run", "r1"}, "--run: only with --workers"},
+		{[]string{"--bootstrap-server", "k:1", "--workers", "-1"}, "--workers: want 1 to 256"},
+		{[]string{"--bootstrap-server", "k:1", "--workers", "257"}, "--workers: want 1 to 256"},
+		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--acks", "0"}, "--acks: 0 with --workers"},
+		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--window", "150ms"}, "--window: 150ms with --workers"},
+		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--run", "a/b"}, "--run: "},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -166,6 +174,43 @@ func TestRunMeasureOnKfake(t *testing.T) {
 	// Nothing left behind.
 	ids := listTopics(t, c)
 	assert.Empty(t, ids)
+}
+
+// TestRunMeasureWithWorkersOnKfake: Tp measured by two kplan workers
+// (in-process here, started before the coordinator with its --run id):
+// the plan says so, its Tp adds up both workers' bytes, the worker
+// commands are printed, and nothing is left behind (the run's topics
+// included).
+func TestRunMeasureWithWorkersOnKfake(t *testing.T) {
+	c := newFake(t, 3)
+	o, stdout, stderr := kfakeOpts(t, c, "")
+	o.Yes, o.Workers, o.RunID = true, 2, "m1"
+	o.Duration, o.Window = 1500*time.Millisecond, 500*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	outs := make([]*chaos.WorkerOutcome, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		w := &chaos.Worker{Run: "m1", Index: i, Conn: o.Conn, Version: "test", JoinTimeout: 30 * time.Second}
+		wg.Go(func() { outs[i], errs[i] = chaos.RunWorker(ctx, w) })
+	}
+	require.NoError(t, runMeasure(ctx, o))
+	wg.Wait()
+	for i := range 2 {
+		require.NoError(t, errs[i], "worker %d", i)
+		assert.Equal(t, []string{"before"}, outs[i].Reported, "worker %d", i)
+		assert.Positive(t, outs[i].Sent, "worker %d", i)
+	}
+	var plan mm.Plan
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &plan))
+	assert.Equal(t, 2, plan.Settings.Workers)
+	assert.Equal(t, "m1", plan.Settings.WorkersRun)
+	assert.Positive(t, plan.Produce.BytesPerSec)
+	assert.Positive(t, plan.Consume.BytesPerSec)
+	assert.Equal(t, 2, plan.Produce.Windows.N, "three 500ms windows, the first the warm-up")
+	assert.Contains(t, stderr.String(), "kplan worker --run m1 --index 1 --bootstrap-server ")
+	assert.Empty(t, listTopics(t, c), "scratch and run topics deleted")
 }
 
 // TestRunMeasureRefusesWithoutYes: a cluster that is not the local lab gets

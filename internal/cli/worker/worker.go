@@ -7,6 +7,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -169,4 +170,32 @@ func list(xs []string) string {
 		return "none"
 	}
 	return strings.Join(xs, ", ")
+}
+
+// PrintCommands prints the kplan worker command of each of n workers of
+// run (--workers-on none), after a line naming verb (chaos, measure): the
+// operator starts them, before or after that line, on any machine that
+// reaches the cluster.
+func PrintCommands(w io.Writer, verb, run string, n int, seeds []string, commandConfig string) {
+	fmt.Fprintf(w, "%s: run %s: waiting for %d workers; start each with:\n", verb, run, n)
+	cc := ""
+	if commandConfig != "" {
+		cc = " --command-config " + ShellQuote(commandConfig)
+	}
+	bs := "" // none: the command config's bootstrap.servers
+	if len(seeds) > 0 {
+		bs = " --bootstrap-server " + ShellQuote(strings.Join(seeds, ","))
+	}
+	for i := range n {
+		fmt.Fprintf(w, "  kplan worker --run %s --index %d%s%s\n", run, i, bs, cc)
+	}
+}
+
+// ShellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_.,:/@=.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/@=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

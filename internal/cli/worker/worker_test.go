@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -73,4 +74,13 @@ func TestBadFlags(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n")
 		})
 	}
+}
+
+func TestPrintWorkerCommands(t *testing.T) {
+	var b bytes.Buffer
+	PrintCommands(&b, "chaos", "r42", 2, []string{"k1:9092", "k2:9092"}, "/etc/kafka/my client.properties")
+	assert.Equal(t, `chaos: run r42: waiting for 2 workers; start each with:
+  kplan worker --run r42 --index 0 --bootstrap-server k1:9092,k2:9092 --command-config '/etc/kafka/my client.properties'
+  kplan worker --run r42 --index 1 --bootstrap-server k1:9092,k2:9092 --command-config '/etc/kafka/my client.properties'
+`, b.String())
 }

@@ -3,10 +3,14 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/dist"
 	"github.com/kplan-dev/kplan/internal/errkind"
+	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/loadgen"
 	"github.com/kplan-dev/kplan/internal/measure"
 	"github.com/kplan-dev/kplan/internal/units"
@@ -80,6 +84,20 @@ type Inputs struct {
 	Cores   int
 
 	Keep bool
+
+	// Workers, when above 0, measures Tp with that many kplan worker
+	// processes (chaos.DistProduce), one producer each, instead of one
+	// producer in this process: Conn and Version reach the cluster for
+	// the run's control topics, RunID names the run ("" a new one),
+	// JoinTimeout bounds the wait for the workers and OnRun gets the run's
+	// id once the workers can join.
+	Workers     int
+	Conn        kafka.ConnOptions
+	Version     string
+	RunID       string
+	JoinTimeout time.Duration
+	OnRun       func(run string)
+
 	// Progress, when set, gets one line of progress at a time.
 	Progress func(format string, a ...any)
 }
@@ -167,14 +185,20 @@ func (in *Inputs) throughput(ctx context.Context, plan *measure.Plan) error {
 	if err := m.CreateScratch(ctx, topic, 1, in.ReplicationFactor, in.Info.Brokers); err != nil {
 		return err
 	}
-	in.progress("Tp: one producer, acks=%s, %d-byte records, for %s", in.Acks, in.RecordSize, in.Duration)
-	pw, err := m.MeasureProduce(ctx, loadgen.ProduceSpec{Topic: topic, Acks: in.Acks, RecordSize: in.RecordSize,
-		Duration: in.Duration, Window: in.Window, Linger: in.Linger, MaxBufferedRecords: MaxBuffered, MaxBufferedBytes: MaxBufferedBytes})
-	if err != nil {
-		return err
-	}
-	if plan.Produce, err = measure.ThroughputOf(pw.Bytes, pw.Window, in.Duration, pw.Records); err != nil {
-		return fmt.Errorf("measuring Tp: %w", err)
+	if in.Workers > 0 {
+		if err := in.distThroughput(ctx, plan, topic); err != nil {
+			return err
+		}
+	} else {
+		in.progress("Tp: one producer, acks=%s, %d-byte records, for %s", in.Acks, in.RecordSize, in.Duration)
+		pw, err := m.MeasureProduce(ctx, loadgen.ProduceSpec{Topic: topic, Acks: in.Acks, RecordSize: in.RecordSize,
+			Duration: in.Duration, Window: in.Window, Linger: in.Linger, MaxBufferedRecords: MaxBuffered, MaxBufferedBytes: MaxBufferedBytes})
+		if err != nil {
+			return err
+		}
+		if plan.Produce, err = measure.ThroughputOf(pw.Bytes, pw.Window, in.Duration, pw.Records); err != nil {
+			return fmt.Errorf("measuring Tp: %w", err)
+		}
 	}
 	in.progress("Tp = %s", units.FormatRate(plan.Produce.BytesPerSec))
 
@@ -187,6 +211,42 @@ func (in *Inputs) throughput(ctx context.Context, plan *measure.Plan) error {
 		return fmt.Errorf("measuring Tc: %w", err)
 	}
 	in.progress("Tc = %s", units.FormatRate(plan.Consume.BytesPerSec))
+	return nil
+}
+
+// distThroughput measures Tp with in.Workers kplan workers, one producer
+// each, their acknowledged bytes added up window by window.
+func (in *Inputs) distThroughput(ctx context.Context, plan *measure.Plan, topic string) error {
+	if in.Window < chaos.BucketWidth || in.Window%chaos.BucketWidth != 0 {
+		return errkind.Usagef("window", "%s: with workers, want a multiple of %s (the workers report bytes per %s)", in.Window, chaos.BucketWidth, chaos.BucketWidth)
+	}
+	in.progress("Tp: %d workers, one producer each, acks=%s, %d-byte records, for %s", in.Workers, in.Acks, in.RecordSize, in.Duration)
+	d := &chaos.DistProduce{
+		Conn: in.Conn, Version: in.Version, RunID: in.RunID, Workers: in.Workers,
+		Streams:    []dist.Stream{{Partitioner: "roundrobin", Topic: topic}},
+		RecordSize: in.RecordSize, Acks: in.Acks, Linger: in.Linger, MaxBufferedRecords: MaxBuffered,
+		Duration: in.Duration, JoinTimeout: in.JoinTimeout, OnRun: in.OnRun, Progress: in.Progress,
+	}
+	res, err := d.Run(ctx)
+	if err != nil {
+		return fmt.Errorf("measuring Tp with workers: %w", err)
+	}
+	if len(res.Missed) > 0 {
+		var names []string
+		for w, why := range res.Missed {
+			names = append(names, fmt.Sprintf("worker %d: %s", w, why))
+		}
+		slices.Sort(names)
+		return errkind.New(errkind.Runtime, "workers", "Tp of run %s is incomplete, not written: %s", res.Run, strings.Join(names, "; "))
+	}
+	windows, err := res.Windows(in.Window)
+	if err != nil {
+		return err
+	}
+	if plan.Produce, err = measure.ThroughputOf(windows, in.Window, in.Duration, res.Acked); err != nil {
+		return fmt.Errorf("measuring Tp: %w", err)
+	}
+	plan.Settings.Workers, plan.Settings.WorkersRun, plan.Settings.MaxBufferedBytes = in.Workers, res.Run, 0
 	return nil
 }
 
@@ -245,9 +305,16 @@ type Planned struct {
 func (in *Inputs) Planned(cluster string) Planned {
 	topics, rf := in.Topics, in.ReplicationFactor
 	p := Planned{Cluster: cluster, Topics: []string{topics.Produce, topics.Replication}}
+	writers := "one producer"
+	if in.Workers > 0 {
+		writers = fmt.Sprintf("%d kplan workers (one producer each)", in.Workers)
+	}
 	p.Actions = []string{
-		fmt.Sprintf("create %s (1 partition, replication factor %d); write to it for %s as fast as one producer can (acks=%s, %d-byte records); read it for %s", topics.Produce, rf, in.Duration, in.Acks, in.RecordSize, in.Duration),
+		fmt.Sprintf("create %s (1 partition, replication factor %d); write to it for %s as fast as %s can (acks=%s, %d-byte records); read it for %s", topics.Produce, rf, in.Duration, writers, in.Acks, in.RecordSize, in.Duration),
 		fmt.Sprintf("create %s (1 partition, replication factor %d); write %d pairs of %d-byte records at acks=all and acks=1", topics.Replication, rf, in.ReplicationSamples, in.ReplicationRecordSize),
+	}
+	if in.Workers > 0 {
+		p.Actions = append(p.Actions, fmt.Sprintf("create the run's control and results topics (%s*, 1 partition each) for the workers, and delete them at the end", dist.TopicPrefix))
 	}
 	if in.ElectionPartitions > 0 {
 		p.Topics = append(p.Topics, topics.Election)
