@@ -829,7 +829,7 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		if kube, err = newKubeWorkers(opts); err != nil {
 			return err
 		}
-		writeKubePlan(io.ErrOut, kube)
+		worker.WriteKubePlan(io.ErrOut, "chaos", kube)
 	}
 	if opts.Remote != nil {
 		rcl, done, err := prepareRemote(ctx, opts, camp)
@@ -869,11 +869,11 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		// On success, error and Ctrl-C: the Job (its pods with it) and
 		// the Secret go.
 		defer func() {
-			if err := stopKube(ctx, opts, kube, cfg.Abort); err != nil && retErr == nil {
+			if err := worker.StopKube(ctx, io.ErrOut, "chaos", kube, cfg.Abort); err != nil && retErr == nil {
 				retErr = err
 			}
 		}()
-		if err := startKube(ctx, opts, kube); err != nil {
+		if err := worker.StartKube(ctx, io.ErrOut, "chaos", kube); err != nil {
 			return err
 		}
 		cfg.OnRun = func(run string, _ []string) {

@@ -3,9 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
-	goio "io"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/kplan-dev/kplan/internal/cli/worker"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
-	"github.com/kplan-dev/kplan/internal/kafka"
 	"github.com/kplan-dev/kplan/internal/report"
 )
 
@@ -25,8 +22,8 @@ import (
 
 // Where the workers run, as --workers-on spells it.
 const (
-	workersOnNone       = "none"
-	workersOnKubernetes = "kubernetes"
+	workersOnNone       = worker.OnNone
+	workersOnKubernetes = worker.OnKubernetes
 )
 
 // kubeFlags are the killer's Kubernetes flags that --workers-on kubernetes
@@ -90,42 +87,7 @@ func newKubeWorkers(opts *Options) (*chaosmesh.Workers, error) {
 		}
 		seeds = s.Bootstrap()
 	}
-	o.Bootstrap = strings.Join(seeds, ",")
-	files, ok, err := conn.Portable(chaosmesh.WorkerMountPath)
-	if err != nil {
-		return nil, errkind.Wrap(errkind.Usage, "", fmt.Errorf("--command-config: %w", err))
-	}
-	if ok {
-		o.Files, o.CommandConfig = files, kafka.PortableConfig
-	}
-	w, err := chaosmesh.NewWorkers(o)
-	if err != nil {
-		return nil, cmdutil.SpellFlag(err, nil)
-	}
-	return w, nil
-}
-
-// writeKubePlan prints what --workers-on kubernetes will create.
-func writeKubePlan(w goio.Writer, kw *chaosmesh.Workers) {
-	o := kw.Options()
-	fmt.Fprintf(w, "chaos: workers on Kubernetes, namespace %s: kplan creates before the run and deletes after it\n", o.Namespace)
-	if s := kw.Secret(); s != nil {
-		keys := make([]string, 0, len(s.Data))
-		for k := range s.Data {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		fmt.Fprintf(w, "  secret/%s  %s, mounted read-only at %s\n", s.Name, strings.Join(keys, ", "), chaosmesh.WorkerMountPath)
-	}
-	job := kw.Job()
-	args := make([]string, 0, len(o.Args()))
-	for _, a := range o.Args() {
-		args = append(args, worker.ShellQuote(a))
-	}
-	fmt.Fprintf(w, "  job/%s  Indexed, %d pods of %s, each running (its index from $JOB_COMPLETION_INDEX):\n", job.Name, o.Workers, o.Image)
-	fmt.Fprintf(w, "    kplan %s\n", strings.Join(args, " "))
-	fmt.Fprintf(w, "  labelled %s=%s, %s=%s (kplan chaos cleanup --namespace %s deletes leftovers)\n",
-		chaosmesh.ManagedByLabel, chaosmesh.ManagedByValue, chaosmesh.RunIDLabel, o.Run, o.Namespace)
+	return worker.NewKube(o, conn, seeds)
 }
 
 // dryRunKube asks the API server to accept the Job and the Secret without
@@ -143,36 +105,5 @@ func dryRunKube(ctx context.Context, opts *Options, kw *chaosmesh.Workers) error
 		fmt.Fprintf(opts.IO.Out, "\nWorkers' manifests (accepted by the API server's server-side dry run):\n---\n%s", y)
 	}
 	fmt.Fprintln(opts.IO.ErrOut, "chaos: the API server accepts the workers' Job and Secret (server-side dry run; nothing created)")
-	return nil
-}
-
-// startKube checks the Job and the Secret with a server-side dry run, then
-// creates them.
-func startKube(ctx context.Context, opts *Options, kw *chaosmesh.Workers) error {
-	if err := kw.DryRun(ctx); err != nil {
-		return cmdutil.SpellFlag(err, nil)
-	}
-	if err := kw.Create(ctx); err != nil {
-		return cmdutil.SpellFlag(err, nil)
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "chaos: created %s\n", strings.Join(kw.Created(), ", "))
-	return nil
-}
-
-// stopKube deletes the Job (its pods with it) and the Secret on a context
-// Ctrl-C does not cancel, cut short by abort (the second Ctrl-C).
-func stopKube(ctx context.Context, opts *Options, kw *chaosmesh.Workers, abort <-chan struct{}) error {
-	cctx, cancel := chaos.CleanupContext(ctx, 0, abort)
-	defer cancel()
-	deleted, err := kw.Delete(cctx)
-	if len(deleted) > 0 {
-		fmt.Fprintf(opts.IO.ErrOut, "chaos: deleted %s (the Job's pods with it)\n", strings.Join(deleted, ", "))
-	}
-	if left := kw.Created(); len(left) > 0 {
-		fmt.Fprintf(opts.IO.ErrOut, "chaos: left behind: %s (kplan chaos cleanup --namespace %s)\n", strings.Join(left, ", "), kw.Options().Namespace)
-	}
-	if err != nil {
-		return cmdutil.SpellFlag(fmt.Errorf("deleting the workers: %w", err), nil)
-	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
+	"github.com/kplan-dev/kplan/internal/cli/worker"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/localkafka"
 )
@@ -79,7 +80,7 @@ current-context: c
 	kw, err := newKubeWorkers(o)
 	require.NoError(t, err)
 	var b bytes.Buffer
-	writeKubePlan(&b, kw)
+	worker.WriteKubePlan(&b, "chaos", kw)
 	assert.Equal(t, `chaos: workers on Kubernetes, namespace kafka: kplan creates before the run and deletes after it
   secret/kplan-worker-r42  client.properties, mounted read-only at /etc/kplan
   job/kplan-worker-r42  Indexed, 2 pods of kplan:dev, each running (its index from $JOB_COMPLETION_INDEX):

@@ -223,3 +223,59 @@ func TestChaosWorkersKubernetesInterrupt(t *testing.T) {
 	require.Eventually(t, func() bool { return len(env.KplanObjects(t)) == 0 && agent.Running() == 0 }, 30*time.Second, 100*time.Millisecond,
 		"the pods and their workers are gone")
 }
+
+// TestMeasureWorkersKubernetes: `kplan measure --workers 2 --workers-on
+// kubernetes` on the shared lab, against the real kube-apiserver with the
+// Role docs/chaos.md gives: kplan creates the Indexed Job, k8stest's
+// JobAgent runs its two pods as local `kplan worker` processes, they
+// produce Tp, the plan says so, and afterwards no Job, Pod or Secret of
+// kplan's and no scratch or run topic remains.
+func TestMeasureWorkersKubernetes(t *testing.T) {
+	lab := labForRemote(t)
+	env := k8stest.Shared(t)
+	env.GrantRole(t, workersRole(t), k8stest.OperatorUser)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	agent := env.RunJobs(t, k8stest.JobsOptions{Binary: self, Env: []string{asKplan + "=1"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	require.Empty(t, env.KplanObjects(t))
+	warmIdempotence(ctx, t, lab.Bootstrap)
+
+	run := fmt.Sprintf("itm%d", os.Getpid())
+	args := []string{"measure", "--cluster", "lab", "--lab-dir", lab.State.Dir, "--workers", "2", "--run", run,
+		"--workers-on", "kubernetes", "--namespace", env.Namespace, "--kubeconfig", env.OperatorKubeconfig, "--image", workersImage,
+		"--duration", "3s", "--window", "500ms", "--record-size", "1000", "--replication-samples", "20",
+		"--election-partitions", "0", "--election-time", "25ms", "-o", "json"}
+	code, out, errOut := runKplan(ctx, args...)
+	t.Logf("kplan %s\nstderr:\n%s", strings.Join(args, " "), errOut)
+	require.Equal(t, cmdutil.ExitOK, code, "stderr:\n%s\nworkers:\n%s", errOut, agent.Logs())
+	job := "kplan-worker-" + run
+	assert.Contains(t, errOut, "measure: workers on Kubernetes, namespace kafka")
+	assert.Contains(t, errOut, "measure: created job/"+job)
+	assert.Contains(t, errOut, "measure: run "+run+": waiting for 2 workers (job/"+job+")")
+	assert.Contains(t, errOut, "measure: deleted job/"+job)
+
+	var plan struct {
+		Settings struct {
+			Workers    int    `json:"workers"`
+			WorkersRun string `json:"workers_run"`
+		} `json:"settings"`
+		Produce struct {
+			BytesPerSec int64 `json:"bytes_per_sec"`
+		} `json:"partition_produce_rate"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	assert.Equal(t, 2, plan.Settings.Workers)
+	assert.Equal(t, run, plan.Settings.WorkersRun)
+	assert.Positive(t, plan.Produce.BytesPerSec)
+	assert.Equal(t, 2, agent.Started(), "one pod per index")
+	logs := agent.Logs()
+	for i := range 2 {
+		assert.Contains(t, logs, fmt.Sprintf("worker %d of 2, run %s:", i, run), "worker %d's summary", i)
+	}
+	require.Eventually(t, func() bool { return len(env.KplanObjects(t)) == 0 }, 30*time.Second, 100*time.Millisecond,
+		"no Job, Pod or Secret of kplan's remains")
+	assert.Empty(t, labTopics(t, lab, "kplan-measure-"))
+	assert.Empty(t, labTopics(t, lab, dist.TopicPrefix+run))
+}

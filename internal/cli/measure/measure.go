@@ -7,6 +7,7 @@ package measure
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
 	"github.com/kplan-dev/kplan/internal/chaos/dist"
 	chaoslab "github.com/kplan-dev/kplan/internal/chaos/lab"
 	clitarget "github.com/kplan-dev/kplan/internal/cli/target"
@@ -64,6 +66,11 @@ type Options struct {
 	Yes    bool
 
 	MaxHandles int64
+
+	// KubeWorkers, when set (--workers-on kubernetes), places the Tp
+	// workers as an Indexed Job, created before the run and deleted at the
+	// end (its Bootstrap and Files set when the cluster is known).
+	KubeWorkers *chaosmesh.WorkersOptions
 }
 
 // rawFlags are the flags parsed, not bound, into Options.
@@ -75,6 +82,8 @@ type rawFlags struct {
 	electionTime string
 	throughput   string
 	maxL, maxU   string
+	// --workers-on and the Job's placement.
+	workersOn, image, namespace, kubeconfig, kubeContext string
 }
 
 // NewCmdMeasure returns `kplan measure` and its subcommands.
@@ -120,13 +129,17 @@ this line; --run fixes the run's id), creates the run's control and
 results topics (kplan-run-ID-*), starts the phase when every worker has
 joined, adds up the bytes the workers' producers had acknowledged window
 by window, and deletes the run's topics at the end. A worker that misses
-the phase fails the measurement: a partial Tp is not written.`,
+the phase fails the measurement: a partial Tp is not written.
+--workers-on kubernetes --namespace NS --image IMAGE runs the workers as an
+Indexed Job kplan creates before and deletes after the run (as kplan chaos
+does; docs/chaos.md has the Role it needs).`,
 		Example: `  $ kplan measure --cluster lab --out plans/lab-measured.yaml
   $ kplan size --plan plans/lab-measured.yaml --throughput 50MB/s
   $ kplan measure --bootstrap-server 127.0.0.1:19092 --duration 5s -o json
   $ kplan measure --cluster lab --acks 1 --record-size 512 --election-partitions 0 --election-time 25ms
   $ kplan measure --bootstrap-server kafka-1:9093 --command-config client.properties --max-handles 30000 --out plans/prod.yaml --yes
-  $ kplan measure --cluster lab --workers 2 --run tp2 --out plans/lab-2workers.yaml`,
+  $ kplan measure --cluster lab --workers 2 --run tp2 --out plans/lab-2workers.yaml
+  $ kplan measure --bootstrap-server kafka-1:9092 --max-handles 30000 --workers 8 --workers-on kubernetes --namespace kafka --image ghcr.io/kplan-dev/kplan:v1 --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := r.options(cmd, f, opts); err != nil {
@@ -158,6 +171,11 @@ func (r *rawFlags) add(fs *pflag.FlagSet, opts *Options) {
 	fs.DurationVar(&opts.Linger, "linger", 10*time.Millisecond, "Tp's producer linger (franz-go's default)")
 	fs.IntVar(&opts.Workers, "workers", 0, "measure Tp with N kplan worker processes (one producer each, started with the printed kplan worker commands, on any machines that reach the cluster) instead of one producer in this process: the partition's rate when one client cannot saturate it")
 	fs.StringVar(&opts.RunID, "run", "", "with --workers: the run's id, which the workers join (default: a new one, printed)")
+	fs.StringVar(&r.workersOn, "workers-on", worker.OnNone, "with --workers: where the workers run: none prints the kplan worker command of each, to start yourself; kubernetes creates an Indexed Job of them (with --namespace, --image) and deletes it at the end")
+	fs.StringVar(&r.image, "image", "", "with --workers-on kubernetes: kplan's container image the workers' pods run (its entrypoint kplan)")
+	fs.StringVar(&r.namespace, "namespace", "", "with --workers-on kubernetes: the namespace of the workers' Job and Secret")
+	fs.StringVar(&r.kubeconfig, "kubeconfig", "", "with --workers-on kubernetes: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fs.StringVar(&r.kubeContext, "context", "", "with --workers-on kubernetes: kubeconfig context (default: the current one)")
 	fs.IntVar(&opts.ReplicationSamples, "replication-samples", 200, "l_r: pairs of records (one at acks=all, one at acks=1)")
 	fs.DurationVar(&opts.ReplicationInterval, "replication-interval", 10*time.Millisecond, "l_r: pause between pairs")
 	fs.IntVar(&opts.ReplicationRecordSize, "replication-record-size", 100, "l_r: record size in bytes")
@@ -205,6 +223,9 @@ func (r *rawFlags) options(cmd *cobra.Command, f *cmdutil.Factory, opts *Options
 		return err
 	}
 	if err := checkWorkers(cmd, opts); err != nil {
+		return err
+	}
+	if err := r.kubeWorkers(cmd, opts); err != nil {
 		return err
 	}
 	if err := r.requirements(opts); err != nil {
@@ -280,6 +301,38 @@ func checkWorkers(cmd *cobra.Command, opts *Options) error {
 	return nil
 }
 
+// kubeWorkers reads --workers-on and the Job's flags into
+// opts.KubeWorkers (nil for --workers-on none); the run's id is picked now
+// when --run is not given, since the Job is named after it.
+func (r *rawFlags) kubeWorkers(cmd *cobra.Command, opts *Options) error {
+	kube := []string{"image", "namespace", "kubeconfig", "context"}
+	switch {
+	case r.workersOn == worker.OnNone:
+		if cmd.Flags().Changed("workers-on") && opts.Workers == 0 {
+			return errkind.Usagef("", "--workers-on: only with --workers")
+		}
+		for _, name := range kube {
+			if cmd.Flags().Changed(name) {
+				return errkind.Usagef("", "--%s: only with --workers-on %s", name, worker.OnKubernetes)
+			}
+		}
+		return nil
+	case r.workersOn != worker.OnKubernetes:
+		return errkind.Usagef("", "--workers-on: %q, want none (start the printed kplan worker commands yourself) or kubernetes (an Indexed Job)", r.workersOn)
+	case opts.Workers == 0:
+		return errkind.Usagef("", "--workers-on: only with --workers")
+	}
+	if opts.RunID == "" {
+		opts.RunID = chaos.NewRunID(opts.Now(), rand.New(rand.NewPCG(uint64(opts.Now().UnixNano()), uint64(os.Getpid())))) //nolint:gosec // a run id, not a secret
+	}
+	o := &chaosmesh.WorkersOptions{Kubeconfig: r.kubeconfig, Context: r.kubeContext, Namespace: r.namespace, Image: r.image, Run: opts.RunID, Workers: opts.Workers}
+	if err := o.CheckFlags(); err != nil {
+		return cmdutil.SpellFlag(err, nil)
+	}
+	opts.KubeWorkers = o
+	return nil
+}
+
 // requirements parses the plan's T, L, U and a given u into opts.
 func (r *rawFlags) requirements(opts *Options) error {
 	var err error
@@ -349,6 +402,18 @@ type target struct {
 	label string
 }
 
+// seeds are the cluster's bootstrap servers as given (none when only the
+// command config names them).
+func (t target) seeds() []string {
+	var out []string
+	for s := range strings.SplitSeq(t.conn.BootstrapServers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // resolve finds the cluster: --cluster lab reads the lab's state; a
 // --bootstrap-server cluster is the lab when its cluster id is the lab's.
 func resolve(opts *Options) (target, error) {
@@ -378,7 +443,7 @@ func resolve(opts *Options) (target, error) {
 	return t, nil
 }
 
-func runMeasure(ctx context.Context, opts *Options) error {
+func runMeasure(ctx context.Context, opts *Options) (retErr error) {
 	t, err := resolve(opts)
 	if err != nil {
 		return err
@@ -397,6 +462,13 @@ func runMeasure(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	var kube *chaosmesh.Workers
+	if opts.KubeWorkers != nil {
+		if kube, err = worker.NewKube(*opts.KubeWorkers, t.conn, t.seeds()); err != nil {
+			return err
+		}
+		worker.WriteKubePlan(opts.IO.ErrOut, "measure", kube)
+	}
 	handles, err := readHandles(opts, t.state)
 	if err != nil {
 		return err
@@ -407,6 +479,21 @@ func runMeasure(ctx context.Context, opts *Options) error {
 			return err
 		}
 		return errkind.Refusedf("", "--yes: not given: %s is not the local kplan lab; kplan creates topics and writes there only with --yes (the plan is above)", t.label)
+	}
+	if kube != nil {
+		// On success, error and Ctrl-C: the Job (its pods with it) and the
+		// Secret go.
+		defer func() {
+			if err := worker.StopKube(ctx, opts.IO.ErrOut, "measure", kube, nil); err != nil && retErr == nil {
+				retErr = err
+			}
+		}()
+		if err := worker.StartKube(ctx, opts.IO.ErrOut, "measure", kube); err != nil {
+			return err
+		}
+		in.OnRun = func(run string) {
+			progress("run %s: waiting for %d workers (job/%s)", run, in.Workers, kube.Job().Name)
+		}
 	}
 	plan, runErr := in.Run(ctx)
 	if plan == nil {
@@ -450,11 +537,7 @@ func inputs(opts *Options, t target, m *loadgen.Measurer, info loadgen.ClusterIn
 	if in.Workers > 0 {
 		in.Conn, in.Version = t.conn, opts.Version
 		in.OnRun = func(run string) {
-			var seeds []string
-			if t.conn.BootstrapServers != "" {
-				seeds = strings.Split(t.conn.BootstrapServers, ",")
-			}
-			worker.PrintCommands(opts.IO.ErrOut, "measure", run, in.Workers, seeds, opts.Conn.CommandConfig)
+			worker.PrintCommands(opts.IO.ErrOut, "measure", run, in.Workers, t.seeds(), opts.Conn.CommandConfig)
 		}
 	}
 	return &in, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
+	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
 	"github.com/kplan-dev/kplan/internal/cli/size"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/iostreams"
@@ -65,6 +66,20 @@ func TestNewCmdMeasureOptions(t *testing.T) {
 	o, err = parse(t, "--bootstrap-server", "k:9092", "--acks", "0")
 	require.NoError(t, err)
 	assert.Equal(t, loadgen.AcksNone, o.Acks)
+
+	// Workers: printed commands by default; on Kubernetes, the Job's
+	// options, with a run id picked now (the Job is named after it).
+	o, err = parse(t, "--bootstrap-server", "k:9092", "--workers", "3", "--run", "r42")
+	require.NoError(t, err)
+	assert.Equal(t, 3, o.Workers)
+	assert.Equal(t, "r42", o.RunID)
+	assert.Nil(t, o.KubeWorkers)
+	o, err = parse(t, "--bootstrap-server", "k:9092", "--workers", "2", "--workers-on", "kubernetes", "--image", "kplan:dev",
+		"--namespace", "kafka", "--kubeconfig", "/k", "--context", "c")
+	require.NoError(t, err)
+	require.NotNil(t, o.KubeWorkers)
+	assert.NotEmpty(t, o.RunID)
+	assert.Equal(t, chaosmesh.WorkersOptions{Kubeconfig: "/k", Context: "c", Namespace: "kafka", Image: "kplan:dev", Run: o.RunID, Workers: 2}, *o.KubeWorkers)
 }
 
 func TestNewCmdMeasureRefuses(t *testing.T) {
@@ -98,6 +113,12 @@ func TestNewCmdMeasureRefuses(t *testing.T) {
 		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--acks", "0"}, "--acks: 0 with --workers"},
 		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--window", "150ms"}, "--window: 150ms with --workers"},
 		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--run", "a/b"}, "--run: "},
+		{[]string{"--bootstrap-server", "k:1", "--workers-on", "kubernetes"}, "--workers-on: only with --workers"},
+		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--workers-on", "ssh"}, `--workers-on: "ssh", want none`},
+		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--image", "kplan:dev"}, "--image: only with --workers-on kubernetes"},
+		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--workers-on", "kubernetes", "--namespace", "kafka"}, "--image"},
+		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--workers-on", "kubernetes", "--image", "kplan:dev"}, "--namespace"},
+		{[]string{"--bootstrap-server", "k:1", "--workers", "2", "--workers-on", "kubernetes", "--image", "kplan:dev", "--namespace", "kafka", "--run", "Big_Run"}, "--run"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
