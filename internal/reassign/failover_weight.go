@@ -23,7 +23,10 @@ import (
 // both from the counted order and from scratch; a row changes only when
 // its busiest survivor's load strictly drops, so the counted order (and
 // its per-topic spread) stays wherever weights do not call for another.
-// Without loads nothing runs and the plan is the counted one, unchanged.
+// With Options.Rates instead of loads, each partition weighs its topic's
+// rate over its partitions (rates.go) and the pass runs the same way.
+// Without loads or rates nothing runs and the plan is the counted one,
+// unchanged.
 
 // foWeightIters bounds the improving moves per row, per start.
 const foWeightIters = 64
@@ -61,7 +64,7 @@ type wRow struct {
 // weighted runs the weighted pass over f.fst.
 func (f *foState) weighted() {
 	w, n := f.w, f.n
-	fw := w.fw
+	fw := w.ratedWeights()
 	if fw == nil || !f.broker || skipWeightedFailover {
 		return
 	}
@@ -289,8 +292,9 @@ func (f *foState) weightedRackRows(L []float64) ([]float64, float64) {
 }
 
 // FailoverLoad is the worst loss of one domain weighted by load (plans
-// with loads only): the busiest survivor's produce + consume bytes/s after
-// Kafka's election against a lower bound no plan can beat.
+// with loads or rates only): the busiest survivor's produce + consume
+// bytes/s (with rates: its share of the producers' rates, in their unit)
+// after Kafka's election against a lower bound no plan can beat.
 type FailoverLoad struct {
 	Lost    []int32 `json:"lost"`
 	Rack    string  `json:"rack,omitempty"`
