@@ -392,13 +392,17 @@ func loadFigure(c *topology.Cluster, fw []float64, rack bool) *FailoverLoad {
 		}
 		big = max(big, maxTake[u])
 		// Rounded (thousandths of a byte/s, the ratio to 3 places) so
-		// the figures do not depend on the order of float sums.
-		f.Bound = math.Round(max(online/float64(k), big)*loadScale) / loadScale
-		f.BusiestLoad = math.Round(f.BusiestLoad*loadScale) / loadScale
+		// the figures do not depend on the order of float sums. The ratio
+		// is taken before the loads are rounded: with --rates' relative
+		// weights a thousandth is not negligible, and the ratio is then
+		// audit's predicted max/mean after the same loss.
+		bound := max(online/float64(k), big)
 		f.Ratio = 1
-		if f.Bound > 0 {
-			f.Ratio = round3(f.BusiestLoad / f.Bound)
+		if bound > 0 {
+			f.Ratio = round3(f.BusiestLoad / bound)
 		}
+		f.Bound = math.Round(bound*loadScale) / loadScale
+		f.BusiestLoad = math.Round(f.BusiestLoad*loadScale) / loadScale
 		if worst == nil || f.BusiestLoad-f.Bound > worst.BusiestLoad-worst.Bound {
 			worst = f
 		}
