@@ -152,6 +152,23 @@ first) and the summary counts the moves left for a later run. With --fix-overlap
 count-balance bound (the bound without --fix-overlaps), since cells and
 leader blocks move more by design. Without --out nothing is written.
 
+--rates weighs the failover order by the producers' rates, with kplan
+audit's syntax and meaning: topic=100MB/s,... or relative weights
+topic=3,...; *=rate for the others (0 without it); or a kplan observe
+--out snapshot's file name. Each partition weighs its topic's rate over
+the topic's partitions (audit's round-robin share), and after the counted
+order each broker's partitions go, among their followers, where the
+busiest survivor of its loss carries the least (the weighted pass of
+--balance load). Only follower order changes: leaders, replica counts and
+the moves stay the plan's without --rates, and the counted figures may end
+a little above theirs. The Failover section adds the worst loss by
+--rates, before and after: the busiest survivor's share of the rates and
+the bound no order beats, max(the rates left online / survivors, the
+heaviest partition), in the rates' unit; kplan audit --rates --what-if on
+the plan's layout predicts the same. With --balance load the snapshot's
+loads weigh the order, so --rates is refused there; so is a topic the
+layout lacks.
+
 --reorder-only keeps every replica set and changes only orders (the best
 leaders and failover order the sets allow): no data moves, and kplan
 reassign apply sets no throttle for it.
@@ -210,6 +227,7 @@ each broker's dirs before and after and the intra-broker moves.`,
   $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
   $ kplan reassign --from layout.json --fix-overlaps --cell-size 3 -o json
   $ kplan reassign --from layout.json --reorder-only --out reorder.json
+  $ kplan reassign --from layout.json --rates orders=50MB/s,clicks=5MB/s,*=1MB/s --out plan.json
   $ kplan reassign --from sized.json --balance bytes --tolerance 0.05 --out plan.json
   $ kplan reassign --from sized.json --balance bytes --max-move-bytes 500GiB --cordon 3,5
   $ kplan observe --cluster lab --window 60s --out snap.json && kplan reassign --from snap.json --balance load --out plan.json
