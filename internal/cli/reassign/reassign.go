@@ -159,9 +159,10 @@ topic=3,...; *=rate for the others (0 without it); or a kplan observe
 the topic's partitions (audit's round-robin share), and after the counted
 order each broker's partitions go, among their followers, where the
 busiest survivor of its loss carries the least (the weighted pass of
---balance load). Only follower order changes: leaders, replica counts and
-the moves stay the plan's without --rates, and the counted figures may end
-a little above theirs. The Failover section adds the worst loss by
+--balance load). Leaders, replicas per broker and the moves stay the
+plan's without --rates; the counted figures (leaders after a loss) may end
+above theirs, since the rates are then what the order balances. The
+Failover section adds the worst loss by
 --rates, before and after: the busiest survivor's share of the rates and
 the bound no order beats, max(the rates left online / survivors, the
 heaviest partition), in the rates' unit; kplan audit --rates --what-if on
