@@ -26,6 +26,12 @@ type Failover struct {
 	// not within the cap of auto (autoMovesCap: a tenth of the plan's
 	// moves, at least 32).
 	MoreMoves *int `json:"more_moves,omitempty"`
+	// Rates is "given" when Options.Rates weigh the Load figures, which
+	// are then in the rates' unit: bytes/s when RatesBytesPerSecond,
+	// relative weights otherwise (rates.go). Empty when a load plan's
+	// produce + consume bytes/s weigh them, or nothing does.
+	Rates               string `json:"rates,omitempty"`
+	RatesBytesPerSecond bool   `json:"rates_bytes_per_second,omitempty"`
 }
 
 // FailoverChange is one domain's worst loss before and after.
@@ -67,7 +73,7 @@ type FailoverFigure struct {
 	// holders).
 	TopicOverReachable int `json:"topic_over_reachable"`
 	// Load is the worst loss weighted by load, when the plan has loads
-	// (failover_weight.go).
+	// (failover_weight.go) or rates (rates.go; Failover.Rates).
 	Load *FailoverLoad `json:"load,omitempty"`
 }
 
@@ -122,11 +128,15 @@ func (w *work) failoverSummary(s *Summary, final *topology.Cluster, after *figur
 	if w.rackAware && w.nrack >= 2 {
 		fo.Rack = &FailoverChange{Before: before.rack, After: after.rack}
 	}
-	if w.fw != nil {
+	if w.ratedWeights() != nil {
 		fo.Broker.Before.Load, fo.Broker.After.Load = loadFigure(w.c, w.fw, false), loadFigure(final, w.fw, false)
 		if fo.Rack != nil {
 			fo.Rack.Before.Load, fo.Rack.After.Load = loadFigure(w.c, w.fw, true), loadFigure(final, w.fw, true)
 		}
+	}
+	if r := w.opts.Rates; r != nil {
+		fo.Rates, fo.RatesBytesPerSecond = "given", r.BytesPerSecond
+		w.rateNotes()
 	}
 	s.Failover = fo
 	if note := w.rackBoundNote(final, &fo.Broker.After); note != "" {

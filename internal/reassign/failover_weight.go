@@ -23,7 +23,10 @@ import (
 // both from the counted order and from scratch; a row changes only when
 // its busiest survivor's load strictly drops, so the counted order (and
 // its per-topic spread) stays wherever weights do not call for another.
-// Without loads nothing runs and the plan is the counted one, unchanged.
+// With Options.Rates instead of loads, each partition weighs its topic's
+// rate over its partitions (rates.go) and the pass runs the same way.
+// Without loads or rates nothing runs and the plan is the counted one,
+// unchanged.
 
 // foWeightIters bounds the improving moves per row, per start.
 const foWeightIters = 64
@@ -61,7 +64,7 @@ type wRow struct {
 // weighted runs the weighted pass over f.fst.
 func (f *foState) weighted() {
 	w, n := f.w, f.n
-	fw := w.fw
+	fw := w.ratedWeights()
 	if fw == nil || !f.broker || skipWeightedFailover {
 		return
 	}
@@ -289,8 +292,9 @@ func (f *foState) weightedRackRows(L []float64) ([]float64, float64) {
 }
 
 // FailoverLoad is the worst loss of one domain weighted by load (plans
-// with loads only): the busiest survivor's produce + consume bytes/s after
-// Kafka's election against a lower bound no plan can beat.
+// with loads or rates only): the busiest survivor's produce + consume
+// bytes/s (with rates: its share of the producers' rates, in their unit)
+// after Kafka's election against a lower bound no plan can beat.
 type FailoverLoad struct {
 	Lost    []int32 `json:"lost"`
 	Rack    string  `json:"rack,omitempty"`
@@ -388,13 +392,17 @@ func loadFigure(c *topology.Cluster, fw []float64, rack bool) *FailoverLoad {
 		}
 		big = max(big, maxTake[u])
 		// Rounded (thousandths of a byte/s, the ratio to 3 places) so
-		// the figures do not depend on the order of float sums.
-		f.Bound = math.Round(max(online/float64(k), big)*loadScale) / loadScale
-		f.BusiestLoad = math.Round(f.BusiestLoad*loadScale) / loadScale
+		// the figures do not depend on the order of float sums. The ratio
+		// is taken before the loads are rounded: with --rates' relative
+		// weights a thousandth is not negligible, and the ratio is then
+		// audit's predicted max/mean after the same loss.
+		bound := max(online/float64(k), big)
 		f.Ratio = 1
-		if f.Bound > 0 {
-			f.Ratio = round3(f.BusiestLoad / f.Bound)
+		if bound > 0 {
+			f.Ratio = round3(f.BusiestLoad / bound)
 		}
+		f.Bound = math.Round(bound*loadScale) / loadScale
+		f.BusiestLoad = math.Round(f.BusiestLoad*loadScale) / loadScale
 		if worst == nil || f.BusiestLoad-f.Bound > worst.BusiestLoad-worst.Bound {
 			worst = f
 		}

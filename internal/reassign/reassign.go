@@ -47,6 +47,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/errkind"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -115,6 +116,13 @@ type Options struct {
 	// Loads are the partitions' observed traffic (BalanceLoad, which needs
 	// them); a partition missing from it counts as idle.
 	Loads map[topology.Key]Load
+	// Rates are the producers' rates per topic (as `kplan audit --rates`
+	// reads them), nil for none: each partition then weighs its topic's
+	// rate over the topic's partitions in the failover order's weighted
+	// pass and the summary's by-load figures (rates.go), as Loads weigh
+	// them in a load plan. Not with BalanceLoad; every topic they name must
+	// be in the layout.
+	Rates *audit.Rates
 	// Dirs are the log dirs of a JBOD cluster: when some broker has two,
 	// the plan gives replicas target dirs (log_dirs) so that each broker's
 	// dirs end within Tolerance (dirs.go). Nil: every replica "any".
@@ -231,6 +239,9 @@ func compute(c *topology.Cluster, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	if err := checkBalance(c, opts); err != nil {
+		return nil, err
+	}
+	if err := checkRates(c, opts); err != nil {
 		return nil, err
 	}
 	switch opts.Balance {

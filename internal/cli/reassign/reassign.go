@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/cli/source"
 	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/errkind"
@@ -64,6 +65,10 @@ type Options struct {
 	// Loads is --loads: a kplan observe snapshot whose per-partition rates
 	// --balance load balances ("": the --from file when it is one).
 	Loads string
+	// Rates is --rates (nil: none): the producers' rates per topic, as
+	// kplan audit reads them, that weigh the failover order.
+	Rates *audit.Rates
+	rates string
 	// Cordon is --cordon: brokers that receive no new replica.
 	Cordon []int32
 	// LogDirs is --log-dirs: balance (target dirs on a JBOD cluster, the
@@ -147,6 +152,24 @@ first) and the summary counts the moves left for a later run. With --fix-overlap
 count-balance bound (the bound without --fix-overlaps), since cells and
 leader blocks move more by design. Without --out nothing is written.
 
+--rates weighs the failover order by the producers' rates, with kplan
+audit's syntax and meaning: topic=100MB/s,... or relative weights
+topic=3,...; *=rate for the others (0 without it); or a kplan observe
+--out snapshot's file name. Each partition weighs its topic's rate over
+the topic's partitions (audit's round-robin share), and after the counted
+order each broker's partitions go, among their followers, where the
+busiest survivor of its loss carries the least (the weighted pass of
+--balance load). Leaders, replicas per broker and the moves stay the
+plan's without --rates; the counted figures (leaders after a loss) may end
+above theirs, since the rates are then what the order balances. The
+Failover section adds the worst loss by
+--rates, before and after: the busiest survivor's share of the rates and
+the bound no order beats, max(the rates left online / survivors, the
+heaviest partition), in the rates' unit; kplan audit --rates --what-if on
+the plan's layout predicts the same. With --balance load the snapshot's
+loads weigh the order, so --rates is refused there; so is a topic the
+layout lacks.
+
 --reorder-only keeps every replica set and changes only orders (the best
 leaders and failover order the sets allow): no data moves, and kplan
 reassign apply sets no throttle for it.
@@ -205,6 +228,7 @@ each broker's dirs before and after and the intra-broker moves.`,
   $ kplan reassign --bootstrap-server k1:9092 --out plan.json --election-out elect.json --waves 4
   $ kplan reassign --from layout.json --fix-overlaps --cell-size 3 -o json
   $ kplan reassign --from layout.json --reorder-only --out reorder.json
+  $ kplan reassign --from layout.json --rates orders=50MB/s,clicks=5MB/s,*=1MB/s --out plan.json
   $ kplan reassign --from sized.json --balance bytes --tolerance 0.05 --out plan.json
   $ kplan reassign --from sized.json --balance bytes --max-move-bytes 500GiB --cordon 3,5
   $ kplan observe --cluster lab --window 60s --out snap.json && kplan reassign --from snap.json --balance load --out plan.json
@@ -251,6 +275,7 @@ each broker's dirs before and after and the intra-broker moves.`,
 	fs.StringVar(&opts.failoverMoves, "failover-moves", "0", "allow this many replica moves beyond the plan's to place followers so every single-broker loss reaches its failover optimum; auto: the fewest that reach it (at most a tenth of the plan's moves, at least 32; none if it cannot)")
 	fs.StringVar(&opts.Balance, "balance", reassign.BalanceReplicas, "what to balance: replicas (counts, fewest replica moves), bytes (disk bytes, fewest bytes copied) or load (bytes in, bytes out and leader bytes from observed rates, fewest bytes copied)")
 	fs.StringVar(&opts.Loads, "loads", "", "with --balance load: a kplan observe snapshot (--out) whose per-partition rates to balance (default: --from, when it is a snapshot)")
+	fs.StringVar(&opts.rates, "rates", "", ratesUsage)
 	fs.StringVar(&opts.cordon, "cordon", "", "brokers (comma list or FIRST-LAST ranges) that receive no new replica; from a live cluster, its cordoned brokers (cordoned.log.dirs) are added")
 	fs.StringVar(&opts.maxMoveBytes, "max-move-bytes", "", "with --balance bytes or load: copy at most this many bytes (e.g. 500GiB), the best balance within it (default: no budget)")
 	fs.StringVar(&opts.LogDirs, "log-dirs", logDirsBalance, "on brokers with several log dirs (JBOD): balance (give replicas target dirs in log_dirs so each broker's dirs end within --tolerance, with intra-broker moves where needed) or any (no log_dirs: Kafka chooses)")
@@ -261,7 +286,7 @@ each broker's dirs before and after and the intra-broker moves.`,
 }
 
 func (o *Options) validate() error {
-	for _, step := range []func() error{o.validateBalance, o.validateFailoverMoves, o.validateCounts, o.validateFiles} {
+	for _, step := range []func() error{o.validateBalance, o.validateRates, o.validateFailoverMoves, o.validateCounts, o.validateFiles} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -453,7 +478,7 @@ func runReassign(ctx context.Context, opts *Options) error {
 	}
 	ro := reassign.Options{Loads: loads, Ongoing: ongoing, Brokers: opts.Brokers, ReplicationFactor: opts.ReplicationFactor, FixOverlaps: opts.FixOverlaps, CellSize: opts.CellSize,
 		Tolerance: opts.Tolerance, MaxMoves: opts.MaxMoves, FailoverDomain: opts.FailoverDomain, ReorderOnly: opts.ReorderOnly, FailoverMoves: opts.FailoverMoves,
-		Balance: opts.Balance, Cordon: opts.Cordon, MaxMoveBytes: opts.MaxMoveBytes, Dirs: dirs}
+		Balance: opts.Balance, Cordon: opts.Cordon, MaxMoveBytes: opts.MaxMoveBytes, Dirs: dirs, Rates: opts.Rates}
 	if opts.SeedSet {
 		ro.Rand = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	}

@@ -345,9 +345,16 @@ func failoverSection(fo *reassign.Failover) *report.Section {
 			[]string{"  worst topic excess", topicExcessText(c.Before), topicExcessText(c.After)},
 		)
 		if c.Before.Load != nil || c.After.Load != nil {
+			by, unit := "load", rateText
+			if fo.Rates != "" {
+				by = "--rates"
+				if !fo.RatesBytesPerSecond {
+					unit = weightText
+				}
+			}
 			sec.Rows = append(sec.Rows,
-				[]string{name + " lost, by load", loadLossText(c.Before.Load), loadLossText(c.After.Load)},
-				[]string{"  busiest survivor (bound)", loadBusiestText(c.Before.Load), loadBusiestText(c.After.Load)},
+				[]string{name + " lost, by " + by, loadLossText(c.Before.Load), loadLossText(c.After.Load)},
+				[]string{"  busiest survivor (bound)", loadBusiestText(c.Before.Load, unit), loadBusiestText(c.After.Load, unit)},
 			)
 		}
 	}
@@ -383,12 +390,15 @@ func loadLossText(l *reassign.FailoverLoad) string {
 	return ints(l.Lost)
 }
 
-func loadBusiestText(l *reassign.FailoverLoad) string {
+func loadBusiestText(l *reassign.FailoverLoad, unit func(float64) string) string {
 	if l == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%s on %d (%s, x%.2f)", rateText(l.BusiestLoad), l.Busiest, rateText(l.Bound), l.Ratio)
+	return fmt.Sprintf("%s on %d (%s, x%.2f)", unit(l.BusiestLoad), l.Busiest, unit(l.Bound), l.Ratio)
 }
+
+// weightText is a load in --rates' relative weights.
+func weightText(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
 func busiestText(f reassign.FailoverFigure) string {
 	return fmt.Sprintf("%d leaders on %d", f.BusiestLeaders, f.Busiest)
