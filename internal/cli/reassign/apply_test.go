@@ -101,11 +101,7 @@ func TestApplyBadInput(t *testing.T) {
 		{"not JSON", []string{"reassign", "apply", describe, "--bootstrap-server", bs}, "plan " + describe + ": not a reassignment JSON file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := run(tc.args...)
-			assert.Equal(t, cmdutil.ExitUsage, code, errOut)
-			assert.Empty(t, out)
-			assert.Contains(t, errOut, tc.want)
-			assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+			assertUsage(t, tc.want, tc.args...)
 		})
 	}
 }

@@ -75,11 +75,7 @@ func TestBadBalanceInput(t *testing.T) {
 		{"sizes unknown", []string{"--from", kafkakit, "--balance", "bytes"}, "--balance: bytes needs every partition's size: 256 of 256 partitions have none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := run(append([]string{"reassign"}, tc.args...)...)
-			assert.Equal(t, cmdutil.ExitUsage, code, errOut)
-			assert.Empty(t, out)
-			assert.Contains(t, errOut, tc.want)
-			assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+			assertUsage(t, tc.want, append([]string{"reassign"}, tc.args...)...)
 		})
 	}
 }

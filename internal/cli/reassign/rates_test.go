@@ -82,11 +82,7 @@ func TestRatesBadInput(t *testing.T) {
 		{"a file that is no snapshot", []string{"--from", hot9, "--rates", notSnap}, "not a snapshot of kplan observe"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := run(append([]string{"reassign"}, tc.args...)...)
-			assert.Equal(t, cmdutil.ExitUsage, code, errOut)
-			assert.Empty(t, out)
-			assert.Contains(t, errOut, tc.want)
-			assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+			assertUsage(t, tc.want, append([]string{"reassign"}, tc.args...)...)
 		})
 	}
 }

@@ -31,6 +31,17 @@ func run(args ...string) (int, string, string) {
 	return app.Run(context.Background(), f, args), out.String(), errOut.String()
 }
 
+// assertUsage runs kplan args and checks the usage error: exit 2, nothing
+// on stdout, one line on stderr holding want.
+func assertUsage(t *testing.T, want string, args ...string) {
+	t.Helper()
+	code, out, errOut := run(args...)
+	assert.Equal(t, cmdutil.ExitUsage, code, errOut)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, want)
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+}
+
 func TestNewCmdReassign(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -106,11 +117,7 @@ func TestBadInput(t *testing.T) {
 		{"reorder-only with brokers", []string{"--from", kafkakit, "--reorder-only", "--brokers", "1737,1739"}, "--reorder-only: keeps every replica set, so it cannot change the brokers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := run(append([]string{"reassign"}, tc.args...)...)
-			assert.Equal(t, cmdutil.ExitUsage, code, errOut)
-			assert.Empty(t, out)
-			assert.Contains(t, errOut, tc.want)
-			assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+			assertUsage(t, tc.want, append([]string{"reassign"}, tc.args...)...)
 		})
 	}
 }
