@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -208,6 +209,10 @@ type Config struct {
 	OnRun func(run string, seeds []string)
 	// JoinTimeout bounds the wait for every worker (0: DefaultJoinTimeout).
 	JoinTimeout time.Duration
+	// JoinCheck, if set, is asked now and then while a distributed run
+	// waits for its workers whether waiting is pointless (a worker's pod
+	// cannot start: --workers-on kubernetes); its error ends the run.
+	JoinCheck func(context.Context) error
 	// Abort, when closed, cuts the cleanup short (a second Ctrl-C): the
 	// producers are not flushed, a killed broker is not restarted and the
 	// loss check is skipped.

@@ -47,6 +47,10 @@ type DistProduce struct {
 	// (nil: a random one).
 	Now  func() time.Time
 	Rand *rand.Rand
+	// JoinCheck, if set, is asked now and then while the run waits for
+	// its workers whether waiting is pointless (a worker's pod cannot
+	// start); its error ends the run.
+	JoinCheck func(context.Context) error
 	// OnRun, if set, is called with the run's id once its topics exist,
 	// before the wait for the workers: the caller prints the command that
 	// starts them.
@@ -160,14 +164,8 @@ func (d *DistProduce) Run(ctx context.Context) (res *DistProduceResult, err erro
 		timeout = DefaultJoinTimeout
 	}
 	d.progress("run %s: waiting up to %v for %d workers", run, timeout, d.Workers)
-	err = clock.Poll(ctx, clock.WithNow(now), 100*time.Millisecond, timeout, func(context.Context) (bool, error) {
-		return len(ctl.Seen()) >= d.Workers, nil
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, errkind.New(errkind.Runtime, FieldWorkers, "%d of %d workers joined run %s within %v (workers seen: %v)", len(ctl.Seen()), d.Workers, run, timeout, ctl.Seen())
+	if err = awaitWorkers(ctx, ctl, d.Workers, run, timeout, now, d.JoinCheck); err != nil {
+		return nil, err
 	}
 	res = &DistProduceResult{Run: run, Epoch: epoch, Missed: map[int]string{}}
 	res.Start = now().Add(phaseLead)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -31,9 +32,13 @@ func TestDistProduce(t *testing.T) {
 		name    string
 		workers int
 		started int
+		// stuck: the join check says a worker cannot start, which ends
+		// the wait long before the join timeout.
+		stuck bool
 	}{
 		{name: "every worker", workers: 2, started: 2},
 		{name: "a worker never joins", workers: 2, started: 1},
+		{name: "a worker's pod cannot start", workers: 2, started: 1, stuck: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -63,6 +68,10 @@ func TestDistProduce(t *testing.T) {
 					}
 				},
 			}
+			if tc.stuck {
+				d.JoinTimeout = time.Minute
+				d.JoinCheck = func(context.Context) error { return errors.New("pod kafka/w-1 cannot start: ErrImagePull") }
+			}
 			var run string
 			onRun := d.OnRun
 			d.OnRun = func(r string) { run = r; onRun(r) }
@@ -75,7 +84,11 @@ func TestDistProduce(t *testing.T) {
 			}
 			if tc.started < tc.workers {
 				require.Error(t, err, "the run waits for every worker to join")
-				assert.Contains(t, err.Error(), "1 of 2 workers joined")
+				assert.Contains(t, err.Error(), "of 2 workers joined run "+run)
+				if tc.stuck {
+					assert.Contains(t, err.Error(), ": pod kafka/w-1 cannot start: ErrImagePull")
+					assert.NotContains(t, err.Error(), "within", "the check ended the wait, not the join timeout")
+				}
 				return
 			}
 			require.NoError(t, err)

@@ -197,20 +197,44 @@ func (r *runner) startDist(ctx context.Context, envRun uint64) error {
 	if err := ctl.Publish(ctx, dist.Message{Kind: dist.KindPlan, Plan: d.plan}); err != nil {
 		return err
 	}
-	timeout := cfg.JoinTimeout
+	return awaitWorkers(ctx, ctl, cfg.Workers, run, cfg.JoinTimeout, r.now, cfg.JoinCheck)
+}
+
+// joinCheckEvery is how often the wait for the workers asks its check
+// whether waiting is pointless.
+const joinCheckEvery = 2 * time.Second
+
+// awaitWorkers waits until n workers of run have sent a heartbeat on ctl,
+// at most timeout (0: DefaultJoinTimeout). check, when set, is asked every
+// joinCheckEvery whether waiting is pointless (a worker's pod cannot
+// start, say); its error ends the wait at once.
+func awaitWorkers(ctx context.Context, ctl *Control, n int, run string, timeout time.Duration, now func() time.Time, check func(context.Context) error) error {
 	if timeout <= 0 {
 		timeout = DefaultJoinTimeout
 	}
-	err = clock.Poll(ctx, clock.WithNow(r.now), 100*time.Millisecond, timeout, func(context.Context) (bool, error) {
-		return len(ctl.Seen()) >= cfg.Workers, nil
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	var asked time.Time
+	var stuck error
+	err := clock.Poll(ctx, clock.WithNow(now), 100*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+		if len(ctl.Seen()) >= n {
+			return true, nil
 		}
-		return fmt.Errorf("%d of %d workers joined run %s within %v (workers seen: %v)", len(ctl.Seen()), cfg.Workers, run, timeout, ctl.Seen())
+		if check != nil && now().Sub(asked) >= joinCheckEvery {
+			asked = now()
+			if stuck = check(ctx); stuck != nil {
+				return true, stuck
+			}
+		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case stuck != nil:
+		return fmt.Errorf("%d of %d workers joined run %s: %w", len(ctl.Seen()), n, run, stuck)
 	}
-	return nil
+	return errkind.New(errkind.Runtime, FieldWorkers, "%d of %d workers joined run %s within %v (workers seen: %v)", len(ctl.Seen()), n, run, timeout, ctl.Seen())
 }
 
 // atRisk are the brokers the run will kill or fault, as far as they are

@@ -46,6 +46,10 @@ type JobsOptions struct {
 	// Dir holds each pod's volumes and its container's log
 	// (POD.log); t.TempDir() when "".
 	Dir string
+	// Unpullable are images no registry has: a pod of one is made, its
+	// container left waiting with reason ErrImagePull (as the kubelet
+	// reports a missing image), and nothing runs.
+	Unpullable []string
 }
 
 // JobAgent plays, for the Indexed Jobs labelled managed by kplan in the
@@ -229,6 +233,15 @@ func (a *JobAgent) reconcile(ctx context.Context) error {
 			a.forceDelete(ctx, pod)
 		}
 	}
+	// Pods that never ran (an unpullable image) go with their Job too.
+	for uid, pod := range present {
+		if _, ran := runs[uid]; ran {
+			continue
+		}
+		if owner := metav1.GetControllerOf(pod); owner != nil && !live[owner.UID] {
+			a.forceDelete(ctx, pod)
+		}
+	}
 	return nil
 }
 
@@ -238,6 +251,9 @@ func (a *JobAgent) startPod(ctx context.Context, job *batchv1.Job, idx int) erro
 	pod := JobPod(job, idx)
 	if err := a.env.Client.Create(ctx, pod); err != nil {
 		return fmt.Errorf("creating its pod: %w", err)
+	}
+	if slices.Contains(a.o.Unpullable, pod.Spec.Containers[0].Image) {
+		return a.setStatus(ctx, pod, func(p *corev1.Pod) { imagePullFailed(p, time.Now()) })
 	}
 	dir := filepath.Join(a.o.Dir, pod.Name) // the container's working directory
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -415,6 +431,30 @@ func workerRunning(pod *corev1.Pod, pid int, now time.Time) {
 			Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: "local://" + strconv.Itoa(pid),
 			Ready: true, Started: &started,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t}},
+		}},
+	}
+}
+
+// imagePullFailed is the status of a pod whose image cannot be pulled:
+// scheduled, pending, its container waiting with ErrImagePull.
+func imagePullFailed(pod *corev1.Pod, now time.Time) {
+	t := metav1.NewTime(now)
+	c := pod.Spec.Containers[0]
+	pod.Status = corev1.PodStatus{
+		Phase:     corev1.PodPending,
+		HostIP:    "127.0.0.1",
+		StartTime: &t,
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: t},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, LastTransitionTime: t, Reason: "ContainersNotReady"},
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: t, Reason: "ContainersNotReady"},
+		},
+		ContainerStatuses: []corev1.ContainerStatus{{
+			Name: c.Name, Image: c.Image,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+				Reason:  "ErrImagePull",
+				Message: fmt.Sprintf("failed to pull and unpack image %q: not found", c.Image),
+			}},
 		}},
 	}
 }

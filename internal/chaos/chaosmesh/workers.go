@@ -548,3 +548,54 @@ func cleanupWorkers(ctx context.Context, c client.Client, host, ns string) ([]st
 	}
 	return deleted, nil
 }
+
+// stuckReasons are the waiting reasons of a container that waiting does
+// not cure: its image cannot be pulled, it cannot be created, or it keeps
+// crashing.
+var stuckReasons = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "CrashLoopBackOff": true,
+}
+
+// Stuck looks at the workers' pods (those of the run's Job) and returns an
+// error naming the first one that cannot start (its image cannot be
+// pulled, its container cannot be created or keeps crashing) or that
+// failed before its worker joined: waiting longer for the workers is then
+// pointless. Its kind is Runtime, with the field "image" for an image
+// that cannot be pulled. nil when none is stuck, and when the pods cannot
+// be listed (the Role without "list pods": the join timeout stays the
+// bound).
+func (w *Workers) Stuck(ctx context.Context) error {
+	var pods corev1.PodList
+	if err := w.c.List(ctx, &pods, client.InNamespace(w.o.Namespace), client.MatchingLabels{RunIDLabel: w.o.Run, ManagedByLabel: ManagedByValue}); err != nil {
+		return nil
+	}
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if wt := cs.State.Waiting; wt != nil && stuckReasons[wt.Reason] {
+				field := FieldWorkers
+				if strings.Contains(wt.Reason, "Image") {
+					field = FieldImage
+				}
+				return errkind.New(errkind.Runtime, field, "pod %s/%s of the workers cannot start: %s: %s", p.Namespace, p.Name, wt.Reason, oneLine(wt.Message))
+			}
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			why := p.Status.Message
+			for _, cs := range p.Status.ContainerStatuses {
+				if t := cs.State.Terminated; t != nil {
+					why = fmt.Sprintf("its container exited with code %d (%s)", t.ExitCode, t.Reason)
+				}
+			}
+			return errkind.New(errkind.Runtime, FieldWorkers, "pod %s/%s of the workers failed: %s", p.Namespace, p.Name, oneLine(why))
+		}
+	}
+	return nil
+}
+
+// oneLine is s on one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

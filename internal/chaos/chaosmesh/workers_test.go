@@ -204,3 +204,67 @@ func TestWorkersCreateErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkersStuck: a worker pod whose image cannot be pulled, whose
+// container cannot be created or keeps crashing, or that failed, is named
+// (its field "image" for a pull); running and pending pods, pods being
+// deleted and other runs' pods are not; a client that may not list pods
+// reports nothing.
+func TestWorkersStuck(t *testing.T) {
+	o := workersOpts()
+	labels := o.Labels()
+	workerPod := func(name string, status corev1.PodStatus, edit ...func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Status: status}
+		for _, e := range edit {
+			e(p)
+		}
+		return p
+	}
+	waiting := func(reason string) corev1.PodStatus {
+		return corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "worker",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "the\nmessage"}}}}}
+	}
+	running := corev1.PodStatus{Phase: corev1.PodRunning}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name  string
+		pods  []client.Object
+		field string
+		want  string
+	}{
+		{name: "running and pending", pods: []client.Object{workerPod("a", running), workerPod("b", waiting("ContainerCreating"))}},
+		{name: "image", pods: []client.Object{workerPod("a", running), workerPod("b", waiting("ErrImagePull"))}, field: FieldImage,
+			want: "pod kafka/b of the workers cannot start: ErrImagePull: the message"},
+		{name: "back-off", pods: []client.Object{workerPod("c", waiting("ImagePullBackOff"))}, field: FieldImage, want: "ImagePullBackOff"},
+		{name: "crashing", pods: []client.Object{workerPod("c", waiting("CrashLoopBackOff"))}, field: FieldWorkers, want: "CrashLoopBackOff"},
+		{name: "failed", pods: []client.Object{workerPod("d", corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: "worker",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}}}}})},
+			field: FieldWorkers, want: "pod kafka/d of the workers failed: its container exited with code 2 (Error)"},
+		{name: "being deleted", pods: []client.Object{workerPod("e", waiting("ErrImagePull"), func(p *corev1.Pod) {
+			p.DeletionTimestamp, p.Finalizers = &now, []string{"test"}
+		})}},
+		{name: "another run", pods: []client.Object{workerPod("f", waiting("ErrImagePull"), func(p *corev1.Pod) {
+			p.Labels = map[string]string{RunIDLabel: "other", ManagedByLabel: ManagedByValue}
+		})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := NewWorkersWithClient(newFake(t, nil, tc.pods...), o)
+			require.NoError(t, err)
+			err = w.Stuck(context.Background())
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, errkind.Runtime, errkind.KindOf(err))
+			assert.Equal(t, tc.field, errkind.FieldOf(err))
+		})
+	}
+	forbidden := &interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", fmt.Errorf("no"))
+	}}
+	w, err := NewWorkersWithClient(newFake(t, forbidden, workerPod("b", waiting("ErrImagePull"))), o)
+	require.NoError(t, err)
+	assert.NoError(t, w.Stuck(context.Background()), "without the right to list pods: the join timeout is the bound")
+}

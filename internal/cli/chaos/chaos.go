@@ -879,6 +879,7 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		cfg.OnRun = func(run string, _ []string) {
 			fmt.Fprintf(io.ErrOut, "chaos: run %s: waiting for %d workers (job/%s)\n", run, cfg.Workers, kube.Job().Name)
 		}
+		cfg.JoinCheck = kube.Stuck
 	case cfg.Workers > 0:
 		cfg.OnRun = func(run string, seeds []string) {
 			worker.PrintCommands(io.ErrOut, "chaos", run, cfg.Workers, seeds, cfg.Conn.CommandConfig)

@@ -279,3 +279,39 @@ func TestMeasureWorkersKubernetes(t *testing.T) {
 	assert.Empty(t, labTopics(t, lab, "kplan-measure-"))
 	assert.Empty(t, labTopics(t, lab, dist.TopicPrefix+run))
 }
+
+// TestMeasureWorkersKubernetesImageMissing: the workers' image cannot be
+// pulled (k8stest's JobAgent leaves the pods waiting with ErrImagePull, as
+// a kubelet does): kplan measure stops waiting at once (not after its
+// 5-minute join timeout), names the pod and the reason, exits 1, and
+// leaves no Job, Pod, Secret or topic behind.
+func TestMeasureWorkersKubernetesImageMissing(t *testing.T) {
+	lab := labForRemote(t)
+	env := k8stest.Shared(t)
+	env.GrantRole(t, workersRole(t), k8stest.OperatorUser)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	const missing = "kplan.dev/kplan:missing"
+	agent := env.RunJobs(t, k8stest.JobsOptions{Binary: self, Env: []string{asKplan + "=1"}, Unpullable: []string{missing}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.Empty(t, env.KplanObjects(t))
+
+	run := fmt.Sprintf("itx%d", os.Getpid())
+	args := []string{"measure", "--cluster", "lab", "--lab-dir", lab.State.Dir, "--workers", "2", "--run", run,
+		"--workers-on", "kubernetes", "--namespace", env.Namespace, "--kubeconfig", env.OperatorKubeconfig, "--image", missing,
+		"--duration", "3s", "--election-partitions", "0", "--election-time", "25ms", "-o", "json"}
+	code, out, errOut := runKplan(ctx, args...)
+	t.Logf("kplan %s\nstderr:\n%s", strings.Join(args, " "), errOut)
+	assert.Equal(t, cmdutil.ExitRuntime, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "0 of 2 workers joined run "+run+": image: pod kafka/kplan-worker-"+run+"-")
+	assert.Contains(t, errOut, "of the workers cannot start: ErrImagePull: failed to pull and unpack image \""+missing+"\": not found")
+	assert.NotContains(t, errOut, "within 5m0s")
+	assert.Contains(t, errOut, "measure: deleted job/kplan-worker-"+run)
+	assert.Zero(t, agent.Started(), "no worker ran")
+	require.Eventually(t, func() bool { return len(env.KplanObjects(t)) == 0 }, 30*time.Second, 100*time.Millisecond,
+		"no Job, Pod or Secret of kplan's remains")
+	assert.Empty(t, labTopics(t, lab, "kplan-measure-"))
+	assert.Empty(t, labTopics(t, lab, dist.TopicPrefix+run))
+}

@@ -494,6 +494,7 @@ func runMeasure(ctx context.Context, opts *Options) (retErr error) {
 		in.OnRun = func(run string) {
 			progress("run %s: waiting for %d workers (job/%s)", run, in.Workers, kube.Job().Name)
 		}
+		in.JoinCheck = kube.Stuck
 	}
 	plan, runErr := in.Run(ctx)
 	if plan == nil {

@@ -97,6 +97,9 @@ type Inputs struct {
 	RunID       string
 	JoinTimeout time.Duration
 	OnRun       func(run string)
+	// JoinCheck, if set, ends the wait for the workers when it returns an
+	// error (chaos.DistProduce.JoinCheck).
+	JoinCheck func(context.Context) error
 
 	// Progress, when set, gets one line of progress at a time.
 	Progress func(format string, a ...any)
@@ -225,7 +228,7 @@ func (in *Inputs) distThroughput(ctx context.Context, plan *measure.Plan, topic 
 		Conn: in.Conn, Version: in.Version, RunID: in.RunID, Workers: in.Workers,
 		Streams:    []dist.Stream{{Partitioner: "roundrobin", Topic: topic}},
 		RecordSize: in.RecordSize, Acks: in.Acks, Linger: in.Linger, MaxBufferedRecords: MaxBuffered,
-		Duration: in.Duration, JoinTimeout: in.JoinTimeout, OnRun: in.OnRun, Progress: in.Progress,
+		Duration: in.Duration, JoinTimeout: in.JoinTimeout, OnRun: in.OnRun, JoinCheck: in.JoinCheck, Progress: in.Progress,
 	}
 	res, err := d.Run(ctx)
 	if err != nil {
