@@ -1,0 +1,422 @@
+package reassign
+
+import "slices"
+
+// topicExact is the last exact pass of the failover phase: it brings each
+// topic's row of each broker loss within one of the topic's own exact
+// figure (the summary's TopicOverReachable), keeping every broker row and
+// every rack row within its maximum.
+//
+// The loss of broker b hands b's partitions to their first followers. A
+// survivor j then leads gc[j] + S[b][j] partitions overall and, of topic
+// t, lc[t][j] + ST[b][t][j]. Row b with both limits (overall at most C,
+// topic t at most capT[t]) is a flow with nested capacities: each
+// partition to the (topic, follower) pairs it may go to, each pair to its
+// broker (capT[t] - lc[t][j]), each broker to the sink (C - gc[j]). A topic
+// pair above its cap is lowered by an augmenting path in that network: a
+// breadth-first search whose states are pairs and brokers; from a pair
+// (t, x) a partition of t on x moves to another of its followers k,
+// reaching the pair (t, k); a pair with room reaches its broker k; a
+// broker with room ends the path, a full one moves on by any of the
+// partitions on it. Inner pairs and brokers keep their counts, so only the
+// start loses one and the end gains one, in the broker row and in the rack
+// row alike (hops change only successors that are also the rack
+// successor): the end must stay within the row's maximum C and the rack
+// row's maximum. The topic caps are the topic's exact figure plus one
+// (minMaxAssign over the topic's partitions of the row, each follower
+// starting from its own leaders of the topic), or the averaging bound plus
+// one when the topic is within it already. When no path keeps C, one more
+// leader on the row's busiest survivor is allowed (the broker loss stays
+// within one of its exact figure).
+//
+// Each path costs O(partitions of the row × RF); rows whose topics are
+// all within their bounds cost one scan.
+
+// topicSlack is how far above its exact figure topicExact lets a topic's
+// row stay, and how far above its maximum at the start a broker row may
+// rise for it.
+const topicSlack = 1
+
+// topicLevels are the slacks topicExact's paths get in turn: above the
+// broker row's maximum at the start, and above the rack row's.
+var topicLevels = [][2]int32{{0, 0}, {0, 1}, {1, 1}}
+
+// topicScratch is topicExact's scratch, sized to the brokers once.
+type topicScratch struct {
+	local  []int32 // topic -> its index in the row (-1: none)
+	topics []int32 // the row's topics, in group order
+	seg    []int32 // per local topic: its first position in the group; one more at the end
+	capT   []int32 // per local topic: the cap of its pairs
+	tl     []int32 // local*n + j: the row's successors of that topic on j
+	byAt   [][]int32
+	seenP  []bool
+	parP   []int32 // per pair: the state it was reached from
+	itemP  []int32 // per pair: the group position of the partition that reached it
+	seenB  []bool
+	parB   []int32 // per broker: the pair it was reached from
+	seenI  []bool
+	queue  []int32
+	seenPs []int32 // pairs to reset
+	// minMaxAssign's input.
+	mm    *mmScratch
+	load  []int
+	cand  [][]int32
+	at    []int32
+	flat  []int32
+	kset  []int32
+	kmark []bool
+}
+
+func (f *foState) newTopicScratch() *topicScratch {
+	n := f.n
+	sc := &topicScratch{local: make([]int32, len(f.w.tname)), byAt: make([][]int32, n), seenB: make([]bool, n), parB: make([]int32, n),
+		mm: newMMScratch(n), load: make([]int, n), kmark: make([]bool, n)}
+	for t := range sc.local {
+		sc.local[t] = -1
+	}
+	return sc
+}
+
+// topicExact runs the pass: it finds the rows with a topic above its cap
+// topic by topic (each topic's partitions and leaders are contiguous, so
+// the check reads memory in order), then lowers those rows.
+func (f *foState) topicExact() {
+	w, n := f.w, f.n
+	sc := f.newTopicScratch()
+	rowOver := make([]bool, n)
+	found := false
+	byB := make([]int32, n) // per leader: its partitions' count, then next position
+	var idx, leaders []int32
+	for t := range w.tname {
+		lo, hi := int(w.tstart[t]), int(w.tstart[t+1])
+		// The topic's partitions with a follower, by leader (a counting
+		// sort).
+		leaders = leaders[:0]
+		k := 0
+		for i := lo; i < hi; i++ {
+			if f.fst[i] >= 0 {
+				b := w.lead[i]
+				if byB[b] == 0 {
+					leaders = append(leaders, b)
+				}
+				byB[b]++
+				k++
+			}
+		}
+		idx = slices.Grow(idx[:0], k)[:k]
+		pos := int32(0)
+		for _, b := range leaders {
+			c := byB[b]
+			byB[b] = pos
+			pos += c
+		}
+		for i := lo; i < hi; i++ {
+			if f.fst[i] >= 0 {
+				b := w.lead[i]
+				idx[byB[b]] = int32(i)
+				byB[b]++
+			}
+		}
+		start := int32(0)
+		for _, b := range leaders {
+			seg := idx[start:byB[b]]
+			start = byB[b]
+			byB[b] = 0
+			if !rowOver[b] && w.target[b] {
+				if _, over := f.topicCap(int(b), t, seg, sc); over {
+					rowOver[b], found = true, true
+				}
+			}
+		}
+	}
+	if !found {
+		return
+	}
+	byLead := make([][]int32, n)
+	for i := range len(w.c.Partitions) {
+		if b := w.lead[i]; f.fst[i] >= 0 && rowOver[b] {
+			byLead[b] = append(byLead[b], int32(i))
+		}
+	}
+	rowMax := f.rowMaxima()
+	var rackMax []int32
+	if f.rack {
+		rackMax = make([]int32, w.nrack)
+		for r := range w.nrack {
+			for j := range n {
+				if w.target[j] && int(w.rack[j]) != r {
+					rackMax[r] = max(rackMax[r], f.gc[j]+f.G[r*n+j])
+				}
+			}
+		}
+	}
+	for b := range n {
+		if rowOver[b] {
+			f.topicExactRow(b, byLead[b], rowMax[b], rackMax, sc)
+		}
+	}
+}
+
+// topicCap returns the cap of topic t's pairs in row b (seg: t's
+// partitions led by b with a follower): the averaging bound plus the
+// slack while the busiest follower is within it, the exact figure
+// (topicFigure) plus the slack otherwise; and whether the busiest is
+// above the cap.
+func (f *foState) topicCap(b, t int, seg []int32, sc *topicScratch) (int32, bool) {
+	w, n := f.w, f.n
+	lc := w.lc[t*n : (t+1)*n]
+	cnt := sc.load // n-sized scratch, zero between uses
+	sc.kset = sc.kset[:0]
+	sum, still := 0, int32(0)
+	for _, i := range seg {
+		cnt[f.fst[i]]++
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			if j := w.slots[s]; int(j) != b && !sc.kmark[j] {
+				sc.kmark[j] = true
+				sc.kset = append(sc.kset, j)
+				sum += int(lc[j])
+				still = max(still, lc[j])
+			}
+		}
+	}
+	m := int32(0)
+	for _, j := range sc.kset {
+		m = max(m, lc[j]+int32(cnt[j]))
+	}
+	bnd := max(still, int32(ceilDiv(sum+len(seg), len(sc.kset))))
+	c := bnd + topicSlack
+	if m > c {
+		c = f.topicFigure(b, t, seg, cnt, sc) + topicSlack
+	}
+	for _, j := range sc.kset {
+		sc.kmark[j] = false
+		cnt[j] = 0
+	}
+	return c, m > c
+}
+
+// movable is whether partition i's first follower may change in the
+// topic pass: it has a choice and its first follower is its rack
+// successor.
+func (f *foState) movable(i int32) bool {
+	w := f.w
+	return w.off[i+1]-w.off[i] > 2 && (!f.rack || f.rackSucc(int(i), f.fst[i]) == f.fst[i])
+}
+
+// topicExactRow lowers row b's topic pairs above their caps (group: b's
+// partitions with a follower, in partition order, so each topic's are
+// contiguous); rowMax is the row's busiest survivor, rackMax each rack
+// row's.
+func (f *foState) topicExactRow(b int, group []int32, rowMax int32, rackMax []int32, sc *topicScratch) {
+	w, n := f.w, f.n
+	// The row's topics and their caps.
+	sc.topics, sc.seg = sc.topics[:0], sc.seg[:0]
+	for g, i := range group {
+		if t := w.ptopic[i]; len(sc.topics) == 0 || sc.topics[len(sc.topics)-1] != t {
+			sc.topics = append(sc.topics, t)
+			sc.seg = append(sc.seg, int32(g))
+		}
+	}
+	sc.seg = append(sc.seg, int32(len(group)))
+	nt := len(sc.topics)
+	sc.capT = slices.Grow(sc.capT[:0], nt)[:nt]
+	over := false
+	for lt := range nt {
+		c, o := f.topicCap(b, int(sc.topics[lt]), group[sc.seg[lt]:sc.seg[lt+1]], sc)
+		sc.capT[lt] = c
+		over = over || o
+	}
+	if !over {
+		return
+	}
+	// The row's pair counts and the movable partitions per broker.
+	for lt, t := range sc.topics {
+		sc.local[t] = int32(lt)
+	}
+	sc.tl = slices.Grow(sc.tl[:0], nt*n)[:nt*n]
+	clear(sc.tl)
+	if len(sc.seenP) < nt*n {
+		sc.seenP = make([]bool, nt*n)
+		sc.parP = make([]int32, nt*n)
+		sc.itemP = make([]int32, nt*n)
+	}
+	sc.seenI = slices.Grow(sc.seenI[:0], len(group))[:len(group)]
+	clear(sc.seenI)
+	for j := range sc.byAt {
+		sc.byAt[j] = sc.byAt[j][:0]
+	}
+	for g, i := range group {
+		sc.tl[int(sc.local[w.ptopic[i]])*n+int(f.fst[i])]++
+		if f.movable(i) {
+			sc.byAt[f.fst[i]] = append(sc.byAt[f.fst[i]], int32(g))
+		}
+	}
+	for _, lv := range topicLevels {
+		for lt := range nt {
+			f.lowerTopic(b, group, lt, rowMax+lv[0], rackMax, lv[1], sc)
+		}
+	}
+	for _, t := range sc.topics {
+		sc.local[t] = -1
+	}
+}
+
+// topicFigure is the exact figure of topic t in row b: the least busiest
+// follower over every order of seg's partitions (minMaxAssign), each
+// follower starting from its own leaders of t. cnt holds seg's successor
+// counts and sc.kset its followers; neither changes.
+func (f *foState) topicFigure(b, t int, seg []int32, cnt []int, sc *topicScratch) int32 {
+	w, n := f.w, f.n
+	lc := w.lc[t*n : (t+1)*n]
+	load := make([]int, n)
+	for _, j := range sc.kset {
+		load[j] = int(lc[j]) + cnt[j]
+	}
+	sc.cand, sc.at, sc.flat = sc.cand[:0], sc.at[:0], sc.flat[:0]
+	for _, i := range seg {
+		sc.at = append(sc.at, f.fst[i])
+		a := len(sc.flat)
+		for s := w.off[i]; s < w.off[i+1]; s++ {
+			if j := w.slots[s]; int(j) != b {
+				sc.flat = append(sc.flat, j)
+			}
+		}
+		sc.cand = append(sc.cand, sc.flat[a:len(sc.flat):len(sc.flat)])
+	}
+	return int32(minMaxAssign(sc.mm, load, sc.kset, sc.cand, sc.at))
+}
+
+// lowerTopic lowers local topic lt's pairs of row b above its cap, each by
+// one augmenting path (see topicExact), with the row's brokers capped at
+// rowCap.
+func (f *foState) lowerTopic(b int, group []int32, lt int, rowCap int32, rackMax []int32, rackSlack int32, sc *topicScratch) {
+	w, n := f.w, f.n
+	t := int(sc.topics[lt])
+	lc := w.lc[t*n : (t+1)*n]
+	seg := group[sc.seg[lt]:sc.seg[lt+1]]
+	r := 0
+	if f.rack {
+		r = int(w.rack[b])
+	}
+	pairLoad := func(p int32) int32 {
+		return w.lc[int(sc.topics[int(p)/n])*n+int(p)%n] + sc.tl[p]
+	}
+	endOK := func(k int32) bool {
+		if f.gc[k]+f.S[b*n+int(k)]+1 > rowCap {
+			return false
+		}
+		return !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= rackMax[r]+rackSlack && f.underCeil(r, k)
+	}
+	for guard := len(seg); guard > 0; guard-- {
+		j0 := int32(-1)
+		for _, i := range seg {
+			if j := f.fst[i]; j0 < 0 || lc[j]+sc.tl[lt*n+int(j)] > lc[j0]+sc.tl[lt*n+int(j0)] {
+				j0 = j
+			}
+		}
+		if j0 < 0 || lc[j0]+sc.tl[lt*n+int(j0)] <= sc.capT[lt] {
+			return
+		}
+		end := f.topicPath(b, group, int32(lt*n)+j0, j0, pairLoad, endOK, sc)
+		if end < 0 {
+			return
+		}
+		f.topicWalk(b, group, int32(lt*n)+j0, end, sc)
+	}
+}
+
+// topicPath searches an augmenting path from pair s0 (on broker j0) and
+// returns the broker that ends it, or -1; topicWalk applies it. States:
+// p >= 0 the pair p = local*n + j, p < 0 the broker -(1+p).
+func (f *foState) topicPath(b int, group []int32, s0, j0 int32, pairLoad func(int32) int32, endOK func(int32) bool, sc *topicScratch) int32 {
+	w, n := f.w, f.n
+	reset := func() {
+		for _, p := range sc.seenPs {
+			sc.seenP[p] = false
+		}
+		sc.seenPs = sc.seenPs[:0]
+		for j := range sc.seenB {
+			sc.seenB[j] = false
+		}
+		clear(sc.seenI)
+	}
+	sc.seenP[s0] = true
+	sc.seenPs = append(sc.seenPs, s0)
+	sc.seenB[j0] = true
+	sc.queue = append(sc.queue[:0], s0)
+	for head := 0; head < len(sc.queue); head++ {
+		s := sc.queue[head]
+		var x int32
+		var items []int32
+		lt := int32(-1)
+		if s >= 0 {
+			x, lt = s%int32(n), s/int32(n)
+			items = sc.byAt[x]
+		} else {
+			x = -(1 + s)
+			items = sc.byAt[x]
+		}
+		for _, g := range items {
+			i := group[g]
+			glt := sc.local[w.ptopic[i]]
+			if sc.seenI[g] || lt >= 0 && glt != lt {
+				continue
+			}
+			sc.seenI[g] = true
+			for k := w.off[i]; k < w.off[i+1]; k++ {
+				y := w.slots[k]
+				if int(y) == b || y == x || f.rack && f.rackSucc(int(i), y) != y {
+					continue
+				}
+				p := glt*int32(n) + y
+				if sc.seenP[p] {
+					continue
+				}
+				sc.seenP[p] = true
+				sc.seenPs = append(sc.seenPs, p)
+				sc.parP[p], sc.itemP[p] = s, g
+				if pairLoad(p)+1 > sc.capT[glt] {
+					sc.queue = append(sc.queue, p)
+					continue
+				}
+				if sc.seenB[y] {
+					continue
+				}
+				sc.seenB[y] = true
+				sc.parB[y] = p
+				if endOK(y) {
+					reset()
+					return y
+				}
+				sc.queue = append(sc.queue, -(1 + y))
+			}
+		}
+	}
+	reset()
+	return -1
+}
+
+// topicWalk applies the path topicPath found from pair s0 to broker end.
+func (f *foState) topicWalk(b int, group []int32, s0, end int32, sc *topicScratch) {
+	w, n := f.w, int32(f.n)
+	s := -(1 + end)
+	for s != s0 {
+		if s < 0 {
+			s = sc.parB[-(1 + s)]
+			continue
+		}
+		g := sc.itemP[s]
+		i := group[g]
+		x, y := f.fst[i], s%n
+		f.addGlobal(int(i), x, -1)
+		f.fst[i] = y
+		f.addGlobal(int(i), y, 1)
+		lt := sc.local[w.ptopic[i]]
+		sc.tl[lt*n+x]--
+		sc.tl[lt*n+y]++
+		sc.byAt[x] = slices.DeleteFunc(sc.byAt[x], func(v int32) bool { return v == g })
+		sc.byAt[y] = append(sc.byAt[y], g)
+		s = sc.parP[s]
+	}
+	_ = b
+}
