@@ -1,36 +1,44 @@
 package reassign
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // topicExact is the last exact pass of the failover phase: it brings each
 // topic's row of each broker loss within one of the topic's own exact
 // figure (the summary's TopicOverReachable), keeping every broker row and
-// every rack row within its maximum.
+// every rack row within its maximum where it can (then one above).
 //
 // The loss of broker b hands b's partitions to their first followers. A
 // survivor j then leads gc[j] + S[b][j] partitions overall and, of topic
 // t, lc[t][j] + ST[b][t][j]. Row b with both limits (overall at most C,
 // topic t at most capT[t]) is a flow with nested capacities: each
 // partition to the (topic, follower) pairs it may go to, each pair to its
-// broker (capT[t] - lc[t][j]), each broker to the sink (C - gc[j]). A topic
-// pair above its cap is lowered by an augmenting path in that network: a
-// breadth-first search whose states are pairs and brokers; from a pair
-// (t, x) a partition of t on x moves to another of its followers k,
-// reaching the pair (t, k); a pair with room reaches its broker k; a
-// broker with room ends the path, a full one moves on by any of the
-// partitions on it. Inner pairs and brokers keep their counts, so only the
-// start loses one and the end gains one, in the broker row and in the rack
-// row alike (hops change only successors that are also the rack
-// successor): the end must stay within the row's maximum C and the rack
-// row's maximum. The topic caps are the topic's exact figure plus one
-// (minMaxAssign over the topic's partitions of the row, each follower
-// starting from its own leaders of the topic), or the averaging bound plus
-// one when the topic is within it already. When no path keeps C, one more
-// leader on the row's busiest survivor is allowed (the broker loss stays
-// within one of its exact figure).
+// broker (capT[t] - lc[t][j]), each broker to the sink (C - gc[j]). The
+// pass takes every partition above its pair's cap off its follower (the
+// flow less its excess) and places each back by an augmenting path in
+// that network: a breadth-first search whose states are pairs and
+// brokers; the partition goes to one of its followers k, reaching the
+// pair (t, k); a pair with room reaches its broker k, a full one moves on
+// by another partition of t on k; a broker with room ends the path, a
+// full one moves on by any of the partitions on it. Inner pairs and
+// brokers keep their counts, so only the end gains one, in the broker row
+// and in the rack row alike (hops change only successors that are also
+// the rack successor): the end must stay within the row's maximum C and
+// the rack row's maximum. When one partition finds no place, the row is
+// restored and its pairs are lowered one path at a time from the busiest
+// (lowerTopic), as far as paths go. The topic caps are the topic's exact
+// figure plus one (minMaxAssign over the topic's partitions of the row,
+// each follower starting from its own leaders of the topic, and never
+// below another holder's own leaders), or the averaging bound plus one
+// when the check finds the topic within it. When no path keeps C and the
+// rack rows' maxima, one more leader on the rack row, then on the row's
+// busiest survivor, is allowed (the broker loss stays within one of its
+// exact figure).
 //
 // Each path costs O(partitions of the row × RF); rows whose topics are
-// all within their bounds cost one scan.
+// all within their bounds cost one scan, topic by topic.
 
 // topicSlack is how far above its exact figure topicExact lets a topic's
 // row stay, and how far above its maximum at the start a broker row may
@@ -55,6 +63,7 @@ type topicScratch struct {
 	seenB  []bool
 	parB   []int32 // per broker: the pair it was reached from
 	seenI  []bool
+	out    []bool // per group position: off every broker (lowerAll)
 	queue  []int32
 	seenPs []int32 // pairs to reset
 	// minMaxAssign's input.
@@ -123,7 +132,7 @@ func (f *foState) topicExact() {
 			start = byB[b]
 			byB[b] = 0
 			if !rowOver[b] && w.target[b] {
-				if _, over := f.topicCap(int(b), t, seg, sc); over {
+				if _, over := f.topicCap(int(b), t, seg, false, sc); over {
 					rowOver[b], found = true, true
 				}
 			}
@@ -158,11 +167,14 @@ func (f *foState) topicExact() {
 }
 
 // topicCap returns the cap of topic t's pairs in row b (seg: t's
-// partitions led by b with a follower): the averaging bound plus the
-// slack while the busiest follower is within it, the exact figure
-// (topicFigure) plus the slack otherwise; and whether the busiest is
-// above the cap.
-func (f *foState) topicCap(b, t int, seg []int32, sc *topicScratch) (int32, bool) {
+// partitions led by b with a follower) and whether the busiest follower
+// is above it. The cap is the topic's exact figure plus the slack: the
+// larger of the least busiest follower any order allows (topicFigure) and
+// the most leaders of t on any other broker holding it (no order lowers
+// them; the summary's figure counts them too). While the busiest follower
+// is within the averaging bound plus the slack, that bound stands in for
+// the figure (it is never above it), unless exact asks for the figure.
+func (f *foState) topicCap(b, t int, seg []int32, exact bool, sc *topicScratch) (int32, bool) {
 	w, n := f.w, f.n
 	lc := w.lc[t*n : (t+1)*n]
 	cnt := sc.load // n-sized scratch, zero between uses
@@ -185,8 +197,15 @@ func (f *foState) topicCap(b, t int, seg []int32, sc *topicScratch) (int32, bool
 	}
 	bnd := max(still, int32(ceilDiv(sum+len(seg), len(sc.kset))))
 	c := bnd + topicSlack
-	if m > c {
-		c = f.topicFigure(b, t, seg, cnt, sc) + topicSlack
+	if m > c || exact {
+		fig := f.topicFigure(b, t, seg, cnt, sc)
+		tc := w.tc[t*n : (t+1)*n]
+		for j := range n {
+			if j != b && tc[j] > 0 {
+				fig = max(fig, lc[j])
+			}
+		}
+		c = max(c, fig+topicSlack)
 	}
 	for _, j := range sc.kset {
 		sc.kmark[j] = false
@@ -222,7 +241,7 @@ func (f *foState) topicExactRow(b int, group []int32, rowMax int32, rackMax []in
 	sc.capT = slices.Grow(sc.capT[:0], nt)[:nt]
 	over := false
 	for lt := range nt {
-		c, o := f.topicCap(b, int(sc.topics[lt]), group[sc.seg[lt]:sc.seg[lt+1]], sc)
+		c, o := f.topicCap(b, int(sc.topics[lt]), group[sc.seg[lt]:sc.seg[lt+1]], true, sc)
 		sc.capT[lt] = c
 		over = over || o
 	}
@@ -242,6 +261,50 @@ func (f *foState) topicExactRow(b int, group []int32, rowMax int32, rackMax []in
 	}
 	sc.seenI = slices.Grow(sc.seenI[:0], len(group))[:len(group)]
 	clear(sc.seenI)
+	sc.out = slices.Grow(sc.out[:0], len(group))[:len(group)]
+	clear(sc.out)
+	f.rowCounts(group, sc)
+	// All the excess at once; when some of it finds no place, the row
+	// as it was and one pair at a time.
+	r := 0
+	if f.rack {
+		r = int(w.rack[b])
+	}
+	fst := make([]int32, len(group))
+	for g, i := range group {
+		fst[g] = f.fst[i]
+	}
+	rowS := slices.Clone(f.S[b*n : (b+1)*n])
+	var rackG []int32
+	if f.rack {
+		rackG = slices.Clone(f.G[r*n : (r+1)*n])
+	}
+	if !f.lowerAll(b, group, rowMax, rackMax, sc) {
+		for g, i := range group {
+			f.fst[i] = fst[g]
+		}
+		copy(f.S[b*n:(b+1)*n], rowS)
+		if f.rack {
+			copy(f.G[r*n:(r+1)*n], rackG)
+		}
+		clear(sc.out)
+		f.rowCounts(group, sc)
+		for _, lv := range topicLevels {
+			for lt := range nt {
+				f.lowerTopic(b, group, lt, rowMax+lv[0], rackMax, lv[1], sc)
+			}
+		}
+	}
+	for _, t := range sc.topics {
+		sc.local[t] = -1
+	}
+}
+
+// rowCounts fills the row's pair counts (sc.tl) and its movable
+// partitions per broker (sc.byAt) from the first followers.
+func (f *foState) rowCounts(group []int32, sc *topicScratch) {
+	w, n := f.w, f.n
+	clear(sc.tl)
 	for j := range sc.byAt {
 		sc.byAt[j] = sc.byAt[j][:0]
 	}
@@ -251,14 +314,54 @@ func (f *foState) topicExactRow(b int, group []int32, rowMax int32, rackMax []in
 			sc.byAt[f.fst[i]] = append(sc.byAt[f.fst[i]], int32(g))
 		}
 	}
-	for _, lv := range topicLevels {
-		for lt := range nt {
-			f.lowerTopic(b, group, lt, rowMax+lv[0], rackMax, lv[1], sc)
+}
+
+// lowerAll takes every partition above its pair's cap off its follower
+// (the flow less its excess), then places each by an augmenting path
+// from it, with the slacks of topicLevels in turn. It reports whether
+// every one found a place (if not, the caller restores the row).
+func (f *foState) lowerAll(b int, group []int32, rowMax int32, rackMax []int32, sc *topicScratch) bool {
+	w, n := f.w, f.n
+	var out []int32
+	for lt := range sc.topics {
+		t := int(sc.topics[lt])
+		for g := sc.seg[lt]; g < sc.seg[lt+1]; g++ {
+			i := group[g]
+			if x := f.fst[i]; f.movable(i) && w.lc[t*n+int(x)]+sc.tl[lt*n+int(x)] > sc.capT[lt] {
+				f.unassign(group, g, sc)
+				out = append(out, g)
+			}
 		}
 	}
-	for _, t := range sc.topics {
-		sc.local[t] = -1
+	r := 0
+	if f.rack {
+		r = int(w.rack[b])
 	}
+	pairLoad := func(p int32) int32 {
+		return w.lc[int(sc.topics[int(p)/n])*n+int(p)%n] + sc.tl[p]
+	}
+	for _, lv := range topicLevels {
+		endOK := func(k int32) bool {
+			if f.gc[k]+f.S[b*n+int(k)]+1 > rowMax+lv[0] {
+				return false
+			}
+			return !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= rackMax[r]+lv[1] && f.underCeil(r, k)
+		}
+		left := out[:0]
+		for _, g := range out {
+			end := f.topicPath(b, group, fromItem, -1, g, pairLoad, endOK, sc)
+			if end < 0 {
+				left = append(left, g)
+				continue
+			}
+			f.topicWalk(group, fromItem, end, sc)
+		}
+		out = left
+		if len(out) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // topicFigure is the exact figure of topic t in row b: the least busiest
@@ -317,18 +420,24 @@ func (f *foState) lowerTopic(b int, group []int32, lt int, rowCap int32, rackMax
 		if j0 < 0 || lc[j0]+sc.tl[lt*n+int(j0)] <= sc.capT[lt] {
 			return
 		}
-		end := f.topicPath(b, group, int32(lt*n)+j0, j0, pairLoad, endOK, sc)
+		end := f.topicPath(b, group, int32(lt*n)+j0, j0, -1, pairLoad, endOK, sc)
 		if end < 0 {
 			return
 		}
-		f.topicWalk(b, group, int32(lt*n)+j0, end, sc)
+		f.topicWalk(group, int32(lt*n)+j0, end, sc)
 	}
 }
 
-// topicPath searches an augmenting path from pair s0 (on broker j0) and
-// returns the broker that ends it, or -1; topicWalk applies it. States:
-// p >= 0 the pair p = local*n + j, p < 0 the broker -(1+p).
-func (f *foState) topicPath(b int, group []int32, s0, j0 int32, pairLoad func(int32) int32, endOK func(int32) bool, sc *topicScratch) int32 {
+// fromItem is topicPath's start state when it starts from a partition
+// that is on no broker (lowerAll).
+const fromItem = math.MinInt32
+
+// topicPath searches an augmenting path and returns the broker that ends
+// it, or -1; topicWalk applies it. It starts from pair s0 (on broker j0,
+// which the path does not cross) or, with s0 = fromItem, from the
+// partition at group position g0, on no broker. States: p >= 0 the pair
+// p = local*n + j, p < 0 the broker -(1+p).
+func (f *foState) topicPath(b int, group []int32, s0, j0, g0 int32, pairLoad func(int32) int32, endOK func(int32) bool, sc *topicScratch) int32 {
 	w, n := f.w, f.n
 	reset := func() {
 		for _, p := range sc.seenPs {
@@ -340,55 +449,68 @@ func (f *foState) topicPath(b int, group []int32, s0, j0 int32, pairLoad func(in
 		}
 		clear(sc.seenI)
 	}
-	sc.seenP[s0] = true
-	sc.seenPs = append(sc.seenPs, s0)
-	sc.seenB[j0] = true
-	sc.queue = append(sc.queue[:0], s0)
+	// visit hands the partition at g, on x (-1: none), reached from state
+	// s, to its other followers; it returns the end of the path, or -1.
+	visit := func(g, x, s int32) int32 {
+		i := group[g]
+		glt := sc.local[w.ptopic[i]]
+		sc.seenI[g] = true
+		for k := w.off[i]; k < w.off[i+1]; k++ {
+			y := w.slots[k]
+			if int(y) == b || y == x || f.rack && f.rackSucc(int(i), y) != y {
+				continue
+			}
+			p := glt*int32(n) + y
+			if sc.seenP[p] {
+				continue
+			}
+			sc.seenP[p] = true
+			sc.seenPs = append(sc.seenPs, p)
+			sc.parP[p], sc.itemP[p] = s, g
+			if pairLoad(p)+1 > sc.capT[glt] {
+				sc.queue = append(sc.queue, p)
+				continue
+			}
+			if sc.seenB[y] {
+				continue
+			}
+			sc.seenB[y] = true
+			sc.parB[y] = p
+			if endOK(y) {
+				return y
+			}
+			sc.queue = append(sc.queue, -(1 + y))
+		}
+		return -1
+	}
+	sc.queue = sc.queue[:0]
+	if s0 == fromItem {
+		if end := visit(g0, -1, fromItem); end >= 0 {
+			reset()
+			return end
+		}
+	} else {
+		sc.seenP[s0] = true
+		sc.seenPs = append(sc.seenPs, s0)
+		sc.seenB[j0] = true
+		sc.queue = append(sc.queue, s0)
+	}
 	for head := 0; head < len(sc.queue); head++ {
 		s := sc.queue[head]
 		var x int32
-		var items []int32
 		lt := int32(-1)
 		if s >= 0 {
 			x, lt = s%int32(n), s/int32(n)
-			items = sc.byAt[x]
 		} else {
 			x = -(1 + s)
-			items = sc.byAt[x]
 		}
-		for _, g := range items {
-			i := group[g]
-			glt := sc.local[w.ptopic[i]]
-			if sc.seenI[g] || lt >= 0 && glt != lt {
+		for _, g := range sc.byAt[x] {
+			if sc.seenI[g] || lt >= 0 && sc.local[w.ptopic[group[g]]] != lt {
 				continue
 			}
-			sc.seenI[g] = true
-			for k := w.off[i]; k < w.off[i+1]; k++ {
-				y := w.slots[k]
-				if int(y) == b || y == x || f.rack && f.rackSucc(int(i), y) != y {
-					continue
-				}
-				p := glt*int32(n) + y
-				if sc.seenP[p] {
-					continue
-				}
-				sc.seenP[p] = true
-				sc.seenPs = append(sc.seenPs, p)
-				sc.parP[p], sc.itemP[p] = s, g
-				if pairLoad(p)+1 > sc.capT[glt] {
-					sc.queue = append(sc.queue, p)
-					continue
-				}
-				if sc.seenB[y] {
-					continue
-				}
-				sc.seenB[y] = true
-				sc.parB[y] = p
-				if endOK(y) {
-					reset()
-					return y
-				}
-				sc.queue = append(sc.queue, -(1 + y))
+			if end := visit(g, x, s); end >= 0 {
+				reset()
+				return end
 			}
 		}
 	}
@@ -396,8 +518,8 @@ func (f *foState) topicPath(b int, group []int32, s0, j0 int32, pairLoad func(in
 	return -1
 }
 
-// topicWalk applies the path topicPath found from pair s0 to broker end.
-func (f *foState) topicWalk(b int, group []int32, s0, end int32, sc *topicScratch) {
+// topicWalk applies the path topicPath found from s0 to broker end.
+func (f *foState) topicWalk(group []int32, s0, end int32, sc *topicScratch) {
 	w, n := f.w, int32(f.n)
 	s := -(1 + end)
 	for s != s0 {
@@ -408,15 +530,29 @@ func (f *foState) topicWalk(b int, group []int32, s0, end int32, sc *topicScratc
 		g := sc.itemP[s]
 		i := group[g]
 		x, y := f.fst[i], s%n
-		f.addGlobal(int(i), x, -1)
+		lt := sc.local[w.ptopic[i]]
+		if sc.out[g] {
+			sc.out[g] = false
+		} else {
+			f.addGlobal(int(i), x, -1)
+			sc.tl[lt*n+x]--
+			sc.byAt[x] = slices.DeleteFunc(sc.byAt[x], func(v int32) bool { return v == g })
+		}
 		f.fst[i] = y
 		f.addGlobal(int(i), y, 1)
-		lt := sc.local[w.ptopic[i]]
-		sc.tl[lt*n+x]--
 		sc.tl[lt*n+y]++
-		sc.byAt[x] = slices.DeleteFunc(sc.byAt[x], func(v int32) bool { return v == g })
 		sc.byAt[y] = append(sc.byAt[y], g)
 		s = sc.parP[s]
 	}
-	_ = b
+}
+
+// unassign takes the partition at group position g off its first
+// follower: out of the counts until a path places it (lowerAll).
+func (f *foState) unassign(group []int32, g int32, sc *topicScratch) {
+	i := group[g]
+	x := f.fst[i]
+	f.addGlobal(int(i), x, -1)
+	sc.tl[int(sc.local[f.w.ptopic[i]])*f.n+int(x)]--
+	sc.byAt[x] = slices.DeleteFunc(sc.byAt[x], func(v int32) bool { return v == g })
+	sc.out[g] = true
 }
