@@ -23,10 +23,14 @@ import (
 // pair (t, k); a pair with room reaches its broker k, a full one moves on
 // by another partition of t on k; a broker with room ends the path, a
 // full one moves on by any of the partitions on it. Inner pairs and
-// brokers keep their counts, so only the end gains one, in the broker row
-// and in the rack row alike (hops change only successors that are also
-// the rack successor): the end must stay within the row's maximum C and
-// the rack row's maximum. When one partition finds no place, the row is
+// brokers keep their counts, so only the end gains one in the broker row:
+// it must stay within the row's maximum C. A hop lowers the rack row of
+// the partition's rack successor before it and raises the one after it
+// (the same broker when the first follower is outside the leader's rack,
+// as with RF 3 over 3 racks: then the rack row changes at the end only);
+// each rise must stay within the rack row's maximum where it lands (see
+// topicPath), and a row whose rack row ends above it anyway (a broker
+// crossed twice) is restored. When one partition finds no place, the row is
 // restored and its pairs are lowered one path at a time from the busiest
 // (lowerTopic), as far as paths go. The topic caps are the topic's exact
 // figure plus one (minMaxAssign over the topic's partitions of the row,
@@ -59,6 +63,7 @@ type topicScratch struct {
 	byAt   [][]int32
 	seenP  []bool
 	parP   []int32 // per pair: the state it was reached from
+	arrP   []bool  // per pair: whether the hop that reached it raised its broker's rack row
 	itemP  []int32 // per pair: the group position of the partition that reached it
 	seenB  []bool
 	parB   []int32 // per broker: the pair it was reached from
@@ -215,11 +220,33 @@ func (f *foState) topicCap(b, t int, seg []int32, exact bool, sc *topicScratch) 
 }
 
 // movable is whether partition i's first follower may change in the
-// topic pass: it has a choice and its first follower is its rack
-// successor.
+// topic pass: it has a choice.
 func (f *foState) movable(i int32) bool {
 	w := f.w
-	return w.off[i+1]-w.off[i] > 2 && (!f.rack || f.rackSucc(int(i), f.fst[i]) == f.fst[i])
+	return w.off[i+1]-w.off[i] > 2
+}
+
+// pathLimits are the checks a topic path's brokers must pass: rowOK(k)
+// whether k may lead one more in the broker row, rackOK(k) in the rack
+// row.
+type pathLimits struct {
+	rowOK, rackOK func(k int32) bool
+}
+
+// limits returns row b's path limits with the row capped at rowCap and
+// the rack row at rackCap (and rackCeil).
+func (f *foState) limits(b int, rowCap, rackCap int32) pathLimits {
+	n := f.n
+	r := 0
+	if f.rack {
+		r = int(f.w.rack[b])
+	}
+	return pathLimits{
+		rowOK: func(k int32) bool { return f.gc[k]+f.S[b*n+int(k)]+1 <= rowCap },
+		rackOK: func(k int32) bool {
+			return !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= rackCap && f.underCeil(r, k)
+		},
+	}
 }
 
 // topicExactRow lowers row b's topic pairs above their caps (group: b's
@@ -257,6 +284,7 @@ func (f *foState) topicExactRow(b int, group []int32, rowMax int32, rackMax []in
 	if len(sc.seenP) < nt*n {
 		sc.seenP = make([]bool, nt*n)
 		sc.parP = make([]int32, nt*n)
+		sc.arrP = make([]bool, nt*n)
 		sc.itemP = make([]int32, nt*n)
 	}
 	sc.seenI = slices.Grow(sc.seenI[:0], len(group))[:len(group)]
@@ -279,7 +307,7 @@ func (f *foState) topicExactRow(b int, group []int32, rowMax int32, rackMax []in
 	if f.rack {
 		rackG = slices.Clone(f.G[r*n : (r+1)*n])
 	}
-	if !f.lowerAll(b, group, rowMax, rackMax, sc) {
+	restore := func() {
 		for g, i := range group {
 			f.fst[i] = fst[g]
 		}
@@ -287,6 +315,9 @@ func (f *foState) topicExactRow(b int, group []int32, rowMax int32, rackMax []in
 		if f.rack {
 			copy(f.G[r*n:(r+1)*n], rackG)
 		}
+	}
+	if !f.lowerAll(b, group, rowMax, rackMax, sc) {
+		restore()
 		clear(sc.out)
 		f.rowCounts(group, sc)
 		for _, lv := range topicLevels {
@@ -295,9 +326,39 @@ func (f *foState) topicExactRow(b int, group []int32, rowMax int32, rackMax []in
 			}
 		}
 	}
+	// The paths check each rise of a rack row as it comes; one broker
+	// crossed twice by a path could rise twice: the row as it was then.
+	if !f.rowWithin(b, rowS, rackG, rowMax+topicLevels[len(topicLevels)-1][0], rackMax, topicLevels[len(topicLevels)-1][1]) {
+		restore()
+	}
 	for _, t := range sc.topics {
 		sc.local[t] = -1
 	}
+}
+
+// rowWithin reports whether row b (and its rack row) stays within the
+// caps the paths had, or at most where it was (rowS, rackG).
+func (f *foState) rowWithin(b int, rowS, rackG []int32, rowCap int32, rackMax []int32, rackSlack int32) bool {
+	w, n := f.w, f.n
+	for j := range n {
+		if v := f.gc[j] + f.S[b*n+j]; j != b && w.target[j] && v > max(rowCap, f.gc[j]+rowS[j]) {
+			return false
+		}
+	}
+	if !f.rack {
+		return true
+	}
+	r := int(w.rack[b])
+	limit := rackMax[r] + rackSlack
+	if f.rackCeil != nil {
+		limit = min(limit, f.rackCeil[r])
+	}
+	for j := range n {
+		if v := f.gc[j] + f.G[r*n+j]; w.target[j] && int(w.rack[j]) != r && v > max(limit, f.gc[j]+rackG[j]) {
+			return false
+		}
+	}
+	return true
 }
 
 // rowCounts fills the row's pair counts (sc.tl) and its movable
@@ -333,23 +394,18 @@ func (f *foState) lowerAll(b int, group []int32, rowMax int32, rackMax []int32, 
 			}
 		}
 	}
-	r := 0
+	rackCap := int32(0)
 	if f.rack {
-		r = int(w.rack[b])
+		rackCap = rackMax[w.rack[b]]
 	}
 	pairLoad := func(p int32) int32 {
 		return w.lc[int(sc.topics[int(p)/n])*n+int(p)%n] + sc.tl[p]
 	}
 	for _, lv := range topicLevels {
-		endOK := func(k int32) bool {
-			if f.gc[k]+f.S[b*n+int(k)]+1 > rowMax+lv[0] {
-				return false
-			}
-			return !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= rackMax[r]+lv[1] && f.underCeil(r, k)
-		}
+		lim := f.limits(b, rowMax+lv[0], rackCap+lv[1])
 		left := out[:0]
 		for _, g := range out {
-			end := f.topicPath(b, group, fromItem, -1, g, pairLoad, endOK, sc)
+			end := f.topicPath(b, group, fromItem, -1, g, pairLoad, lim, sc)
 			if end < 0 {
 				left = append(left, g)
 				continue
@@ -397,19 +453,14 @@ func (f *foState) lowerTopic(b int, group []int32, lt int, rowCap int32, rackMax
 	t := int(sc.topics[lt])
 	lc := w.lc[t*n : (t+1)*n]
 	seg := group[sc.seg[lt]:sc.seg[lt+1]]
-	r := 0
+	rackCap := int32(0)
 	if f.rack {
-		r = int(w.rack[b])
+		rackCap = rackMax[w.rack[b]] + rackSlack
 	}
 	pairLoad := func(p int32) int32 {
 		return w.lc[int(sc.topics[int(p)/n])*n+int(p)%n] + sc.tl[p]
 	}
-	endOK := func(k int32) bool {
-		if f.gc[k]+f.S[b*n+int(k)]+1 > rowCap {
-			return false
-		}
-		return !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= rackMax[r]+rackSlack && f.underCeil(r, k)
-	}
+	lim := f.limits(b, rowCap, rackCap)
 	for guard := len(seg); guard > 0; guard-- {
 		j0 := int32(-1)
 		for _, i := range seg {
@@ -420,7 +471,7 @@ func (f *foState) lowerTopic(b int, group []int32, lt int, rowCap int32, rackMax
 		if j0 < 0 || lc[j0]+sc.tl[lt*n+int(j0)] <= sc.capT[lt] {
 			return
 		}
-		end := f.topicPath(b, group, int32(lt*n)+j0, j0, -1, pairLoad, endOK, sc)
+		end := f.topicPath(b, group, int32(lt*n)+j0, j0, -1, pairLoad, lim, sc)
 		if end < 0 {
 			return
 		}
@@ -437,7 +488,7 @@ const fromItem = math.MinInt32
 // which the path does not cross) or, with s0 = fromItem, from the
 // partition at group position g0, on no broker. States: p >= 0 the pair
 // p = local*n + j, p < 0 the broker -(1+p).
-func (f *foState) topicPath(b int, group []int32, s0, j0, g0 int32, pairLoad func(int32) int32, endOK func(int32) bool, sc *topicScratch) int32 {
+func (f *foState) topicPath(b int, group []int32, s0, j0, g0 int32, pairLoad func(int32) int32, lim pathLimits, sc *topicScratch) int32 {
 	w, n := f.w, f.n
 	reset := func() {
 		for _, p := range sc.seenPs {
@@ -451,14 +502,36 @@ func (f *foState) topicPath(b int, group []int32, s0, j0, g0 int32, pairLoad fun
 	}
 	// visit hands the partition at g, on x (-1: none), reached from state
 	// s, to its other followers; it returns the end of the path, or -1.
-	visit := func(g, x, s int32) int32 {
+	// arr is whether the hop that reached x raised x's rack row. A hop
+	// lowers the rack row of the partition's rack successor with x first
+	// and raises the one with y first: the rise must fit unless it is y's
+	// own (checked where the path leaves y, or ends there), and x keeps
+	// its arrival's rise unless the hop lowers x.
+	visit := func(g, x, s int32, arr bool) int32 {
 		i := group[g]
 		glt := sc.local[w.ptopic[i]]
 		sc.seenI[g] = true
+		ax := int32(-1)
+		if f.rack && x >= 0 {
+			ax = f.rackSucc(int(i), x)
+		}
 		for k := w.off[i]; k < w.off[i+1]; k++ {
 			y := w.slots[k]
-			if int(y) == b || y == x || f.rack && f.rackSucc(int(i), y) != y {
+			if int(y) == b || y == x {
 				continue
+			}
+			arrY := false
+			if f.rack {
+				ay := f.rackSucc(int(i), y)
+				if arr && (ay == ax || ax != x) && !lim.rackOK(x) {
+					continue
+				}
+				if ay != ax {
+					if ay != y && !lim.rackOK(ay) {
+						continue
+					}
+					arrY = ay == y
+				}
 			}
 			p := glt*int32(n) + y
 			if sc.seenP[p] {
@@ -466,7 +539,7 @@ func (f *foState) topicPath(b int, group []int32, s0, j0, g0 int32, pairLoad fun
 			}
 			sc.seenP[p] = true
 			sc.seenPs = append(sc.seenPs, p)
-			sc.parP[p], sc.itemP[p] = s, g
+			sc.parP[p], sc.itemP[p], sc.arrP[p] = s, g, arrY
 			if pairLoad(p)+1 > sc.capT[glt] {
 				sc.queue = append(sc.queue, p)
 				continue
@@ -476,7 +549,7 @@ func (f *foState) topicPath(b int, group []int32, s0, j0, g0 int32, pairLoad fun
 			}
 			sc.seenB[y] = true
 			sc.parB[y] = p
-			if endOK(y) {
+			if lim.rowOK(y) && (!arrY || lim.rackOK(y)) {
 				return y
 			}
 			sc.queue = append(sc.queue, -(1 + y))
@@ -485,13 +558,14 @@ func (f *foState) topicPath(b int, group []int32, s0, j0, g0 int32, pairLoad fun
 	}
 	sc.queue = sc.queue[:0]
 	if s0 == fromItem {
-		if end := visit(g0, -1, fromItem); end >= 0 {
+		if end := visit(g0, -1, fromItem, false); end >= 0 {
 			reset()
 			return end
 		}
 	} else {
 		sc.seenP[s0] = true
 		sc.seenPs = append(sc.seenPs, s0)
+		sc.arrP[s0] = false
 		sc.seenB[j0] = true
 		sc.queue = append(sc.queue, s0)
 	}
@@ -499,16 +573,19 @@ func (f *foState) topicPath(b int, group []int32, s0, j0, g0 int32, pairLoad fun
 		s := sc.queue[head]
 		var x int32
 		lt := int32(-1)
+		var arr bool
 		if s >= 0 {
 			x, lt = s%int32(n), s/int32(n)
+			arr = sc.arrP[s]
 		} else {
 			x = -(1 + s)
+			arr = sc.arrP[sc.parB[x]]
 		}
 		for _, g := range sc.byAt[x] {
 			if sc.seenI[g] || lt >= 0 && sc.local[w.ptopic[group[g]]] != lt {
 				continue
 			}
-			if end := visit(g, x, s); end >= 0 {
+			if end := visit(g, x, s, arr); end >= 0 {
 				reset()
 				return end
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kplan-dev/kplan/internal/audit"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
 
@@ -311,4 +312,53 @@ func TestFailoverScattered100k(t *testing.T) {
 	for _, tol := range []float64{0, 0.05} {
 		scatteredCase(t, c, tol)
 	}
+}
+
+// TestTopicsWithinOneOfTheirFigure: on random generated layouts (3-30
+// brokers, no racks or 2-3, RF 2-3, skewed, scattered and uneven topics),
+// the summary's per-topic figure equals an independent maximum flow per
+// loss and topic, and no single-broker loss leaves a topic more than one
+// above its exact figure where the flow says the loss's own busiest
+// survivor allows it (each topic within its figure + 1, the row within the
+// busiest survivor the plan leaves).
+func TestTopicsWithinOneOfTheirFigure(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 22))
+	rows, over := 0, 0
+	for iter := range 40 {
+		o := topology.GenOptions{Brokers: 6 + rng.IntN(25), FirstID: 1, Topics: 5 + rng.IntN(60), ReplicationFactor: 2 + rng.IntN(2),
+			Skew: rng.Float64() * 1.5, Scatter: rng.Float64() * 0.4, Uneven: rng.Float64() * 0.3}
+		o.Partitions = o.Topics * (10 + rng.IntN(60))
+		if rng.IntN(3) > 0 {
+			o.Racks = 2 + rng.IntN(2)
+		}
+		c, err := topology.Generate(o, rand.New(rand.NewPCG(uint64(iter), 5)))
+		require.NoError(t, err)
+		p, err := Compute(c, Options{})
+		require.NoError(t, err)
+		busiest := map[int32]int{}
+		for _, l := range audit.FailoverLosses(p.Final, audit.DomainBroker) {
+			busiest[l.Lost[0]] = l.BusiestLeaders
+		}
+		worst := 0
+		for b, rp := range rowProblems(p.Final) {
+			rows++
+			row := 0
+			for tp, m := range rp.busiest {
+				row = max(row, m-rp.topic[tp])
+			}
+			worst = max(worst, row)
+			if row <= 1 {
+				continue
+			}
+			over++
+			caps := map[int]int{}
+			for tp, m := range rp.topic {
+				caps[tp] = m + 1
+			}
+			assert.False(t, nestedFeasible(rp.items, len(rp.base), rp.base, busiest[p.Final.Brokers[b].ID], rp.topicBase, caps),
+				"iteration %d (%+v), loss of broker %d: a topic %d above its figure", iter, o, p.Final.Brokers[b].ID, row)
+		}
+		require.Equal(t, worst, p.Summary.Failover.Broker.After.TopicOverReachable, "iteration %d", iter)
+	}
+	t.Logf("%d losses, %d with a topic more than one above its figure", rows, over)
 }
