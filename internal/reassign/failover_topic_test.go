@@ -314,7 +314,7 @@ func TestFailoverScattered100k(t *testing.T) {
 	}
 }
 
-// TestTopicsWithinOneOfTheirFigure: on random generated layouts (3-30
+// TestTopicsWithinOneOfTheirFigure: on random generated layouts (6-30
 // brokers, no racks or 2-3, RF 2-3, skewed, scattered and uneven topics),
 // the summary's per-topic figure equals an independent maximum flow per
 // loss and topic, and no single-broker loss leaves a topic more than one
