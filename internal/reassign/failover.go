@@ -31,13 +31,19 @@ import (
 // takes the option that exceeds them least (then the least loaded: the
 // power of two choices keeps rows within a few of even), then
 // best-response passes that move a partition whose successor is above an
-// optimum to an option that is less so. Then three exact passes
+// optimum to an option that is less so. Then four exact passes
 // (augmenting paths, as in a max-flow): exactRows brings every broker row
 // to its exact optimum for these sets (the min-max assignment of the lost
 // broker's partitions to their followers, the topic rows kept within
 // their targets where a path allows it), topicRows lowers topic rows
-// without raising any broker or rack row's maximum, and rackRows lowers
-// rack rows without raising any broker row's. Counts are dense arrays (N² for
+// without raising any broker or rack row's maximum, rackRows lowers
+// rack rows without raising any broker row's, and topicExact
+// (failover_topic.go) brings each topic's row within one of the topic's
+// own exact figure, by paths in the flow with both limits (a broker row
+// may rise one above its maximum for it, a rack row one). When the exact
+// passes leave the worst rack loss worse than the order before the phase
+// (leaders per broker uneven within a tolerance), they run again with
+// every rack row capped (rackCeil). Counts are dense arrays (N² for
 // broker rows, racks × N for rack rows); the per-topic counts live in
 // scratch arrays reset after each topic, so memory stays O(N² + P).
 
@@ -88,6 +94,9 @@ type foState struct {
 	p       int32   // the topic's partitions
 
 	paths *pathSearch // the augmenting paths' scratch
+	// rackCeil, when set, caps every rack row r at rackCeil[r] for the
+	// exact passes' path ends (see orderFollowers).
+	rackCeil []int32
 }
 
 // failoverDomains resolves Options.FailoverDomain: both when racks are
@@ -187,26 +196,38 @@ func (w *work) orderFollowers() {
 			break
 		}
 	}
+	var snap *foSnapshot
+	var gr int32 // the greedy's worst rack excess
 	if broker {
 		for t := range w.tname {
 			f.topicPass(t, false, true)
 		}
-		f.exactRows()
-		f.topicRows()
-		f.rackRows()
+		if rack {
+			snap = f.snapshot()
+			_, gr = f.worst()
+		}
+		f.exactPasses()
 	}
 	// Never worse than the order the other phases left: a greedy can
 	// trade one domain against the other, and the worst loss of neither
-	// may grow.
+	// may grow. The exact passes may raise rack rows as far as they need
+	// to bring broker rows to their optimum; when that leaves the worst
+	// rack loss worse than the old order's (leaders per broker uneven
+	// within a tolerance), they run again from the greedy's order with
+	// every rack row capped at the greedy's worst, or the old order's
+	// when lower (rackCeil).
 	nb, nr := f.worst()
-	clear(f.S)
-	clear(f.G)
-	for i := range np {
-		if f.cur[i] >= 0 {
-			f.addGlobal(i, f.cur[i], 1)
+	ob, or := f.worstOf(f.cur)
+	if (nb > ob || nr > or) && snap != nil {
+		f.restore(snap)
+		f.rackCeil = make([]int32, w.nrack)
+		for r := range w.nrack {
+			f.rackCeil[r] = f.optR[r] + max(min(or, gr), 0)
 		}
+		f.exactPasses()
+		nb, nr = f.worst()
 	}
-	if ob, or := f.worst(); nb > ob || nr > or {
+	if nb > ob || nr > or {
 		w.notes = append(w.notes, "the follower order is left as it was: spreading one failure domain made the other's worst loss worse")
 		return
 	}
@@ -216,6 +237,40 @@ func (w *work) orderFollowers() {
 			w.writeOrder(i, f.fst[i])
 		}
 	}
+}
+
+// exactPasses runs the exact passes in turn (see the phase's comment).
+func (f *foState) exactPasses() {
+	f.exactRows()
+	f.topicRows()
+	f.rackRows()
+	f.topicExact()
+}
+
+// foSnapshot is the order and its counts at one point of the phase.
+type foSnapshot struct{ fst, S, G []int32 }
+
+func (f *foState) snapshot() *foSnapshot {
+	return &foSnapshot{slices.Clone(f.fst), slices.Clone(f.S), slices.Clone(f.G)}
+}
+
+func (f *foState) restore(s *foSnapshot) {
+	copy(f.fst, s.fst)
+	copy(f.S, s.S)
+	copy(f.G, s.G)
+}
+
+// worstOf is worst for the first followers order (which the counts then
+// hold).
+func (f *foState) worstOf(order []int32) (int32, int32) {
+	clear(f.S)
+	clear(f.G)
+	for i, j := range order {
+		if j >= 0 {
+			f.addGlobal(i, j, 1)
+		}
+	}
+	return f.worst()
 }
 
 // worst returns the largest excess of a survivor over the optimum over
@@ -935,7 +990,7 @@ func (f *foState) exactPaths(b int, group []int32, sc *rowScratch, at func(i, j 
 			end = sc.paths.search(m, on, to, func(i, k int32) bool {
 				return int(k) != b && plain(int(i), k) && w.lc[int(w.ptopic[i])*n+int(k)]+tl[at(i, k)]+1 <= f.pT[i]+tslack
 			}, func(k int32) bool {
-				okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1)+rslack
+				okR := !f.rack || f.gc[k]+f.G[r*n+int(k)]+1 <= max(f.tgtR[r], startR-1)+rslack && f.underCeil(r, k)
 				return load(k) <= L-2 && okR
 			})
 			if end >= 0 {
@@ -1129,6 +1184,12 @@ func (f *foState) topicRows() {
 			}
 		}
 	}
+}
+
+// underCeil is whether broker k may take one more in rack row r
+// (rackCeil).
+func (f *foState) underCeil(r int, k int32) bool {
+	return f.rackCeil == nil || f.gc[k]+f.G[r*f.n+int(k)]+1 <= f.rackCeil[r]
 }
 
 // rowMaxima is each broker row's busiest survivor's leaders.
