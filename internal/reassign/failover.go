@@ -180,7 +180,11 @@ func (w *work) orderFollowers() {
 	if !multi {
 		return // no partition has a choice: RF 1 and 2 only
 	}
-	w.notes = append(w.notes, failoverNote(broker, rack, w.fw != nil))
+	if r := w.opts.Rates; r != nil {
+		w.notes = append(w.notes, rateNote(broker, rack, r))
+	} else {
+		w.notes = append(w.notes, failoverNote(broker, rack, w.fw != nil))
+	}
 	// Fixed successors first, so the greedy sees them.
 	for i := range np {
 		if f.fst[i] >= 0 && w.off[i+1]-w.off[i] == 2 {

@@ -75,8 +75,8 @@ func (w *work) ratedWeights() []float64 {
 	return w.fw
 }
 
-// rateNote is the failover note of a plan weighted by rates; it takes the
-// place of the counted (or load-weighted) note the order phase writes.
+// rateNote is the failover note of a plan weighted by rates, which the
+// order phase writes in place of the counted one.
 func rateNote(broker, rack bool, r *audit.Rates) string {
 	if !broker {
 		return "followers ordered to spread the leaderships of every rack loss, counted in partitions (--rates weighs single-broker losses, which --failover-domain rack leaves out: the by-rates figures only measure the plan)"
@@ -92,28 +92,27 @@ func rateNote(broker, rack bool, r *audit.Rates) string {
 	return fmt.Sprintf("followers ordered to spread the leaderships of every %s loss, counted in partitions, then single-broker losses weighted by --rates (%s; each topic's rate spread evenly over its partitions, as audit's round-robin prediction spreads it)", d, unit)
 }
 
-// rateNotes replaces, in a plan with rates, the order phase's failover
-// note (written before the weights were read, and once more when the
-// follower placement runs the phase again) by rateNote, once.
+// rateNotes keeps one rateNote in a plan with rates (the order phase
+// writes it each time it runs: once more when the follower placement runs
+// it again), or says that no order was chosen when the phase wrote none.
 func (w *work) rateNotes() {
 	if w.opts.Rates == nil {
 		return
 	}
 	broker, rack, _ := w.failoverDomains()
-	counted, loads := failoverNote(broker, rack, false), failoverNote(broker, rack, true)
+	note := rateNote(broker, rack, w.opts.Rates)
 	out := w.notes[:0]
-	done := false
+	seen := false
 	for _, s := range w.notes {
-		if s != counted && s != loads {
-			out = append(out, s)
-			continue
+		if s == note {
+			if seen {
+				continue
+			}
+			seen = true
 		}
-		if !done {
-			out = append(out, rateNote(broker, rack, w.opts.Rates))
-			done = true
-		}
+		out = append(out, s)
 	}
-	if !done {
+	if !seen {
 		out = append(out, "--rates changed no follower order: no partition has two followers or more to choose a successor from, or no failure domain is spread (--failover-domain); the by-rates figures only measure the plan")
 	}
 	w.notes = out
