@@ -124,11 +124,11 @@ func (d *DistProduce) Run(ctx context.Context) (res *DistProduceResult, err erro
 	if d.OnRun != nil {
 		d.OnRun(run)
 	}
+	def := Defaults()
 	maxBuf := d.MaxBufferedRecords
 	if maxBuf <= 0 {
-		maxBuf = Defaults().MaxBufferedRecords
+		maxBuf = def.MaxBufferedRecords
 	}
-	def := Defaults()
 	epoch := now()
 	plan := &dist.Plan{
 		Workers: d.Workers, EnvelopeRun: rng.Uint64(), Epoch: epoch, Streams: d.Streams, RecordSize: d.RecordSize, Acks: d.Acks.String(), Seed: rng.Uint64(),
