@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kplan-dev/kplan/internal/clock"
 	"github.com/kplan-dev/kplan/internal/errkind"
 )
 
@@ -599,3 +601,27 @@ func (w *Workers) Stuck(ctx context.Context) error {
 
 // oneLine is s on one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// WaitDone waits, at most timeout, until every pod of the workers' Job
+// has ended (Succeeded or Failed): after a run, each worker publishes its
+// last reports and exits on its own, and deleting the Job before that
+// would stop it mid-way (SIGTERM). It returns how many pods still ran
+// when it gave up (0: all ended); pods that cannot be listed count as
+// ended (the Role without "list pods").
+func (w *Workers) WaitDone(ctx context.Context, timeout time.Duration) int {
+	running := 0
+	_ = clock.Poll(ctx, nil, 200*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		running = 0
+		if err := w.c.List(ctx, &pods, client.InNamespace(w.o.Namespace), client.MatchingLabels{RunIDLabel: w.o.Run, ManagedByLabel: ManagedByValue}); err != nil {
+			return true, nil
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				running++
+			}
+		}
+		return running == 0, nil
+	})
+	return running
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -267,4 +268,27 @@ func TestWorkersStuck(t *testing.T) {
 	w, err := NewWorkersWithClient(newFake(t, forbidden, workerPod("b", waiting("ErrImagePull"))), o)
 	require.NoError(t, err)
 	assert.NoError(t, w.Stuck(context.Background()), "without the right to list pods: the join timeout is the bound")
+}
+
+// TestWorkersWaitDone: the wait ends once every worker pod has ended, and
+// gives up after its timeout saying how many still run; pods that cannot
+// be listed count as ended.
+func TestWorkersWaitDone(t *testing.T) {
+	o := workersOpts()
+	pod := func(name string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: o.Labels()}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	ctx := context.Background()
+	w, err := NewWorkersWithClient(newFake(t, nil, pod("a", corev1.PodSucceeded), pod("b", corev1.PodFailed)), o)
+	require.NoError(t, err)
+	assert.Zero(t, w.WaitDone(ctx, time.Second))
+	w, err = NewWorkersWithClient(newFake(t, nil, pod("a", corev1.PodSucceeded), pod("b", corev1.PodRunning), pod("c", corev1.PodPending)), o)
+	require.NoError(t, err)
+	assert.Equal(t, 2, w.WaitDone(ctx, 300*time.Millisecond))
+	forbidden := &interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", fmt.Errorf("no"))
+	}}
+	w, err = NewWorkersWithClient(newFake(t, forbidden, pod("b", corev1.PodRunning)), o)
+	require.NoError(t, err)
+	assert.Zero(t, w.WaitDone(ctx, time.Second))
 }

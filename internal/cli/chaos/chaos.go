@@ -869,7 +869,7 @@ func runChaos(ctx context.Context, opts *Options) (retErr error) {
 		// On success, error and Ctrl-C: the Job (its pods with it) and
 		// the Secret go.
 		defer func() {
-			if err := worker.StopKube(ctx, io.ErrOut, "chaos", kube, cfg.Abort); err != nil && retErr == nil {
+			if err := worker.StopKube(ctx, io.ErrOut, "chaos", kube, cfg.Abort, retErr == nil); err != nil && retErr == nil {
 				retErr = err
 			}
 		}()

@@ -152,15 +152,14 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 		assert.Equal(t, wr.Acked, wr.Read, "worker %d: each acknowledged record read back once", wr.Index)
 	}
 	assert.Equal(t, 3, agent.Started(), "one pod per index")
-	// Every worker's process ended: on its own once the run ended (exit
-	// 0), or stopped (SIGTERM, exit -1 here) when kplan deleted the Job
-	// right after the run, once its last report was out and it printed
-	// its summary; either way after each index ran once, from
-	// $JOB_COMPLETION_INDEX.
+	// Every worker's process ended on its own once the run ended (exit 0):
+	// kplan deletes the Job only once its pods ended (or after
+	// worker.KubeExitWait); each index ran once, from $JOB_COMPLETION_INDEX.
 	require.Eventually(t, func() bool { return len(agent.Exits()) == 3 }, 30*time.Second, 50*time.Millisecond, "workers:\n%s", agent.Logs())
 	for pod, c := range agent.Exits() {
-		assert.Contains(t, []int{0, -1}, c, "pod %s's worker", pod)
+		assert.Zero(t, c, "pod %s's worker", pod)
 	}
+	assert.NotContains(t, errOut, "still running after")
 	logs := agent.Logs()
 	for i := range 3 {
 		assert.Contains(t, logs, fmt.Sprintf("worker %d of 3, run %s:", i, run), "worker %d's summary", i)
@@ -270,6 +269,10 @@ func TestMeasureWorkersKubernetes(t *testing.T) {
 	assert.Equal(t, run, plan.Settings.WorkersRun)
 	assert.Positive(t, plan.Produce.BytesPerSec)
 	assert.Equal(t, 2, agent.Started(), "one pod per index")
+	require.Eventually(t, func() bool { return len(agent.Exits()) == 2 }, 30*time.Second, 50*time.Millisecond, "workers:\n%s", agent.Logs())
+	for pod, c := range agent.Exits() {
+		assert.Zero(t, c, "pod %s's worker exited on its own", pod)
+	}
 	logs := agent.Logs()
 	for i := range 2 {
 		assert.Contains(t, logs, fmt.Sprintf("worker %d of 2, run %s:", i, run), "worker %d's summary", i)

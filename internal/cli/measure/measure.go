@@ -484,7 +484,7 @@ func runMeasure(ctx context.Context, opts *Options) (retErr error) {
 		// On success, error and Ctrl-C: the Job (its pods with it) and the
 		// Secret go.
 		defer func() {
-			if err := worker.StopKube(ctx, opts.IO.ErrOut, "measure", kube, nil); err != nil && retErr == nil {
+			if err := worker.StopKube(ctx, opts.IO.ErrOut, "measure", kube, nil, retErr == nil); err != nil && retErr == nil {
 				retErr = err
 			}
 		}()

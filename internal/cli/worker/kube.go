@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kplan-dev/kplan/internal/chaos"
 	"github.com/kplan-dev/kplan/internal/chaos/chaosmesh"
@@ -81,11 +82,23 @@ func StartKube(ctx context.Context, errOut io.Writer, verb string, kw *chaosmesh
 	return nil
 }
 
+// KubeExitWait bounds the wait for the workers' pods to end on their own
+// after a run that ended normally, before kplan deletes their Job.
+const KubeExitWait = 20 * time.Second
+
 // StopKube deletes the Job (its pods with it) and the Secret on a context
-// Ctrl-C does not cancel, cut short by abort (the second Ctrl-C).
-func StopKube(ctx context.Context, errOut io.Writer, verb string, kw *chaosmesh.Workers, abort <-chan struct{}) error {
+// Ctrl-C does not cancel, cut short by abort (the second Ctrl-C). After a
+// run that ended normally (done), it first lets the workers exit on their
+// own (at most KubeExitWait), so that none is stopped while it prints its
+// summary.
+func StopKube(ctx context.Context, errOut io.Writer, verb string, kw *chaosmesh.Workers, abort <-chan struct{}, done bool) error {
 	cctx, cancel := chaos.CleanupContext(ctx, 0, abort)
 	defer cancel()
+	if done {
+		if n := kw.WaitDone(cctx, KubeExitWait); n > 0 {
+			fmt.Fprintf(errOut, "%s: %d of the workers' pods still running after %v: deleting them\n", verb, n, KubeExitWait)
+		}
+	}
 	deleted, err := kw.Delete(cctx)
 	if len(deleted) > 0 {
 		fmt.Fprintf(errOut, "%s: deleted %s (the Job's pods with it)\n", verb, strings.Join(deleted, ", "))
