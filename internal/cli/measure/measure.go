@@ -538,7 +538,7 @@ func inputs(opts *Options, t target, m *loadgen.Measurer, info loadgen.ClusterIn
 	if in.Workers > 0 {
 		in.Conn, in.Version = t.conn, opts.Version
 		in.OnRun = func(run string) {
-			worker.PrintCommands(opts.IO.ErrOut, "measure", run, in.Workers, t.seeds(), opts.Conn.CommandConfig)
+			worker.PrintCommands(opts.IO.ErrOut, "measure", run, in.Workers, t.seeds(), t.conn.CommandConfig)
 		}
 	}
 	return &in, nil
