@@ -173,8 +173,14 @@ func (d *DistProduce) Run(ctx context.Context) (res *DistProduceResult, err erro
 		return nil, err
 	}
 	d.progress("run %s: %d workers produce for %v", run, d.Workers, d.Duration)
-	runErr := clock.Sleep(ctx, res.Start.Add(d.Duration).Sub(now()))
+	planned := res.Start.Add(d.Duration)
+	runErr := clock.Sleep(ctx, planned.Sub(now()))
+	// The workers stop at the phase's planned end: a late wake-up here
+	// adds no window.
 	res.End = now()
+	if res.End.After(planned) {
+		res.End = planned
+	}
 	reason, wait := "done", reportsTimeout
 	if runErr != nil {
 		reason, wait = "interrupted: "+runErr.Error(), 15*time.Second
