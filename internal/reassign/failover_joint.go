@@ -154,21 +154,31 @@ func (js *jointScratch) rack(r int, rowMax []int32, hi int32) {
 	for _, b := range js.rows {
 		over = max(over, rowMax[b]-f.rowE[b])
 	}
-	// Each row alone: the least sb with its topics within one of their
-	// figures (sb1), within two (sb2, only where sb1 is above 1); over
+	// The least sb a cut allows (the topics aside), then each row alone
+	// from there: the least sb with its topics within one of their figures
+	// (sb1), within two (sb2, only where sb1 is above the start); over
 	// when neither reaches below.
+	sb := int32(0)
+	for sb < over && !js.cut(sb, hi) {
+		sb++
+	}
+	if sb >= over {
+		return
+	}
 	nr := len(js.rows)
 	sb1, sb2 := make([]int32, nr), make([]int32, nr)
 	st := make([]int32, nr)
+	start := sb
 	for ri := range nr {
 		js.net.build(js, js.unitAt[ri], js.unitAt[ri+1], false)
 		st[ri] = 1
-		sb1[ri] = js.net.least(js, 0, over, st, 0)
+		sb1[ri] = js.net.least(js, start, over, st, 0)
 		sb2[ri] = sb1[ri]
-		if sb1[ri] > 1 {
+		if sb1[ri] > start {
 			st[ri] = 2
-			sb2[ri] = js.net.least(js, 0, sb1[ri], st, 0)
+			sb2[ri] = js.net.least(js, start, sb1[ri], st, 0)
 		}
+		sb = max(sb, min(sb1[ri], sb2[ri]))
 	}
 	// slack sets each row's topic slack at sb: one where the row reaches
 	// sb with it, else two.
@@ -179,13 +189,6 @@ func (js *jointScratch) rack(r int, rowMax []int32, hi int32) {
 				st[ri] = 2
 			}
 		}
-	}
-	sb := int32(0)
-	for ri := range nr {
-		sb = max(sb, min(sb1[ri], sb2[ri]))
-	}
-	for sb < over && !js.cut(sb, hi) {
-		sb++
 	}
 	if sb >= over {
 		return
