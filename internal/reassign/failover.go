@@ -43,7 +43,10 @@ import (
 // may rise one above its maximum for it, a rack row one). When the exact
 // passes leave the worst rack loss worse than the order before the phase
 // (leaders per broker uneven within a tolerance), they run again with
-// every rack row capped (rackCeil). Counts are dense arrays (N² for
+// every rack row capped (rackCeil). When a broker loss is then still more
+// than one above its exact figure, jointRacks (failover_joint.go) solves
+// that rack's rows together as one maximum flow, the rack row allowed up
+// to 2% above its optimum. Counts are dense arrays (N² for
 // broker rows, racks × N for rack rows); the per-topic counts live in
 // scratch arrays reset after each topic, so memory stays O(N² + P).
 
@@ -97,6 +100,9 @@ type foState struct {
 	// rackCeil, when set, caps every rack row r at rackCeil[r] for the
 	// exact passes' path ends (see orderFollowers).
 	rackCeil []int32
+	// rowE is each broker row's exact figure: its busiest survivor after
+	// the first exactRows, which no other limit held back.
+	rowE []int32
 }
 
 // failoverDomains resolves Options.FailoverDomain: both when racks are
@@ -231,6 +237,12 @@ func (w *work) orderFollowers() {
 		f.exactPasses()
 		nb, nr = f.worst()
 	}
+	if snap != nil {
+		// worstOf(f.cur) left the old order's counts: the order's first.
+		f.worstOf(f.fst)
+		f.jointRacks(or)
+		nb, nr = f.worst()
+	}
 	if nb > ob || nr > or {
 		w.notes = append(w.notes, "the follower order is left as it was: spreading one failure domain made the other's worst loss worse")
 		return
@@ -246,6 +258,9 @@ func (w *work) orderFollowers() {
 // exactPasses runs the exact passes in turn (see the phase's comment).
 func (f *foState) exactPasses() {
 	f.exactRows()
+	if f.rowE == nil && f.rackCeil == nil {
+		f.rowE = f.rowMaxima()
+	}
 	f.topicRows()
 	f.rackRows()
 	f.topicExact()

@@ -502,12 +502,59 @@ func (f *fmState) delta(p, q int, j, k int32) int {
 }
 
 // rackKeeps reports whether the swap leaves the rack rows' worst excess at
-// most wr.
+// most wr, the worst before it (worstRack): only the cells the two
+// partitions' rack successors reach can rise, so only they are read, and
+// the swap is rated without being made (rackSuccSwapped).
 func (f *fmState) rackKeeps(c fmCand, wr int32) bool {
-	f.swap(c)
-	ok := f.worstRack() <= wr
-	f.swap(c)
-	return ok
+	w, n := f.w, f.n
+	var cell [4]int
+	var d [4]int32
+	k := 0
+	for _, x := range [2]struct {
+		i     int
+		s, s2 int32
+	}{{c.p, c.sp, c.sq}, {c.q, c.sq, c.sp}} {
+		r := int(w.rack[w.lead[x.i]])
+		if rs := w.rackSuccOf(x.i); rs >= 0 {
+			cell[k], d[k] = r*n+int(rs), -1
+			k++
+		}
+		if rs := w.rackSuccSwapped(x.i, x.s, w.slots[x.s2]); rs >= 0 {
+			cell[k], d[k] = r*n+int(rs), 1
+			k++
+		}
+	}
+	for a := range k {
+		if d[a] <= 0 {
+			continue
+		}
+		net := int32(0)
+		for b := range k {
+			if cell[b] == cell[a] {
+				net += d[b]
+			}
+		}
+		r, j := cell[a]/n, cell[a]%n
+		if net > 0 && w.target[j] && int(w.rack[j]) != r && f.gc[j]+f.G[cell[a]]+net-f.optR[r] > wr {
+			return false
+		}
+	}
+	return true
+}
+
+// rackSuccSwapped is rackSuccOf(i) with slot s holding broker v.
+func (w *work) rackSuccSwapped(i int, s, v int32) int32 {
+	lr := w.rack[w.lead[i]]
+	for x := w.off[i]; x < w.off[i+1]; x++ {
+		b := w.slots[x]
+		if x == s {
+			b = v
+		}
+		if b >= 0 && b != w.lead[i] && w.rack[b] != lr {
+			return b
+		}
+	}
+	return -1
 }
 
 // swap exchanges the replicas in slots c.sp and c.sq and updates the

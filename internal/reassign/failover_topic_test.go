@@ -263,8 +263,12 @@ func scatteredLayout(t *testing.T, brokers, topics, partitions int) *topology.Cl
 // --tolerance 0), every rack loss within 2% of its optimum, the moves and
 // the leaders per broker those of the plan without the failover order, no
 // rack rule broken. The per-topic figure is checked against an
-// independent maximum flow per loss and topic (rowProblems).
-func scatteredCase(t *testing.T, c *topology.Cluster, tol float64) {
+// independent maximum flow per loss and topic (rowProblems). Above
+// tolerance 0 the broker losses stay at most reach above their exact
+// figures, and where that is more than one, an independent maximum flow
+// (rackFeasible, without the topic caps) proves one less impossible for
+// some rack with its rack loss within 2% of its optimum.
+func scatteredCase(t *testing.T, c *topology.Cluster, tol float64, reach int) {
 	t.Helper()
 	p, err := Compute(c, Options{Tolerance: tol})
 	require.NoError(t, err)
@@ -279,6 +283,8 @@ func scatteredCase(t *testing.T, c *topology.Cluster, tol float64) {
 		// Every broker loss at its exact figure: the topics need none of
 		// the slack the pass may take.
 		assert.Zero(t, b.OverReachable)
+	} else {
+		assert.LessOrEqual(t, b.OverReachable, reach)
 	}
 	assert.LessOrEqual(t, float64(r.BusiestLeaders), 1.02*float64(r.Optimum))
 	assert.Equal(t, none.Summary.ReplicasMoved, p.Summary.ReplicasMoved)
@@ -286,12 +292,94 @@ func scatteredCase(t *testing.T, c *topology.Cluster, tol float64) {
 	assert.Zero(t, p.Summary.After.RackViolations)
 
 	worst := 0
-	for _, rp := range rowProblems(p.Final) {
+	rps := rowProblems(p.Final)
+	for _, rp := range rps {
 		for tp, m := range rp.busiest {
 			worst = max(worst, m-rp.topic[tp])
 		}
 	}
 	assert.Equal(t, worst, b.TopicOverReachable, "the summary's figure against the flow's")
+	if tol > 0 && b.OverReachable > 1 {
+		// No order of these sets does one better with every rack loss
+		// within 2%: some rack's rows and rack row admit no flow.
+		proof := false
+		for _, rack := range []string{"rack-0", "rack-1", "rack-2"} {
+			if !rackFeasible(p.Final, rps, rack, b.OverReachable-1, 1.02) {
+				t.Logf("tolerance %g: the losses of %s's brokers cannot all be within %d of their exact figures with its rack loss within 2%%", tol, rack, b.OverReachable-1)
+				proof = true
+			}
+		}
+		assert.True(t, proof, "a better order exists")
+	}
+}
+
+// rackFeasible is whether the partitions led in rack can be handed to
+// their followers with every single-broker loss of the rack at most slack
+// above its exact figure (rps: rowProblems) and the rack's loss within
+// share of its optimum: a maximum flow from each partition to (its
+// leader, a follower) (the row's room on that survivor) to the survivor
+// (the rack row's room). Every follower must be outside the rack, so it
+// is also the rack successor.
+func rackFeasible(c *topology.Cluster, rps []rowProblem, rack string, slack int, share float64) bool {
+	n := len(c.Brokers)
+	in := make([]bool, n)
+	size := 0
+	for j, br := range c.Brokers {
+		if br.Rack == rack {
+			in[j] = true
+			size++
+		}
+	}
+	gc := make([]int, n)
+	for j := range n {
+		// Any row's base of another broker is its leaders.
+		gc[j] = rps[(j+1)%n].base[j]
+	}
+	opt := (len(c.Partitions) + n - size - 1) / (n - size)
+	rackCap := int(share * float64(opt))
+	type pair struct{ b, j int }
+	var items []rowItem
+	var lead []int
+	for b := range n {
+		if !in[b] {
+			continue
+		}
+		for _, it := range rps[b].items {
+			items = append(items, it)
+			lead = append(lead, b)
+		}
+	}
+	pairs := map[pair]int{}
+	nodes := 2 + len(items) + n
+	for x, it := range items {
+		for _, j := range it.cand {
+			if in[j] {
+				panic("a follower in the leader's rack")
+			}
+			if _, ok := pairs[pair{lead[x], j}]; !ok {
+				pairs[pair{lead[x], j}] = nodes
+				nodes++
+			}
+		}
+	}
+	d := newDinic(nodes)
+	for x, it := range items {
+		d.edge(0, 2+x, 1)
+		for _, j := range it.cand {
+			d.edge(2+x, pairs[pair{lead[x], j}], 1)
+		}
+	}
+	for k, v := range pairs {
+		if room := rps[k.b].row + slack - gc[k.j]; room > 0 {
+			d.edge(v, 2+len(items)+k.j, room)
+		}
+	}
+	for j := range n {
+		if room := rackCap - gc[j]; !in[j] && room > 0 {
+			d.edge(2+len(items)+j, 1, room)
+		}
+	}
+	return d.flow(0, 1) == len(items)
 }
 
 // TestFailoverScattered10k: g10k of docs/BENCHMARKS.md at both
@@ -299,7 +387,7 @@ func scatteredCase(t *testing.T, c *topology.Cluster, tol float64) {
 func TestFailoverScattered10k(t *testing.T) {
 	c := scatteredLayout(t, 30, 100, 10_000)
 	for _, tol := range []float64{0, 0.05} {
-		scatteredCase(t, c, tol)
+		scatteredCase(t, c, tol, 2)
 	}
 }
 
@@ -310,7 +398,7 @@ func TestFailoverScattered100k(t *testing.T) {
 	}
 	c := scatteredLayout(t, 60, 1000, 100_000)
 	for _, tol := range []float64{0, 0.05} {
-		scatteredCase(t, c, tol)
+		scatteredCase(t, c, tol, 9)
 	}
 }
 
