@@ -72,11 +72,11 @@ func TestAcceptGuardedApply(t *testing.T) {
 		rest := restP99(t, ctx, bootstrap)
 		fixed := guardedRun(t, bootstrap, away, "--throttle", "1GB/s", "--latency-objective", "p99=1h",
 			"--min-throttle", "1GB/s", "--max-throttle", "1GB/s", "--max-inflight-per-broker", guardInflight)
-		x := objectiveX(rest, median(fixed.p99s()))
+		x := objectiveX(rest, fixed.worstMedian())
 		guarded := guardedRun(t, bootstrap, home, "--throttle", "10MB/s", "--latency-objective", "p99="+x.String(),
 			"--min-throttle", "1MB/s", "--max-throttle", "1GB/s", "--max-inflight-per-broker", guardInflight)
-		t.Logf("repetition %d: p99 at rest %.1f ms, fixed windows' median p99 %.1f ms, X %v; fixed %v, guarded %v; within X: fixed %.2f, guarded %.2f; ETA error at 25%%: fixed %.2f, guarded %.2f; lost %d+%d; %d throttle changes",
-			i+1, rest, median(fixed.p99s()), x, fixed.took, guarded.took, fixed.within(x), guarded.within(x), fixed.etaErr, guarded.etaErr,
+		t.Logf("repetition %d: p99 at rest %.1f ms, fixed: the worst broker's median window p99 %.1f ms (all windows' median %.1f ms), X %v; fixed %v, guarded %v; within X: fixed %.2f, guarded %.2f; ETA error at 25%%: fixed %.2f, guarded %.2f; lost %d+%d; %d throttle changes",
+			i+1, rest, fixed.worstMedian(), median(fixed.p99s()), x, fixed.took, guarded.took, fixed.within(x), guarded.within(x), fixed.etaErr, guarded.etaErr,
 			fixed.lost, guarded.lost, guarded.changes)
 		t.Logf("repetition %d: the guarded apply's windows over X: %s", i+1, guarded.over(x))
 		guardedWithin = append(guardedWithin, guarded.within(x))
@@ -95,7 +95,8 @@ func TestAcceptGuardedApply(t *testing.T) {
 }
 
 // objectiveX is the guarded apply's objective, between the canary's p99 at
-// rest and the fixed apply's median window p99 (ms), as the issue asks:
+// rest and under the fixed apply (the worst broker's median window p99,
+// ms), as the issue asks:
 // their geometric mean, raised to 1.25x guardFloor when it falls below
 // (an objective under the floor is one no throttle can hold; with the
 // geometric mean, one repetition of five got a 33 ms X and its guard held
@@ -205,6 +206,27 @@ func (r applyRun) p99s() []float64 {
 		}
 	}
 	return out
+}
+
+// worstMedian is the canary's p99 under the apply as restP99 takes it at
+// rest, the worst broker's: the largest of the brokers' median counted
+// window p99 (ms). The median of every broker's windows pooled is not:
+// under the unthrottled move the source brokers' canaries (1 and 2) sit
+// near 800-1100 ms and the others' near 100-180 ms, so the pooled median
+// falls in one cluster or the other with the count of windows on each
+// side (measured 2026-11-26, docs/BENCHMARKS.md).
+func (r applyRun) worstMedian() float64 {
+	per := map[int32][]float64{}
+	for _, w := range r.windows {
+		if w.Counted {
+			per[w.Broker] = append(per[w.Broker], w.P99)
+		}
+	}
+	var worst float64
+	for _, ps := range per {
+		worst = max(worst, median(ps))
+	}
+	return worst
 }
 
 // within is the share of counted windows whose p99 is within x.
