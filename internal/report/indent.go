@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 )
 
@@ -113,16 +112,4 @@ func stringEnd(src []byte, i int) int {
 			return j
 		}
 	}
-}
-
-// encodeCompact is json.Encoder's output without an indent and without
-// escaping HTML, trailing newline included.
-func encodeCompact(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }

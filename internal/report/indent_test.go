@@ -159,3 +159,22 @@ func BenchmarkWriteJSON(b *testing.B) {
 type ioDiscard struct{}
 
 func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestIndentWriterPieces: written in pieces (as a json.Encoder could),
+// the indented output is the one of the whole value in one Write.
+func TestIndentWriterPieces(t *testing.T) {
+	src := []byte(`{"a":[1,{"b":"x,y:{z}"}],"c":{},"d":[]}` + "\n")
+	var whole bytes.Buffer
+	require.NoError(t, writeIndented(&whole, src))
+	for _, cut := range []int{1, 5, 17, len(src) - 1} {
+		var b bytes.Buffer
+		iw := &indentWriter{w: &b}
+		for _, part := range [][]byte{src[:cut], src[cut:]} {
+			n, err := iw.Write(part)
+			require.NoError(t, err)
+			require.Equal(t, len(part), n)
+		}
+		require.Equal(t, whole.String(), b.String(), "cut at %d", cut)
+		require.Empty(t, iw.pending)
+	}
+}

@@ -80,11 +80,51 @@ func Render(w io.Writer, f Format, v any, doc func() Document) error {
 // (writeIndented): the same bytes as an Encoder with SetIndent("", "  "),
 // without its second in-memory copy.
 func WriteJSON(w io.Writer, v any) error {
-	b, err := encodeCompact(v)
-	if err != nil {
+	iw := &indentWriter{w: w}
+	enc := json.NewEncoder(iw)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		if iw.err != nil {
+			return iw.err
+		}
 		return fmt.Errorf("encoding json: %w", err)
 	}
-	return writeIndented(w, b)
+	if len(iw.pending) > 0 { // not ended by the Encoder's newline: cannot happen
+		return writeIndented(w, iw.pending)
+	}
+	return nil
+}
+
+// indentWriter indents what a json.Encoder without an indent writes to it,
+// on its way to w. The Encoder writes each value whole, ended by a newline
+// (compact JSON has none elsewhere: a newline in a string is escaped), in
+// one Write today: that slice is indented straight from the Encoder's own
+// buffer, with no copy of a 230 MB report. Should the Encoder write in
+// pieces, they are kept until the newline.
+type indentWriter struct {
+	w       io.Writer
+	pending []byte
+	err     error
+}
+
+func (iw *indentWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	src := p
+	if len(iw.pending) > 0 || p[len(p)-1] != '\n' {
+		iw.pending = append(iw.pending, p...)
+		if p[len(p)-1] != '\n' {
+			return len(p), nil
+		}
+		src = iw.pending
+	}
+	iw.err = writeIndented(iw.w, src)
+	iw.pending = nil
+	if iw.err != nil {
+		return 0, iw.err
+	}
+	return len(p), nil
 }
 
 // WriteYAML writes v as YAML with the same field names as its JSON form
