@@ -1122,17 +1122,7 @@ func (f *foState) rackRows() {
 func (f *foState) topicRows() {
 	w, n := f.w, f.n
 	rowMax := f.rowMaxima()
-	var rackMax []int32
-	if f.rack {
-		rackMax = make([]int32, w.nrack)
-		for r := range w.nrack {
-			for j := range n {
-				if w.target[j] && int(w.rack[j]) != r {
-					rackMax[r] = max(rackMax[r], f.gc[j]+f.G[r*n+j])
-				}
-			}
-		}
-	}
+	rackMax := f.rackMaxima()
 	plain := func(i int, j int32) bool { return !f.rack || f.rackSucc(i, j) == j }
 	// Partitions by topic, then leader: topics are contiguous already.
 	var group []int32
@@ -1209,6 +1199,24 @@ func (f *foState) topicRows() {
 // (rackCeil).
 func (f *foState) underCeil(r int, k int32) bool {
 	return f.rackCeil == nil || f.gc[k]+f.G[r*f.n+int(k)]+1 <= f.rackCeil[r]
+}
+
+// rackMaxima is each rack row's busiest survivor's leaders (nil without
+// racks).
+func (f *foState) rackMaxima() []int32 {
+	if !f.rack {
+		return nil
+	}
+	w, n := f.w, f.n
+	out := make([]int32, w.nrack)
+	for r := range w.nrack {
+		for j := range n {
+			if w.target[j] && int(w.rack[j]) != r {
+				out[r] = max(out[r], f.gc[j]+f.G[r*n+j])
+			}
+		}
+	}
+	return out
 }
 
 // rowMaxima is each broker row's busiest survivor's leaders.

@@ -153,17 +153,7 @@ func (f *foState) topicExact() {
 		}
 	}
 	rowMax := f.rowMaxima()
-	var rackMax []int32
-	if f.rack {
-		rackMax = make([]int32, w.nrack)
-		for r := range w.nrack {
-			for j := range n {
-				if w.target[j] && int(w.rack[j]) != r {
-					rackMax[r] = max(rackMax[r], f.gc[j]+f.G[r*n+j])
-				}
-			}
-		}
-	}
+	rackMax := f.rackMaxima()
 	for b := range n {
 		if rowOver[b] {
 			f.topicExactRow(b, byLead[b], rowMax[b], rackMax, sc)
