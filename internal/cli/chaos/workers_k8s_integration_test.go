@@ -144,10 +144,19 @@ func TestChaosWorkersKubernetes(t *testing.T) {
 	var res chaos.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	checkMergedKill(t, &res, run)
+	notes := strings.Join(res.Notes, "\n")
 	for _, wr := range res.Workers.Workers {
 		// The run's topics live on brokers the run does not kill, so the
-		// failover holds up no phase announcement: no worker misses one.
-		assert.Empty(t, wr.Missed, "worker %d; notes: %q", wr.Index, res.Notes)
+		// failover holds up no phase announcement. A worker misses a phase
+		// only when the coordinator's publish of its start failed, which
+		// the result says: once in CI, on the 2-core machine with both
+		// lanes' labs running, the after phase's publish timed out ("phase
+		// after could not be announced to the workers: ... context deadline
+		// exceeded") and every worker reported that phase missed.
+		for _, m := range wr.Missed {
+			assert.Contains(t, notes, "phase "+m.Phase+" could not be announced to the workers", "worker %d missed %s unexplained", wr.Index, m.Phase)
+			assert.Contains(t, notes, fmt.Sprintf("worker %d missed phase %s", wr.Index, m.Phase))
+		}
 		assert.Positive(t, wr.Acked, "worker %d", wr.Index)
 		assert.Equal(t, wr.Acked, wr.Read, "worker %d: each acknowledged record read back once", wr.Index)
 	}
