@@ -1,18 +1,15 @@
 package reassign_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kplan-dev/kplan/internal/cli/reassign"
-	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/testutil/golden"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -44,13 +41,7 @@ func TestNewCmdReassignBalance(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := cmdutil.NewTestFactory()
-			var got *reassign.Options
-			cmd := reassign.NewCmdReassign(f, func(_ context.Context, o *reassign.Options) error { got = o; return nil })
-			cmd.SetArgs(strings.Fields(tc.args))
-			cmd.SetOut(f.IOStreams.Out)
-			cmd.SetErr(f.IOStreams.ErrOut)
-			require.NoError(t, cmd.Execute())
+			got := parseOptions(t, tc.args)
 			tc.check(t, got)
 		})
 	}

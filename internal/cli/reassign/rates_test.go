@@ -2,19 +2,15 @@ package reassign_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kplan-dev/kplan/internal/cli/reassign"
-	"github.com/kplan-dev/kplan/internal/cmdutil"
 	"github.com/kplan-dev/kplan/internal/testutil/golden"
 	"github.com/kplan-dev/kplan/internal/topology"
 )
@@ -40,13 +36,7 @@ func TestNewCmdReassignRates(t *testing.T) {
 		{"--from x.json --rates a=10MB/s,b=1MB/s --balance bytes", map[string]float64{"a": 10e6, "b": 1e6}, 0, true},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
-			f := cmdutil.NewTestFactory()
-			var got *reassign.Options
-			cmd := reassign.NewCmdReassign(f, func(_ context.Context, o *reassign.Options) error { got = o; return nil })
-			cmd.SetArgs(strings.Fields(tc.args))
-			cmd.SetOut(f.IOStreams.Out)
-			cmd.SetErr(f.IOStreams.ErrOut)
-			require.NoError(t, cmd.Execute())
+			got := parseOptions(t, tc.args)
 			if tc.byTopic == nil {
 				assert.Nil(t, got.Rates)
 				return

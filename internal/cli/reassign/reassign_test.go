@@ -31,6 +31,20 @@ func run(args ...string) (int, string, string) {
 	return app.Run(context.Background(), f, args), out.String(), errOut.String()
 }
 
+// parseOptions parses `kplan reassign` flags (args, space-separated) into
+// the options the command would run with, without running it.
+func parseOptions(t *testing.T, args string) *reassign.Options {
+	t.Helper()
+	f := cmdutil.NewTestFactory()
+	var got *reassign.Options
+	cmd := reassign.NewCmdReassign(f, func(_ context.Context, o *reassign.Options) error { got = o; return nil })
+	cmd.SetArgs(strings.Fields(args))
+	cmd.SetOut(f.IOStreams.Out)
+	cmd.SetErr(f.IOStreams.ErrOut)
+	require.NoError(t, cmd.Execute())
+	return got
+}
+
 // assertUsage runs kplan args and checks the usage error: exit 2, nothing
 // on stdout, one line on stderr holding want.
 func assertUsage(t *testing.T, want string, args ...string) {
@@ -77,13 +91,7 @@ func TestNewCmdReassign(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := cmdutil.NewTestFactory()
-			var got *reassign.Options
-			cmd := reassign.NewCmdReassign(f, func(_ context.Context, o *reassign.Options) error { got = o; return nil })
-			cmd.SetArgs(strings.Fields(tc.args))
-			cmd.SetOut(f.IOStreams.Out)
-			cmd.SetErr(f.IOStreams.ErrOut)
-			require.NoError(t, cmd.Execute())
+			got := parseOptions(t, tc.args)
 			tc.check(t, got)
 		})
 	}
