@@ -20,7 +20,7 @@ import (
 
 // TestDistProduce: two in-process workers produce as fast as they can into
 // one partition for a timed phase; the coordinator's result adds up their
-// reports (bytes over time included), names no worker as missed, and the
+// reports (bytes over time included, in windows that may each be empty under load but not all), names no worker as missed, and the
 // run's topics are gone afterwards. When a worker never joins, the run
 // fails after the join timeout, saying how many joined, and deletes its
 // topics too.
@@ -108,9 +108,13 @@ func TestDistProduce(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, ws, 3)
 			for _, w := range ws {
-				assert.Positive(t, w)
+				// A window may be empty: under the race detector on a busy
+				// 2-core machine the producers once stalled a whole 500 ms
+				// window (CI, stop 31). The windows as a whole may not be.
+				assert.GreaterOrEqual(t, w, int64(0))
 				inWindows += w
 			}
+			assert.Positive(t, inWindows, "the phase's windows hold acknowledged bytes")
 			assert.LessOrEqual(t, inWindows, res.AckedBytes)
 			_, err = res.Windows(150 * time.Millisecond)
 			require.Error(t, err, "not a multiple of the buckets")
