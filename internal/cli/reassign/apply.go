@@ -2,6 +2,7 @@ package reassign
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -695,7 +696,11 @@ func (o *ApplyOptions) showPlan(res *apply.Result) {
 	if o.Throttle > 0 {
 		throttled = ", replication throttled to " + units.FormatRate(o.Throttle)
 		if r := o.Rule; r != nil {
-			throttled += fmt.Sprintf(" (adaptive between %s and %s, to keep the canary's produce p99 within %v)", units.FormatRate(r.Min), units.FormatRate(r.Max), r.Objective)
+			ramp := ""
+			if r.Ramp >= 0 { // 0 is the default ramp
+				ramp = fmt.Sprintf(", reached from %s and raised in steps over %v", units.FormatRate(r.Min), cmp.Or(r.Ramp, apply.DefaultRamp))
+			}
+			throttled += fmt.Sprintf(" (adaptive between %s and %s%s, to keep the canary's produce p99 within %v)", units.FormatRate(r.Min), units.FormatRate(r.Max), ramp, r.Objective)
 		}
 	}
 	fmt.Fprintf(w, "Plan for %s: %d of %d partitions to change%s\n", o.BootstrapServers, n, len(res.Partitions), throttled)

@@ -33,7 +33,7 @@ const canaryRecordSize = 1024
 // guardFlags are the guarded apply's flags as typed.
 type guardFlags struct {
 	objective, canaryRate, minThrottle, maxThrottle string
-	window                                          time.Duration
+	window, ramp                                    time.Duration
 }
 
 func addGuardFlags(fs *pflag.FlagSet, raw *guardFlags) {
@@ -42,6 +42,7 @@ func addGuardFlags(fs *pflag.FlagSet, raw *guardFlags) {
 	fs.StringVar(&raw.minThrottle, "min-throttle", "1MB/s", "the adaptive throttle never goes below this (with --latency-objective)")
 	fs.StringVar(&raw.maxThrottle, "max-throttle", "", "the adaptive throttle never goes above this (default: 4 times --throttle)")
 	fs.DurationVar(&raw.window, "canary-window", apply.DefaultWindow, "the adaptive throttle judges the canary's p99 over windows this long")
+	fs.DurationVar(&raw.ramp, "throttle-ramp", apply.DefaultRamp, "the adaptive throttle raises a rate (and reaches --throttle at the start, from --min-throttle) in steps over this long; keep it at the span brokers average their replication quota over (replication.quota.window.num x replication.quota.window.size.seconds, less one window); 0 raises at once")
 }
 
 // parseObjective reads --latency-objective: p99=DURATION, or a duration.
@@ -67,7 +68,7 @@ func parseObjective(s string) (time.Duration, error) {
 // o.CanaryRate; without --latency-objective they must be left alone.
 func (o *ApplyOptions) completeGuard(raw *guardFlags, set func(string) bool) error {
 	if raw.objective == "" {
-		for _, f := range []string{"canary-rate", "min-throttle", "max-throttle", "canary-window"} {
+		for _, f := range []string{"canary-rate", "min-throttle", "max-throttle", "canary-window", "throttle-ramp"} {
 			if set(f) {
 				return errkind.Usagef("", "--%s: only with --latency-objective", f)
 			}
@@ -91,9 +92,15 @@ func (o *ApplyOptions) completeGuard(raw *guardFlags, set func(string) bool) err
 		}
 		return n, nil
 	}
-	rule := apply.ThrottleRule{Objective: obj, Period: raw.window, Max: 4 * o.Throttle}
+	rule := apply.ThrottleRule{Objective: obj, Period: raw.window, Max: 4 * o.Throttle, Ramp: raw.ramp}
 	if raw.window <= 0 {
 		return errkind.Usagef("", "--canary-window: must be positive, got %v", raw.window)
+	}
+	switch {
+	case raw.ramp < 0:
+		return errkind.Usagef("", "--throttle-ramp: must be 0 or positive, got %v", raw.ramp)
+	case raw.ramp == 0:
+		rule.Ramp = -1 // raises at once
 	}
 	if rule.Min, err = rate("min-throttle", raw.minThrottle); err != nil {
 		return err

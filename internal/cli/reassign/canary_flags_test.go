@@ -23,10 +23,12 @@ func TestNewCmdApplyGuard(t *testing.T) {
 	assert.Equal(t, int64(1_000_000), o.Rule.Min)
 	assert.Equal(t, int64(200_000_000), o.Rule.Max, "4 times --throttle")
 	assert.Equal(t, 5*time.Second, o.Rule.Period)
+	assert.Equal(t, 10*time.Second, o.Rule.Ramp, "raises ramped over Kafka's default quota span")
 	assert.Equal(t, int64(512_000), o.CanaryRate)
 	o, err = parseApply(t, "plan.json", "--bootstrap-server", "k:9092", "--throttle", "10MB/s", "--latency-objective", "150ms",
-		"--min-throttle", "2MB/s", "--max-throttle", "80MB/s", "--canary-rate", "1MB/s", "--canary-window", "3s")
+		"--min-throttle", "2MB/s", "--max-throttle", "80MB/s", "--canary-rate", "1MB/s", "--canary-window", "3s", "--throttle-ramp", "0")
 	require.NoError(t, err)
+	assert.Negative(t, o.Rule.Ramp, "--throttle-ramp 0: raises at once")
 	assert.Equal(t, 150*time.Millisecond, o.Rule.Objective)
 	assert.Equal(t, int64(2_000_000), o.Rule.Min)
 	assert.Equal(t, int64(80_000_000), o.Rule.Max)
@@ -48,6 +50,8 @@ func TestNewCmdApplyGuard(t *testing.T) {
 		{[]string{"--throttle", "10MB/s", "--latency-objective", "200ms", "--canary-rate", "fast"}, "--canary-rate:"},
 		{[]string{"--throttle", "10MB/s", "--latency-objective", "200ms", "--canary-rate", "100B/s"}, "--canary-rate: at least one record"},
 		{[]string{"--throttle", "10MB/s", "--latency-objective", "200ms", "--canary-window", "0s"}, "--canary-window: must be positive"},
+		{[]string{"--throttle", "10MB/s", "--latency-objective", "200ms", "--throttle-ramp", "-1s"}, "--throttle-ramp: must be 0 or positive"},
+		{[]string{"--throttle-ramp", "5s"}, "--throttle-ramp: only with --latency-objective"},
 		{[]string{"--canary-rate", "1MB/s"}, "--canary-rate: only with --latency-objective"},
 		{[]string{"--max-throttle", "1MB/s"}, "--max-throttle: only with --latency-objective"},
 	} {

@@ -64,7 +64,8 @@ func TestApplyGuarded(t *testing.T) {
 		src := &slowBroker{}
 		code, out, errOut, msg := runFake(t, adm, `{"version":1,"partitions":[`+strings.Join(plan, ",")+`]}`, func(o *ApplyOptions) {
 			o.Format, o.Yes, o.Throttle = format, true, 10_000_000
-			o.Rule = &apply.ThrottleRule{Objective: 200 * time.Millisecond, Min: 1_000_000, Max: 40_000_000, Period: time.Second}
+			// Raises at once (internal/reassign/apply tests the ramps).
+			o.Rule = &apply.ThrottleRule{Objective: 200 * time.Millisecond, Min: 1_000_000, Max: 40_000_000, Period: time.Second, Ramp: -1}
 			o.latency = src
 			o.MaxInflightPerBroker = 1
 		})

@@ -187,11 +187,22 @@ type window struct {
 	Broker  int32         `json:"broker"`
 	P99     float64       `json:"p99_ms"`
 	Counted bool          `json:"counted"`
+	Rate    int64         `json:"rate_bytes_per_s"`
+}
+
+// change is one of adaptive_throttle.changes.
+type change struct {
+	At     time.Duration `json:"at_ns"`
+	Broker int32         `json:"broker"`
+	From   int64         `json:"from_bytes_per_s"`
+	To     int64         `json:"to_bytes_per_s"`
 }
 
 // applyRun is one apply's figures.
 type applyRun struct {
 	windows []window
+	// raises are the raises of adaptive_throttle.changes.
+	raises  []change
 	lost    int64
 	etaErr  float64
 	took    time.Duration
@@ -245,12 +256,19 @@ func (r applyRun) within(x time.Duration) float64 {
 }
 
 // over lists the counted windows whose p99 is above x: when, which broker,
-// the p99.
+// the p99, the broker's throttle then (MB/s) and how long after its last
+// raise the window closed ("+12s"; "start" before any).
 func (r applyRun) over(x time.Duration) string {
 	var out []string
 	for _, w := range r.windows {
 		if w.Counted && w.P99 > float64(x)/float64(time.Millisecond) {
-			out = append(out, fmt.Sprintf("%v b%d %.0fms", w.At.Round(time.Second), w.Broker, w.P99))
+			since := "start"
+			for _, c := range r.raises {
+				if c.Broker == w.Broker && c.At < w.At {
+					since = "+" + (w.At - c.At).Round(time.Second).String()
+				}
+			}
+			out = append(out, fmt.Sprintf("%v b%d %.0fms@%.1f %s", w.At.Round(time.Second), w.Broker, w.P99, float64(w.Rate)/1e6, since))
 		}
 	}
 	return strings.Join(out, ", ")
@@ -279,12 +297,17 @@ func guardedRun(t *testing.T, bootstrap, plan string, flags ...string) applyRun 
 			Lost int64 `json:"lost"`
 		} `json:"canary"`
 		Adaptive struct {
-			Windows []window          `json:"windows"`
-			Changes []json.RawMessage `json:"changes"`
+			Windows []window `json:"windows"`
+			Changes []change `json:"changes"`
 		} `json:"adaptive_throttle"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	r := applyRun{windows: res.Adaptive.Windows, lost: res.Canary.Lost, took: took, changes: len(res.Adaptive.Changes), etaErr: math.NaN()}
+	for _, c := range res.Adaptive.Changes {
+		if c.To > c.From {
+			r.raises = append(r.raises, c)
+		}
+	}
 	type progress struct {
 		Event   string  `json:"event"`
 		Elapsed float64 `json:"elapsed_s"`

@@ -61,6 +61,22 @@ type LatencySource interface {
 // The asymmetry is on purpose: one window over the objective is what a
 // client felt, so the cut is immediate and large; a raise waits for calm
 // windows in a row, so the rate does not oscillate around the objective.
+//
+// A raise is not set at once but ramped, over Ramp, one step a poll: a
+// broker's replication quota is a byte rate averaged over its last
+// replication.quota.window.num windows of replication.quota.window.size.seconds
+// (11 of 1 s by default, at least 10 s averaged), so a rate raised at once
+// from r to r' lets (r'-r) x 10 s through at the link's full speed before
+// the average catches up: at 2 MB/s a quarter's raise is 5 MB, a quarter
+// of a second of a 20 MB/s link, which the link's queue turns into drops
+// and a canary p99 of 300-800 ms (the guarded apply's acceptance,
+// 2026-11-27: every window over the objective came 3-12 s after a raise
+// or at the start). Ramped over the averaging span, the rate sent stays
+// near the rate set. For the same reason the guard starts at Min and
+// ramps to the starting rate. While a broker's rate ramps its calm
+// windows do not count toward the next raise (they were measured below
+// the rate being judged); a window over the objective cuts at once from
+// the rate set then, which is also its ceiling.
 type ThrottleRule struct {
 	Objective time.Duration
 	// Min and Max bound every broker's rate (bytes/s).
@@ -88,6 +104,9 @@ type ThrottleRule struct {
 	// MaxProbeAfter bounds the doubled wait after failed probes (0:
 	// DefaultMaxProbeAfter).
 	MaxProbeAfter int
+	// Ramp is how long a raise takes to reach its rate, the start's
+	// included (0: DefaultRamp; negative: raises are set at once).
+	Ramp time.Duration
 }
 
 // The defaults of ThrottleRule.
@@ -104,6 +123,9 @@ const (
 	// DefaultMaxProbeAfter is three doublings of DefaultProbeAfter: 48
 	// windows, four minutes of 5 s windows.
 	DefaultMaxProbeAfter = 48
+	// DefaultRamp is the span a broker averages its replication quota
+	// over with Kafka's defaults: 11 windows of 1 s, the oldest partial.
+	DefaultRamp = 10 * time.Second
 )
 
 func (r ThrottleRule) withDefaults() ThrottleRule {
@@ -136,6 +158,9 @@ func (r ThrottleRule) withDefaults() ThrottleRule {
 	}
 	if r.Floor <= 0 || r.Floor > r.Down {
 		r.Floor = min(DefaultFloor, r.Down)
+	}
+	if r.Ramp == 0 {
+		r.Ramp = DefaultRamp
 	}
 	return r
 }
@@ -227,8 +252,14 @@ type Guard struct {
 	started bool
 	start   time.Time
 	last    time.Time
-	rates   map[int32]int64
-	calm    map[int32]int
+	// rates is, per broker, the rate set on the cluster; target the
+	// rate the rule decided, which a raise ramps rates up to, from
+	// rampFrom at rampAt over Rule.Ramp.
+	rates    map[int32]int64
+	target   map[int32]int64
+	rampFrom map[int32]int64
+	rampAt   map[int32]time.Time
+	calm     map[int32]int
 	// ceiling is, per broker, the rate of its last window over the
 	// objective (0: none since its last probe above it succeeded).
 	ceiling map[int32]int64
@@ -244,25 +275,34 @@ func NewGuard(rule ThrottleRule, src LatencySource) *Guard {
 	return &Guard{Rule: rule.withDefaults(), Source: src}
 }
 
-// begin starts the canary on brokers, each at rate.
-func (g *Guard) begin(ctx context.Context, now time.Time, brokers []int32, rate int64) error {
+// begin starts the canary on brokers and returns the rate to set on each
+// at first: Rule.Min, ramped up to start over Rule.Ramp (start itself when
+// raises are set at once).
+func (g *Guard) begin(ctx context.Context, now time.Time, brokers []int32, start int64) (int64, error) {
 	if err := g.Source.Start(ctx, brokers); err != nil {
-		return fmt.Errorf("starting the canary: %w", err)
-	}
-	g.started, g.start, g.last = true, now, now
-	g.rates, g.calm, g.ceiling = map[int32]int64{}, map[int32]int{}, map[int32]int64{}
-	g.probeFrom, g.probeAfter = map[int32]int64{}, map[int32]int{}
-	for _, b := range brokers {
-		g.rates[b] = rate
+		return 0, fmt.Errorf("starting the canary: %w", err)
 	}
 	r := g.Rule
-	g.report = GuardReport{Objective: r.Objective, Min: r.Min, Max: r.Max, Start: rate, Period: r.Period, Windows: []GuardWindow{}, Changes: []RateChange{}}
-	return nil
+	first := start
+	if r.Ramp > 0 {
+		first = min(r.Min, start)
+	}
+	g.started, g.start, g.last = true, now, now
+	g.rates, g.target, g.calm, g.ceiling = map[int32]int64{}, map[int32]int64{}, map[int32]int{}, map[int32]int64{}
+	g.rampFrom, g.rampAt = map[int32]int64{}, map[int32]time.Time{}
+	g.probeFrom, g.probeAfter = map[int32]int64{}, map[int32]int{}
+	for _, b := range brokers {
+		g.rates[b], g.target[b] = first, start
+		g.rampFrom[b], g.rampAt[b] = first, now
+	}
+	g.report = GuardReport{Objective: r.Objective, Min: r.Min, Max: r.Max, Start: start, Period: r.Period, Windows: []GuardWindow{}, Changes: []RateChange{}}
+	return first, nil
 }
 
 // Adjust closes a window when one Period passed since the last and
-// returns the rate changes the rule makes (none otherwise); the caller
-// sets them on the cluster and then calls Commit.
+// returns the rule's decisions (none otherwise), each from the rate set
+// on the cluster to the rate decided; the caller records them with Commit
+// and then sets what Pending returns.
 func (g *Guard) Adjust(now time.Time) []RateChange {
 	if !g.started || now.Sub(g.last) < g.Rule.Period {
 		return nil
@@ -303,6 +343,11 @@ func (g *Guard) Adjust(now time.Time) []RateChange {
 			f := max(r.Floor, min(r.Down, objective/s.P99))
 			change.To = max(r.Min, int64(float64(rate)*f))
 			change.Reason = fmt.Sprintf("p99 %.0f ms above the objective %v: cut", s.P99, r.Objective)
+		case g.target[b] > rate:
+			// Ramping: the window was measured below the rate being
+			// judged, so it holds.
+			g.calm[b] = 0
+			continue
 		case s.P99 < r.Calm*objective:
 			g.calm[b]++
 			if !g.raise(b, rate, &change, objective) {
@@ -311,6 +356,10 @@ func (g *Guard) Adjust(now time.Time) []RateChange {
 		default:
 			g.calm[b] = 0
 			continue
+		}
+		if !w.Within {
+			// Also when the rate stays (at Min): a cut ends a ramp.
+			g.target[b] = change.To
 		}
 		if change.To != change.From {
 			out = append(out, change)
@@ -357,6 +406,9 @@ func (g *Guard) raise(b int32, rate int64, change *RateChange, objective float64
 	} else if limit < r.Max && change.To == limit {
 		change.Reason += fmt.Sprintf(", up to %.0f%% of the rate that last broke the objective", 100*r.Approach)
 	}
+	if r.Ramp > 0 {
+		change.Reason += fmt.Sprintf(" (ramped over %v)", r.Ramp)
+	}
 	return true
 }
 
@@ -368,12 +420,50 @@ func (g *Guard) wait(b int32) int {
 	return g.Rule.ProbeAfter
 }
 
-// Commit records changes as made.
+// Commit records the decisions Adjust returned: each broker's rate
+// decided, which a cut sets at once and a raise ramps to.
 func (g *Guard) Commit(changes []RateChange) {
 	for _, c := range changes {
-		g.rates[c.Broker] = c.To
+		g.target[c.Broker] = c.To
+		if c.To > g.rates[c.Broker] {
+			g.rampFrom[c.Broker], g.rampAt[c.Broker] = g.rates[c.Broker], g.start.Add(c.At)
+		}
 		g.report.Changes = append(g.report.Changes, c)
 	}
+}
+
+// Pending returns the rates to set on the cluster at now, per broker
+// whose rate changes: a cut's at once, a ramp's step (the rate decided
+// when its Ramp is over). The caller sets them and then calls Applied.
+func (g *Guard) Pending(now time.Time) map[int32]int64 {
+	if !g.started {
+		return nil
+	}
+	out := map[int32]int64{}
+	for b, to := range g.target {
+		cur := g.rates[b]
+		switch {
+		case to < cur:
+			out[b] = to
+		case to > cur:
+			next := to
+			if ramp := g.Rule.Ramp; ramp > 0 {
+				if f := float64(now.Sub(g.rampAt[b])) / float64(ramp); f < 1 {
+					from := g.rampFrom[b]
+					next = from + int64(max(0, f)*float64(to-from))
+				}
+			}
+			if next > cur {
+				out[b] = next
+			}
+		}
+	}
+	return out
+}
+
+// Applied records rates as set on the cluster.
+func (g *Guard) Applied(rates map[int32]int64) {
+	maps.Copy(g.rates, rates)
 }
 
 // Report is what the guard saw and did so far (nil before it started).

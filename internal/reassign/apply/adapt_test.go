@@ -51,7 +51,8 @@ func (s *script) Window() map[int32]stats.LatencySummary {
 
 func TestGuardRule(t *testing.T) {
 	const mb = 1 << 20
-	rule := apply.ThrottleRule{Objective: 100 * time.Millisecond, Min: 1 * mb, Max: 40 * mb, Period: 5 * time.Second}
+	// Raises set at once: TestGuardRamp has the ramps.
+	rule := apply.ThrottleRule{Objective: 100 * time.Millisecond, Min: 1 * mb, Max: 40 * mb, Period: 5 * time.Second, Ramp: -1}
 	for _, tc := range []struct {
 		name    string
 		samples int64
@@ -93,13 +94,16 @@ func TestGuardRule(t *testing.T) {
 			clk := applytest.NewClock()
 			// Drive the guard through Execute's start with a plan that
 			// never finishes, then window by window by hand.
-			require.NoError(t, apply.StartGuardForTest(context.Background(), g, clk.Now(), []int32{1, 2}, 10*mb))
+			first, err := apply.StartGuardForTest(context.Background(), g, clk.Now(), []int32{1, 2}, 10*mb)
+			require.NoError(t, err)
+			require.Equal(t, int64(10*mb), first, "no ramp: the start's rate at once")
 			var rates []int64
 			var reasons []string
 			for range tc.p99 {
 				clk.T = clk.T.Add(5 * time.Second)
 				changes := g.Adjust(clk.T)
 				g.Commit(changes)
+				g.Applied(g.Pending(clk.T))
 				for _, c := range changes {
 					assert.Equal(t, int32(1), c.Broker, "broker 2 stays in the band: %+v", c)
 					rates = append(rates, c.To)
@@ -120,6 +124,106 @@ func TestGuardRule(t *testing.T) {
 	}
 }
 
+// TestGuardRamp: the guard starts at --min-throttle and ramps to the
+// starting rate over Ramp, one step a poll; a raise ramps the same way and
+// the calm windows during a ramp do not count toward the next raise; a
+// window over the objective during a ramp cuts at once from the rate set
+// then, which ends the ramp.
+func TestGuardRamp(t *testing.T) {
+	const mb = 1 << 20
+	rule := apply.ThrottleRule{Objective: 100 * time.Millisecond, Min: 1 * mb, Max: 40 * mb, Period: 2 * time.Second, Ramp: 10 * time.Second}
+	// Broker 1's p99 per 2 s window: calm (10 ms) but for the window that
+	// ends at 32 s, over the objective.
+	p99 := calm(30)
+	p99[15] = 150
+	src := &script{samples: 50}
+	for _, p := range p99 {
+		src.p99 = append(src.p99, map[int32]float64{1: p, 2: 80})
+	}
+	g := apply.NewGuard(rule, src)
+	clk := applytest.NewClock()
+	t0 := clk.Now()
+	first, err := apply.StartGuardForTest(context.Background(), g, t0, []int32{1, 2}, 6*mb)
+	require.NoError(t, err)
+	require.Equal(t, int64(1*mb), first, "the guard starts at --min-throttle")
+	set := map[int32][]int64{} // per broker, each rate set, in order
+	var raises, cuts []time.Duration
+	for range 60 { // 60 polls of 1 s
+		clk.T = clk.T.Add(time.Second)
+		changes := g.Adjust(clk.T)
+		g.Commit(changes)
+		for _, c := range changes {
+			require.Equal(t, int32(1), c.Broker, "broker 2 stays in the band")
+			if c.To > c.From {
+				raises = append(raises, clk.T.Sub(t0))
+			} else {
+				cuts = append(cuts, clk.T.Sub(t0))
+			}
+		}
+		p := g.Pending(clk.T)
+		for b, r := range p {
+			set[b] = append(set[b], r)
+		}
+		g.Applied(p)
+	}
+	// The start's ramp, for both brokers: 1 MB/s to 6 MB/s in ten
+	// steps of 0.5 MB/s, one a second.
+	for _, b := range []int32{1, 2} {
+		require.GreaterOrEqual(t, len(set[b]), 10, "broker %d", b)
+		assert.Equal(t, []int64{1.5 * mb, 2 * mb, 2.5 * mb, 3 * mb, 3.5 * mb, 4 * mb, 4.5 * mb, 5 * mb, 5.5 * mb, 6 * mb}, set[b][:10], "broker %d", b)
+	}
+	assert.Len(t, set[2], 10, "broker 2, in the band, only ramps at the start")
+	// Broker 1's first raise waits for the ramp's end (10 s) and then two
+	// calm windows (14 s); the next for that ramp and two more (28 s).
+	require.Len(t, raises, 4)
+	assert.Equal(t, 14*time.Second, raises[0])
+	assert.Equal(t, 28*time.Second, raises[1])
+	// The window over the objective (32 s) falls in the second raise's
+	// ramp: a cut at once, from the rate set then, below the raise's.
+	require.Equal(t, []time.Duration{32 * time.Second}, cuts)
+	rep := g.Report()
+	var cut apply.RateChange
+	for _, c := range rep.Changes {
+		if c.To < c.From {
+			cut = c
+		}
+	}
+	assert.Less(t, cut.From, int64(float64(6*mb)*1.25*1.25), "the cut starts from the ramp's rate, not the raise's")
+	assert.Equal(t, cut.From/2, cut.To)
+	// Rates only rise by ramp steps, a tenth of a raise each: none above
+	// the start's 0.5 MB/s.
+	prev := int64(1 * mb)
+	for _, r := range set[1] {
+		if r > prev {
+			assert.LessOrEqual(t, r-prev, int64(0.5*mb), "step from %d to %d", prev, r)
+		}
+		prev = r
+	}
+	// After the cut, calm windows raise again, ramped: two calm windows
+	// after the cut (36 s), and two after that raise's ramp (50 s).
+	assert.Equal(t, []time.Duration{36 * time.Second, 50 * time.Second}, raises[2:])
+	assert.Equal(t, rep.Final[1], set[1][len(set[1])-1])
+}
+
+// TestGuardRampCutAtMin: a window over the objective while the start's
+// ramp is at --min-throttle ends the ramp though the rate stays.
+func TestGuardRampCutAtMin(t *testing.T) {
+	src := &script{samples: 50, p99: []map[int32]float64{{1: 500}}}
+	g := apply.NewGuard(apply.ThrottleRule{Objective: 100 * time.Millisecond, Min: 10, Max: 100, Period: time.Second, Ramp: 10 * time.Second}, src)
+	clk := applytest.NewClock()
+	first, err := apply.StartGuardForTest(context.Background(), g, clk.Now(), []int32{1}, 50)
+	require.NoError(t, err)
+	require.Equal(t, int64(10), first)
+	clk.T = clk.T.Add(time.Second)
+	changes := g.Adjust(clk.T)
+	assert.Empty(t, changes, "the cut leaves the rate at --min-throttle: no change")
+	g.Commit(changes)
+	for range 20 {
+		clk.T = clk.T.Add(time.Second)
+		assert.Empty(t, g.Pending(clk.T), "no ramp after the cut")
+	}
+}
+
 // calm is n calm windows (10 ms p99).
 func calm(n int) []float64 {
 	out := make([]float64, n)
@@ -131,9 +235,10 @@ func calm(n int) []float64 {
 
 func TestGuardWindowsNeedAPeriod(t *testing.T) {
 	src := &script{samples: 50, p99: []map[int32]float64{{1: 500}}}
-	g := apply.NewGuard(apply.ThrottleRule{Objective: 100 * time.Millisecond, Min: 1, Max: 100, Period: 5 * time.Second}, src)
+	g := apply.NewGuard(apply.ThrottleRule{Objective: 100 * time.Millisecond, Min: 1, Max: 100, Period: 5 * time.Second, Ramp: -1}, src)
 	clk := applytest.NewClock()
-	require.NoError(t, apply.StartGuardForTest(context.Background(), g, clk.Now(), []int32{1}, 50))
+	_, err := apply.StartGuardForTest(context.Background(), g, clk.Now(), []int32{1}, 50)
+	require.NoError(t, err)
 	assert.Empty(t, g.Adjust(clk.T.Add(4*time.Second)), "no window closes before a period")
 	assert.Equal(t, 0, src.window)
 	changes := g.Adjust(clk.T.Add(5 * time.Second))
@@ -185,7 +290,8 @@ func TestExecuteAdaptsTheThrottle(t *testing.T) {
 	adm.FinishPerPoll = 1
 	clk := applytest.NewClock()
 	src := &script{samples: 100, p99: []map[int32]float64{{4: 900}, {4: 10}, {4: 10}}}
-	g := apply.NewGuard(apply.ThrottleRule{Objective: 200 * time.Millisecond, Min: 1000, Max: 1_000_000, Period: 2 * time.Second}, src)
+	// Raises at once here; TestExecuteRampsTheThrottle has the ramps.
+	g := apply.NewGuard(apply.ThrottleRule{Objective: 200 * time.Millisecond, Min: 1000, Max: 1_000_000, Period: 2 * time.Second, Ramp: -1}, src)
 	var events []apply.Event
 	res, err := apply.Execute(context.Background(), adm, plan, apply.Options{
 		Throttle: 100_000, Lab: true, Clock: clk, Poll: 2 * time.Second, Guard: g, NoElect: true,
@@ -219,6 +325,41 @@ func TestExecuteAdaptsTheThrottle(t *testing.T) {
 	rep := g.Report()
 	require.NotNil(t, rep)
 	assert.Equal(t, four[len(four)-1], rep.Final[4])
+}
+
+// TestExecuteRampsTheThrottle: with the default ramp, Execute sets the
+// throttle at --min-throttle first and then raises it poll by poll to the
+// starting rate, which no throttle change reports (the ramp is not a
+// decision of the rule).
+func TestExecuteRampsTheThrottle(t *testing.T) {
+	var parts, plan []topology.Partition
+	for p := range int32(12) {
+		parts = append(parts, applytest.Part("t", p, 1, 2))
+		plan = append(plan, applytest.Move("t", p, 1, 3))
+	}
+	adm := applytest.New([]int32{1, 2, 3}, parts...)
+	adm.FinishPerPoll = 1
+	src := &script{samples: 100, p99: []map[int32]float64{{1: 150}, {1: 150}, {1: 150}, {1: 150}, {1: 150}, {1: 150}}} // in the band
+	g := apply.NewGuard(apply.ThrottleRule{Objective: 200 * time.Millisecond, Min: 1000, Max: 1_000_000, Period: 2 * time.Second}, src)
+	var changes int
+	_, err := apply.Execute(context.Background(), adm, plan, apply.Options{
+		Throttle: 11_000, Lab: true, Clock: applytest.NewClock(), Poll: time.Second, Guard: g, NoElect: true,
+		Limits:   apply.Limits{PerBroker: 1},
+		Progress: func(e apply.Event) { changes += len(e.Changes) },
+	})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(adm.Calls[0], "SetThrottle 1000 [1 2 3]"), "the throttle starts at --min-throttle: %v", adm.Calls[0])
+	var steps []string
+	for _, c := range adm.Calls {
+		if strings.HasPrefix(c, "SetBrokerRates") {
+			steps = append(steps, c)
+		}
+	}
+	require.Len(t, steps, 10, "ten steps a second apart: %v", steps)
+	assert.Equal(t, "SetBrokerRates 1=2000 2=2000 3=2000", steps[0])
+	assert.Equal(t, "SetBrokerRates 1=11000 2=11000 3=11000", steps[9])
+	assert.Zero(t, changes, "the ramp is no decision of the rule")
+	assert.Equal(t, int64(11_000), g.Report().Final[1])
 }
 
 func TestExecuteGuardFailures(t *testing.T) {

@@ -199,10 +199,13 @@ func Execute(ctx context.Context, adm Admin, plan []topology.Partition, o Option
 				return nil, errkind.Usagef("latency-objective", "this cluster's admin cannot set the throttle broker by broker")
 			}
 			// Nothing changed on the cluster yet but what the canary
-			// creates, which its owner removes.
-			if err := o.Guard.begin(ctx, o.Clock.Now(), t.Brokers, o.Throttle); err != nil {
+			// creates, which its owner removes. The guard ramps the
+			// rate up to o.Throttle from the one it starts at.
+			first, err := o.Guard.begin(ctx, o.Clock.Now(), t.Brokers, o.Throttle)
+			if err != nil {
 				return nil, err
 			}
+			t.Rate = first
 		}
 		lift = lift.union(throttleSet{Brokers: t.Brokers, Topics: t.Topics()})
 		state.ThrottleBrokers, state.ThrottleTopics = lift.Brokers, lift.Topics
@@ -448,17 +451,15 @@ func adapt(ctx context.Context, adm Admin, res *Result, elapsed time.Duration, n
 		return nil
 	}
 	changes := o.Guard.Adjust(now)
-	if len(changes) == 0 {
-		return nil
-	}
-	rates := map[int32]int64{}
-	for _, c := range changes {
-		rates[c.Broker] = c.To
-	}
-	if err := adm.(RateSetter).SetBrokerRates(ctx, rates); err != nil {
-		return fmt.Errorf("adapting the replication throttle (the moves go on at the rates set before): %w: %w", err, ErrNotDone)
-	}
 	o.Guard.Commit(changes)
-	o.emit(Event{Kind: EventThrottle, Result: res, Elapsed: elapsed, Changes: changes})
+	if rates := o.Guard.Pending(now); len(rates) > 0 {
+		if err := adm.(RateSetter).SetBrokerRates(ctx, rates); err != nil {
+			return fmt.Errorf("adapting the replication throttle (the moves go on at the rates set before): %w: %w", err, ErrNotDone)
+		}
+		o.Guard.Applied(rates)
+	}
+	if len(changes) > 0 {
+		o.emit(Event{Kind: EventThrottle, Result: res, Elapsed: elapsed, Changes: changes})
+	}
 	return nil
 }
