@@ -70,10 +70,12 @@ type LatencySource interface {
 // the average catches up: at 2 MB/s a quarter's raise is 5 MB, a quarter
 // of a second of a 20 MB/s link, which the link's queue turns into drops
 // and a canary p99 of 300-800 ms (the guarded apply's acceptance,
-// 2026-11-27: every window over the objective came 3-12 s after a raise
-// or at the start). Ramped over the averaging span, the rate sent stays
-// near the rate set. For the same reason the guard starts at Min and
-// ramps to the starting rate. While a broker's rate ramps its calm
+// 2026-11-27: before the ramp, its windows over the objective came in the
+// first 50 s after the start at 10 MB/s and then every 10-13 s, one cut
+// and three raises apart). Ramped in steps of a poll, the raise's credit
+// comes in as many bursts a poll apart, each a step's share, instead of
+// one (a step still lets its own (step) x 10 s through). For the same
+// reason the guard starts at Min and ramps to the starting rate. While a broker's rate ramps its calm
 // windows do not count toward the next raise (they were measured below
 // the rate being judged); a window over the objective cuts at once from
 // the rate set then, which is also its ceiling.
