@@ -113,3 +113,35 @@ func stringEnd(src []byte, i int) int {
 		}
 	}
 }
+
+// indentWriter indents what a json.Encoder without an indent writes to it,
+// on its way to w. The Encoder writes each value whole, ended by a newline
+// (compact JSON has none elsewhere: a newline in a string is escaped), in
+// one Write today: that slice is indented straight from the Encoder's own
+// buffer, with no copy of a 230 MB report. Should the Encoder write in
+// pieces, they are kept until the newline.
+type indentWriter struct {
+	w       io.Writer
+	pending []byte
+	err     error
+}
+
+func (iw *indentWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	src := p
+	if len(iw.pending) > 0 || p[len(p)-1] != '\n' {
+		iw.pending = append(iw.pending, p...)
+		if p[len(p)-1] != '\n' {
+			return len(p), nil
+		}
+		src = iw.pending
+	}
+	iw.err = writeIndented(iw.w, src)
+	iw.pending = nil
+	if iw.err != nil {
+		return 0, iw.err
+	}
+	return len(p), nil
+}

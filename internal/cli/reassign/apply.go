@@ -2,7 +2,6 @@ package reassign
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -695,10 +694,11 @@ func (o *ApplyOptions) showPlan(res *apply.Result) {
 	throttled := ""
 	if o.Throttle > 0 {
 		throttled = ", replication throttled to " + units.FormatRate(o.Throttle)
-		if r := o.Rule; r != nil {
+		if o.Rule != nil {
+			r := o.Rule.WithDefaults()
 			ramp := ""
-			if r.Ramp >= 0 { // 0 is the default ramp
-				ramp = fmt.Sprintf(", reached from %s and raised in steps over %v", units.FormatRate(r.Min), cmp.Or(r.Ramp, apply.DefaultRamp))
+			if r.Ramp > 0 {
+				ramp = fmt.Sprintf(", reached from %s and raised in steps over %v", units.FormatRate(r.Min), r.Ramp)
 			}
 			throttled += fmt.Sprintf(" (adaptive between %s and %s%s, to keep the canary's produce p99 within %v)", units.FormatRate(r.Min), units.FormatRate(r.Max), ramp, r.Objective)
 		}

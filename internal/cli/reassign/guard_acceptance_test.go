@@ -62,7 +62,7 @@ const guardFloor = time.Duration(float64(1<<20) / guardLink * float64(time.Secon
 // ETA printed at 25% of the bytes against the real remaining time (at
 // most 0.3, fixed apply; the guarded one's is reported).
 func TestAcceptGuardedApply(t *testing.T) {
-	bootstrap := guardLab(t)
+	bootstrap, _ := guardLab(t)
 	ctx := context.Background()
 	topic := "bulk"
 	fillBulk(t, ctx, bootstrap, topic)
@@ -112,8 +112,9 @@ func objectiveX(rest, fixedMedian float64) time.Duration {
 	return x
 }
 
-// guardLab starts the 4-broker lab with capped links.
-func guardLab(t *testing.T) string {
+// guardLab starts the 4-broker lab with capped links and returns its
+// bootstrap servers and state.
+func guardLab(t *testing.T) (string, *localkafka.State) {
 	t.Helper()
 	require.NoError(t, localkafka.CheckNetPrivileges(), "this machine cannot run the bandwidth lab")
 	jars, err := localkafka.FindJars("")
@@ -126,7 +127,7 @@ func guardLab(t *testing.T) string {
 		BasePort: base, FastFailover: true, BandwidthBps: guardLink, HeapMB: 512}, kafka.WaitBrokers)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Down(15*time.Second)) })
-	return strings.Join(s.Bootstrap(), ",")
+	return strings.Join(s.Bootstrap(), ","), s
 }
 
 // fillBulk creates topic on brokers 1 and 2 and writes guardPartBytes
@@ -227,17 +228,22 @@ func (r applyRun) p99s() []float64 {
 // falls in one cluster or the other with the count of windows on each
 // side (measured 2026-11-26, docs/BENCHMARKS.md).
 func (r applyRun) worstMedian() float64 {
+	var worst float64
+	for _, ps := range r.perBroker() {
+		worst = max(worst, median(ps))
+	}
+	return worst
+}
+
+// perBroker is each broker's counted window p99s (ms), in window order.
+func (r applyRun) perBroker() map[int32][]float64 {
 	per := map[int32][]float64{}
 	for _, w := range r.windows {
 		if w.Counted {
 			per[w.Broker] = append(per[w.Broker], w.P99)
 		}
 	}
-	var worst float64
-	for _, ps := range per {
-		worst = max(worst, median(ps))
-	}
-	return worst
+	return per
 }
 
 // within is the share of counted windows whose p99 is within x.
@@ -274,13 +280,16 @@ func (r applyRun) over(x time.Duration) string {
 	return strings.Join(out, ", ")
 }
 
-func median(xs []float64) float64 {
+func median(xs []float64) float64 { return quantile(xs, 0.5) }
+
+// quantile is the q-quantile of xs (nearest rank; 0 when empty).
+func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	return s[len(s)/2]
+	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
 // guardedRun applies plan with the canary (and flags), and returns its

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,10 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/kplan-dev/kplan/internal/kafka"
-	"github.com/kplan-dev/kplan/internal/labtest"
-	"github.com/kplan-dev/kplan/internal/localkafka"
 )
 
 // tcpCounters reads RetransSegs and TCPTimeouts inside network namespace ns.
@@ -54,18 +48,8 @@ func tcpCounters(t *testing.T, ns string) (retrans, timeouts int64) {
 // the others, so that a median of every broker's windows pooled falls in
 // one or the other with the count of windows on each side.
 func TestProbeGuardLabClusters(t *testing.T) {
-	jars, err := localkafka.FindJars("")
-	require.NoError(t, err)
-	base, err := labtest.FreeBase(4)
-	require.NoError(t, err)
+	bootstrap, s := guardLab(t)
 	ctx := context.Background()
-	uctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	s, err := localkafka.Up(uctx, localkafka.Config{Brokers: 4, JarsDir: jars, Dir: filepath.Join(t.TempDir(), "guardlab"),
-		BasePort: base, FastFailover: true, BandwidthBps: guardLink, HeapMB: 512}, kafka.WaitBrokers)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Down(15*time.Second)) })
-	bootstrap := strings.Join(s.Bootstrap(), ",")
 	fillBulk(t, ctx, bootstrap, "bulk")
 	home, away := bulkPlans(t, "bulk")
 	for i := range 6 {
@@ -85,12 +69,7 @@ func TestProbeGuardLabClusters(t *testing.T) {
 			r, to := tcpCounters(t, ns)
 			counters = append(counters, fmt.Sprintf("%s: retrans %d, timeouts %d", ns, r-before[ns][0], to-before[ns][1]))
 		}
-		per := map[int32][]float64{}
-		for _, w := range fixed.windows {
-			if w.Counted {
-				per[w.Broker] = append(per[w.Broker], w.P99)
-			}
-		}
+		per := fixed.perBroker()
 		var pb []string
 		for b := int32(1); b <= 4; b++ {
 			pb = append(pb, fmt.Sprintf("b%d %.1f", b, median(per[b])))
@@ -118,7 +97,7 @@ func TestProbeGuardLabClusters(t *testing.T) {
 // per plan: each broker's window p99 at the 50th, 90th and 95th
 // percentile, and the share of windows within 66, 86, 105, 131 and 160 ms.
 func TestProbeGuardFloor(t *testing.T) {
-	bootstrap := guardLab(t)
+	bootstrap, _ := guardLab(t)
 	ctx := context.Background()
 	fillBulk(t, ctx, bootstrap, "bulk")
 	home, away := bulkPlans(t, "bulk")
@@ -128,12 +107,7 @@ func TestProbeGuardFloor(t *testing.T) {
 		require.Zero(t, slow.lost, "%s: the canary loses nothing", p.name)
 		// 256 MB leave each of the two sending brokers at 1MB/s.
 		assert.Greater(t, slow.took, 200*time.Second, "%s: the throttle held the move to about 1MB/s per broker", p.name)
-		per := map[int32][]float64{}
-		for _, w := range slow.windows {
-			if w.Counted {
-				per[w.Broker] = append(per[w.Broker], w.P99)
-			}
-		}
+		per := slow.perBroker()
 		for b := int32(1); b <= 4; b++ {
 			t.Logf("%s: broker %d: %d windows, window p99 at the 50th/90th/95th percentile %.1f / %.1f / %.1f ms",
 				p.name, b, len(per[b]), quantile(per[b], 0.5), quantile(per[b], 0.9), quantile(per[b], 0.95))
@@ -144,14 +118,4 @@ func TestProbeGuardFloor(t *testing.T) {
 		}
 		t.Logf("%s: took %v; windows within: %s", p.name, slow.took.Round(time.Second), strings.Join(shares, ", "))
 	}
-}
-
-// quantile is the q-quantile of xs (nearest rank).
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(q*float64(len(s))))]
 }

@@ -75,10 +75,11 @@ type LatencySource interface {
 // and three raises apart). Ramped in steps of a poll, the raise's credit
 // comes in as many bursts a poll apart, each a step's share, instead of
 // one (a step still lets its own (step) x 10 s through). For the same
-// reason the guard starts at Min and ramps to the starting rate. While a broker's rate ramps its calm
-// windows do not count toward the next raise (they were measured below
-// the rate being judged); a window over the objective cuts at once from
-// the rate set then, which is also its ceiling.
+// reason the guard starts at Min and ramps to the starting rate. While a
+// broker's rate ramps its calm windows do not count toward the next raise
+// (they were measured below the rate being judged); a window over the
+// objective cuts at once from the rate set then, which is also its
+// ceiling.
 type ThrottleRule struct {
 	Objective time.Duration
 	// Min and Max bound every broker's rate (bytes/s).
@@ -130,7 +131,9 @@ const (
 	DefaultRamp = 10 * time.Second
 )
 
-func (r ThrottleRule) withDefaults() ThrottleRule {
+// WithDefaults is the rule with every zero field at its default, as the
+// guard runs it.
+func (r ThrottleRule) WithDefaults() ThrottleRule {
 	if r.Period <= 0 {
 		r.Period = DefaultWindow
 	}
@@ -274,7 +277,7 @@ type Guard struct {
 
 // NewGuard is the adaptive throttle with rule over src.
 func NewGuard(rule ThrottleRule, src LatencySource) *Guard {
-	return &Guard{Rule: rule.withDefaults(), Source: src}
+	return &Guard{Rule: rule.WithDefaults(), Source: src}
 }
 
 // begin starts the canary on brokers and returns the rate to set on each
